@@ -1,0 +1,42 @@
+// Paged causal attention over a ragged batch, and the KV-cache write that precedes it.
+//
+// KV cache layout (one tensor per layer for K and one for V):
+//   [num_blocks, block_size, num_kv_heads, head_dim], dtype F32, F16 or BF16.
+// A token's slot is block_id * block_size + offset_in_block.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace weft::kernels {
+
+// Writes k, v (F32 [tokens, num_kv_heads, head_dim]) into the caches at slots (I64 [tokens];
+// a negative slot skips the token).
+void write_kv_cache(const TensorView& k, const TensorView& v, const TensorView& slots,
+                    const TensorView& k_cache, const TensorView& v_cache, ThreadPool& pool);
+
+// Describes the sequences of one ragged batch. Sequence s owns query rows
+// [query_start[s], query_start[s+1]) of q; those are its newest tokens, so query row j of s sits
+// at position context_len[s] - query_len + j and attends to cached positions [0, that position]
+// (causal). Its cached tokens live in blocks block_tables[s * max_blocks_per_seq + b].
+struct AttentionBatch {
+  int num_seqs = 0;
+  const int32_t* query_start = nullptr;  // [num_seqs + 1]
+  const int32_t* context_len = nullptr;  // [num_seqs], tokens in cache including this step's
+  const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
+  int max_blocks_per_seq = 0;
+  int block_size = 0;
+};
+
+// q: F32 [tokens, num_heads, head_dim]; out: F32 [tokens, num_heads, head_dim].
+// num_heads must be a multiple of num_kv_heads (grouped-query attention: head h reads kv head
+// h / (num_heads / num_kv_heads)). scale multiplies q.k (usually 1/sqrt(head_dim)).
+// Softmax in F32 with a running max (online softmax); threads split over (sequence, head, query
+// tile), so one long sequence still uses every thread.
+void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const AttentionBatch& batch, float scale, const TensorView& out,
+                     ThreadPool& pool);
+
+}  // namespace weft::kernels

@@ -1,0 +1,34 @@
+// Run-time CPU feature detection: kernels pick their widest supported path once.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace weft {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512vl = false;
+  bool avx512bf16 = false;
+  bool avx512fp16 = false;
+  bool amx_bf16 = false;
+
+  // "avx512f avx512bf16 ..." for logs and benchmark headers.
+  std::string to_string() const;
+};
+
+// Detected once, on first call.
+const CpuFeatures& cpu_features();
+
+// Caps the features kernels may use: "native" (all detected), "avx2" (no AVX-512/AMX) or
+// "portable" (scalar only). For tests and for the launcher's --cpu-isa flag; call it before the
+// first kernel runs. An unknown name is an InvalidArgument.
+absl::Status limit_cpu_features(std::string_view isa);
+
+}  // namespace weft

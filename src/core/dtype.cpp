@@ -1,0 +1,60 @@
+#include "core/dtype.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace weft {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return 4;
+    case DType::kF16: return 2;
+    case DType::kBF16: return 2;
+    case DType::kI32: return 4;
+    case DType::kI64: return 8;
+    case DType::kI8: return 1;
+    case DType::kU8: return 1;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return "f32";
+    case DType::kF16: return "f16";
+    case DType::kBF16: return "bf16";
+    case DType::kI32: return "i32";
+    case DType::kI64: return "i64";
+    case DType::kI8: return "i8";
+    case DType::kU8: return "u8";
+  }
+  return "?";
+}
+
+absl::StatusOr<DType> dtype_from_safetensors(std::string_view name) {
+  if (name == "F32") return DType::kF32;
+  if (name == "F16") return DType::kF16;
+  if (name == "BF16") return DType::kBF16;
+  if (name == "I32") return DType::kI32;
+  if (name == "I64") return DType::kI64;
+  if (name == "I8") return DType::kI8;
+  if (name == "U8") return DType::kU8;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unsupported safetensors dtype \"", name,
+                   "\" (supported: F32, F16, BF16, I32, I64, I8, U8)"));
+}
+
+absl::StatusOr<DType> dtype_from_string(std::string_view name) {
+  if (name == "float32" || name == "f32" || name == "fp32") return DType::kF32;
+  if (name == "float16" || name == "f16" || name == "fp16" || name == "half") return DType::kF16;
+  if (name == "bfloat16" || name == "bf16") return DType::kBF16;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unsupported dtype \"", name, "\" (expected float32, float16 or bfloat16)"));
+}
+
+bool is_float_dtype(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
+}
+
+}  // namespace weft

@@ -1,0 +1,75 @@
+// The parts of a Hugging Face model directory's config.json and generation_config.json that
+// weft uses, validated on load.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/dtype.h"
+
+namespace weft {
+
+enum class RopeScalingType { kDefault, kLinear, kLlama3 };
+
+struct RopeScaling {
+  RopeScalingType type = RopeScalingType::kDefault;
+  double factor = 1.0;                          // linear, llama3
+  double low_freq_factor = 1.0;                 // llama3
+  double high_freq_factor = 4.0;                // llama3
+  int64_t original_max_position_embeddings = 8192;  // llama3
+};
+
+struct ModelConfig {
+  std::string architecture;   // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"
+  std::string model_type;     // "llama", "mistral", "qwen2", "qwen3"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;  // defaults to num_attention_heads
+  int64_t head_dim = 0;             // explicit, or hidden_size / num_attention_heads
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama/Mistral if attention_bias)
+  bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
+  std::optional<int64_t> sliding_window;  // recorded; weft attends over the full context
+  DType torch_dtype = DType::kF32;        // dtype the checkpoint declares
+  std::vector<int64_t> eos_token_ids;     // from config.json (may be empty)
+  std::optional<int64_t> bos_token_id;
+};
+
+// Parses config.json text. `source` names the file in errors. Errors name the field and what was
+// expected: unsupported architecture, missing or non-positive sizes, num_attention_heads not a
+// multiple of num_key_value_heads, hidden_size not divisible by heads without head_dim, unknown
+// rope_scaling type.
+absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
+                                               const std::string& source = "config.json");
+absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir);
+
+struct GenerationConfig {
+  std::vector<int64_t> eos_token_ids;
+  std::optional<int64_t> bos_token_id;
+  std::optional<int64_t> pad_token_id;
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int64_t> top_k;
+  std::optional<double> repetition_penalty;
+  std::optional<int64_t> max_new_tokens;
+  bool do_sample = false;
+};
+
+absl::StatusOr<GenerationConfig> parse_generation_config(const std::string& json_text,
+                                                         const std::string& source = "generation_config.json");
+// A missing generation_config.json is not an error: returns defaults with the eos ids of config.
+absl::StatusOr<GenerationConfig> load_generation_config(const std::filesystem::path& model_dir,
+                                                        const ModelConfig& config);
+
+}  // namespace weft

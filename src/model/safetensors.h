@@ -1,0 +1,57 @@
+// Memory-mapped safetensors files (https://huggingface.co/docs/safetensors): an 8-byte
+// little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets}, "__metadata__"},
+// then the data. Validation follows the format's rules: header at most 100 MB and inside the file,
+// every tensor's offsets inside the data section, size = numel * dtype size, no overlaps, no
+// duplicate names. Every error names the file and, where it applies, the tensor.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+
+namespace weft {
+
+struct SafetensorsEntry {
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0;  // byte offsets into the data section
+  uint64_t end = 0;
+};
+
+class SafetensorsFile {
+ public:
+  static constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
+  static constexpr int kMaxRank = 4;  // weft's Shape limit
+
+  // Maps the file read-only and validates its header.
+  static absl::StatusOr<std::shared_ptr<SafetensorsFile>> open(const std::filesystem::path& path);
+  ~SafetensorsFile();
+
+  const std::filesystem::path& path() const { return path_; }
+  const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
+  bool contains(const std::string& name) const { return entries_.count(name) != 0; }
+  // A Tensor viewing the mapped bytes (no copy); it keeps the mapping alive.
+  absl::StatusOr<Tensor> tensor(const std::string& name) const;
+
+ private:
+  SafetensorsFile() = default;
+  std::filesystem::path path_;
+  std::map<std::string, SafetensorsEntry> entries_;
+  const uint8_t* map_ = nullptr;
+  size_t map_size_ = 0;
+  uint64_t data_offset_ = 0;
+  std::weak_ptr<const SafetensorsFile> self_;
+};
+
+// Writes tensors (CPU, any dtype) to a safetensors file. Used by tests and by benchmarks that
+// generate models; names are written in map order.
+absl::Status write_safetensors(const std::filesystem::path& path,
+                               const std::map<std::string, Tensor>& tensors);
+
+}  // namespace weft

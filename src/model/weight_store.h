@@ -1,0 +1,44 @@
+// The weights of a Hugging Face model directory: model.safetensors, or the shards listed by
+// model.safetensors.index.json ({"weight_map": {tensor: file}}). Files are memory-mapped; only the
+// pages a rank touches are read, so a rank that takes a slice reads only that slice.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "model/safetensors.h"
+
+namespace weft {
+
+class WeightStore {
+ public:
+  // Errors: no model.safetensors nor index; index malformed or naming a missing file; a shard
+  // that fails SafetensorsFile validation; the same tensor in two shards.
+  static absl::StatusOr<WeightStore> open(const std::filesystem::path& model_dir);
+
+  bool contains(const std::string& name) const;
+  std::vector<std::string> names() const;
+
+  // The whole tensor as a zero-copy view. Errors: missing tensor ("tensor 'x' not found in
+  // <dir>"), or a shape other than `expected` ("tensor 'x' in <file> has shape [..], expected
+  // [..] from config.json").
+  absl::StatusOr<Tensor> get(const std::string& name, const Shape& expected) const;
+
+  // Rows [begin, begin + count) along dimension `dim` of a tensor of full shape `expected`.
+  // dim 0 is a zero-copy view; dim 1 copies into a new tensor (only the rows' slices are read).
+  // Rows past the tensor's end (padding for uneven tensor-parallel splits) are zero-filled.
+  absl::StatusOr<Tensor> get_slice(const std::string& name, const Shape& expected, int dim,
+                                   int64_t begin, int64_t count) const;
+
+ private:
+  std::filesystem::path dir_;
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, size_t> index_;  // tensor name -> files_ index
+};
+
+}  // namespace weft

@@ -1,0 +1,54 @@
+#include "core/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include "core/dtype.h"
+#include "core/half.h"
+
+namespace weft {
+namespace {
+
+TEST(ShapeTest, NumelAndToString) {
+  Shape s{2, 3, 4};
+  EXPECT_EQ(s.rank(), 3);
+  EXPECT_EQ(s.numel(), 24);
+  EXPECT_EQ(s.to_string(), "[2, 3, 4]");
+  EXPECT_TRUE((s == Shape{2, 3, 4}));
+  EXPECT_FALSE((s == Shape{2, 12}));
+}
+
+TEST(TensorTest, ZerosAreAlignedAndZero) {
+  Tensor t = Tensor::zeros(DType::kF32, Shape{5, 7});
+  ASSERT_TRUE(t.defined());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u);
+  EXPECT_EQ(t.nbytes(), 5u * 7u * 4u);
+  for (int i = 0; i < 35; ++i) EXPECT_EQ(t.data_as<float>()[i], 0.0f);
+}
+
+TEST(TensorTest, RowsViewSharesMemory) {
+  Tensor t = Tensor::zeros(DType::kF32, Shape{4, 3});
+  for (int i = 0; i < 12; ++i) t.data_as<float>()[i] = static_cast<float>(i);
+  TensorView r = t.view().rows(2, 2);
+  EXPECT_EQ(r.shape, (Shape{2, 3}));
+  EXPECT_EQ(r.as<float>()[0], 6.0f);
+}
+
+TEST(DTypeTest, SafetensorsNames) {
+  EXPECT_EQ(*dtype_from_safetensors("BF16"), DType::kBF16);
+  auto bad = dtype_from_safetensors("F8_E4M3");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("F8_E4M3"), std::string_view::npos);
+}
+
+TEST(HalfTest, RoundTrips) {
+  for (float f : {0.0f, 1.0f, -2.5f, 3.140625f, 65504.0f}) {
+    EXPECT_EQ(f16_to_float(float_to_f16(f)), f);
+    EXPECT_EQ(bf16_to_float(float_to_bf16(f)), bf16_to_float(float_to_bf16(bf16_to_float(float_to_bf16(f)))));
+  }
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f)), 1.0f);
+  // Round to nearest even: 1 + 2^-8 is halfway between two bf16 values and rounds down to 1.
+  EXPECT_EQ(bf16_to_float(float_to_bf16(1.0f + 1.0f / 256)), 1.0f);
+}
+
+}  // namespace
+}  // namespace weft
