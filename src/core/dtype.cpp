@@ -19,7 +19,7 @@ size_t dtype_size(DType dtype) {
   return 0;
 }
 
-std::string_view dtype_name(DType dtype) {
+const char* dtype_name(DType dtype) {
   switch (dtype) {
     case DType::kF32: return "f32";
     case DType::kF16: return "f16";
@@ -41,7 +41,7 @@ absl::StatusOr<DType> dtype_from_safetensors(std::string_view name) {
   if (name == "I8") return DType::kI8;
   if (name == "U8") return DType::kU8;
   return absl::InvalidArgumentError(
-      absl::StrCat("unsupported safetensors dtype \"", name,
+      absl::StrCat("unsupported safetensors dtype \"", std::string(name),
                    "\" (supported: F32, F16, BF16, I32, I64, I8, U8)"));
 }
 
@@ -50,7 +50,7 @@ absl::StatusOr<DType> dtype_from_string(std::string_view name) {
   if (name == "float16" || name == "f16" || name == "fp16" || name == "half") return DType::kF16;
   if (name == "bfloat16" || name == "bf16") return DType::kBF16;
   return absl::InvalidArgumentError(absl::StrCat(
-      "unsupported dtype \"", name, "\" (expected float32, float16 or bfloat16)"));
+      "unsupported dtype \"", std::string(name), "\" (expected float32, float16 or bfloat16)"));
 }
 
 bool is_float_dtype(DType dtype) {

@@ -23,7 +23,7 @@ enum class DType : uint8_t {
 size_t dtype_size(DType dtype);
 
 // Short lower-case name: "f32", "f16", "bf16", "i32", "i64", "i8", "u8".
-std::string_view dtype_name(DType dtype);
+const char* dtype_name(DType dtype);
 
 // Parses a safetensors dtype string ("F32", "F16", "BF16", "I32", "I64", "I8", "U8").
 // Any other string is an InvalidArgument naming it.

@@ -49,15 +49,20 @@ TensorView TensorView::reshaped(Shape new_shape) const {
   return out;
 }
 
-Tensor Tensor::zeros(DType dtype, Shape shape) {
+Tensor Tensor::empty(DType dtype, Shape shape) {
   Tensor t;
   const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
-  const size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
   if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, rounded == 0 ? 64 : rounded);
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   t.view_ = TensorView{p, dtype, shape, Device::kCpu};
+  return t;
+}
+
+Tensor Tensor::zeros(DType dtype, Shape shape) {
+  Tensor t = empty(dtype, shape);
+  std::memset(t.data(), 0, t.nbytes());
   return t;
 }
 

@@ -58,6 +58,8 @@ class Tensor {
   Tensor() = default;
   // Allocates zero-filled, 64-byte aligned host memory.
   static Tensor zeros(DType dtype, Shape shape);
+  // Allocates 64-byte aligned host memory without initialising it (for outputs kernels overwrite).
+  static Tensor empty(DType dtype, Shape shape);
   // Wraps memory owned elsewhere; `keep_alive` (may be null) is held as long as the tensor.
   static Tensor wrap(void* data, DType dtype, Shape shape, std::shared_ptr<const void> keep_alive);
 

@@ -1,0 +1,13 @@
+// The weft subcommands. Each takes the arguments after its name and returns the process exit
+// code; errors are printed to stderr as "weft <command>: <message>".
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace weft {
+
+int run_generate(const std::vector<std::string>& args);
+int run_info(const std::vector<std::string>& args);
+
+}  // namespace weft

@@ -1,0 +1,67 @@
+#include "launcher/engine_flags.h"
+
+#include "core/cpu_features.h"
+#include "core/status_macros.h"
+
+namespace weft {
+
+std::set<std::string> engine_value_flags() {
+  return {"model",         "threads",      "block-size",   "kv-cache-memory",
+          "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "max-model-len",
+          "seed",          "cpu-isa",      "kv-cache-blocks"};
+}
+
+std::set<std::string> engine_bool_flags() { return {"no-chunked-prefill"}; }
+
+const char* engine_flags_help() {
+  return "  --model DIR                  Hugging Face model directory\n"
+         "  --threads N                  kernel threads (default: all cores)\n"
+         "  --block-size N               tokens per KV block (default 16)\n"
+         "  --kv-cache-memory SIZE       KV cache budget, e.g. 512MiB (default 1GiB)\n"
+         "  --kv-cache-blocks N          cap on KV blocks (default: what the budget holds)\n"
+         "  --kv-cache-dtype T           auto|float32|bfloat16|float16 (default auto = model dtype)\n"
+         "  --max-num-seqs N             running sequences per step (default 64)\n"
+         "  --max-num-batched-tokens N   tokens per step (default 2048)\n"
+         "  --no-chunked-prefill         never split a prompt over steps\n"
+         "  --max-model-len N            prompt + output limit (default: the model's)\n"
+         "  --seed N                     base seed for requests without one\n"
+         "  --cpu-isa native|avx2|portable  cap the CPU kernels' instruction set\n";
+}
+
+absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
+                                                       const std::string& default_model) {
+  LocalEngineOptions o;
+  o.model_dir = args.get_or("model", default_model);
+  if (o.model_dir.empty()) return absl::InvalidArgumentError("--model DIR is required");
+  WEFT_ASSIGN_OR_RETURN(int64_t threads, args.get_int("threads", 0));
+  o.num_threads = static_cast<int>(threads);
+  WEFT_ASSIGN_OR_RETURN(int64_t block_size, args.get_int("block-size", 16));
+  if (block_size < 1 || block_size > 1024) {
+    return absl::InvalidArgumentError("--block-size: must be in [1, 1024]");
+  }
+  o.kv.block_size = static_cast<int>(block_size);
+  WEFT_ASSIGN_OR_RETURN(o.kv.memory_bytes, args.get_bytes("kv-cache-memory", 1ll << 30));
+  WEFT_ASSIGN_OR_RETURN(o.kv.max_blocks, args.get_int("kv-cache-blocks", 0));
+  const std::string kv_dtype = args.get_or("kv-cache-dtype", "auto");
+  if (kv_dtype != "auto") {
+    WEFT_ASSIGN_OR_RETURN(DType dtype, dtype_from_string(kv_dtype));
+    o.kv.dtype = dtype;
+  }
+  WEFT_ASSIGN_OR_RETURN(int64_t max_seqs, args.get_int("max-num-seqs", 64));
+  WEFT_ASSIGN_OR_RETURN(o.scheduler.max_num_batched_tokens,
+                        args.get_int("max-num-batched-tokens", 2048));
+  if (max_seqs < 1 || o.scheduler.max_num_batched_tokens < 1) {
+    return absl::InvalidArgumentError("--max-num-seqs and --max-num-batched-tokens must be >= 1");
+  }
+  o.scheduler.max_num_seqs = static_cast<int>(max_seqs);
+  o.scheduler.chunked_prefill = !args.has("no-chunked-prefill");
+  WEFT_ASSIGN_OR_RETURN(o.max_model_len, args.get_int("max-model-len", 0));
+  if (args.has("seed")) {
+    WEFT_ASSIGN_OR_RETURN(int64_t seed, args.get_int("seed", 0));
+    o.seed = static_cast<uint64_t>(seed);
+  }
+  WEFT_RETURN_IF_ERROR(limit_cpu_features(args.get_or("cpu-isa", "native")));
+  return o;
+}
+
+}  // namespace weft

@@ -1,0 +1,38 @@
+// weft info: what weft sees in a model directory and on this machine.
+#include <iostream>
+
+#include "core/cpu_features.h"
+#include "launcher/cli_args.h"
+#include "launcher/commands.h"
+#include "model/model_config.h"
+
+namespace weft {
+
+int run_info(const std::vector<std::string>& args) {
+  auto cli = CliArgs::parse(args, {"model"}, {});
+  if (!cli.ok()) {
+    std::cerr << "weft info: " << cli.status().message() << "\n";
+    return 2;
+  }
+  std::cout << "cpu features: " << cpu_features().to_string() << "\n";
+  if (!cli->has("model")) return 0;
+  auto config = load_model_config(*cli->get("model"));
+  if (!config.ok()) {
+    std::cerr << "weft info: " << config.status().message() << "\n";
+    return 1;
+  }
+  const ModelConfig& c = *config;
+  std::cout << "architecture: " << c.architecture << "\n"
+            << "layers: " << c.num_hidden_layers << ", hidden: " << c.hidden_size
+            << ", intermediate: " << c.intermediate_size << "\n"
+            << "heads: " << c.num_attention_heads << " (kv " << c.num_key_value_heads
+            << "), head_dim: " << c.head_dim << "\n"
+            << "vocab: " << c.vocab_size << ", max positions: " << c.max_position_embeddings
+            << ", dtype: " << dtype_name(c.torch_dtype) << "\n"
+            << "tied embeddings: " << (c.tie_word_embeddings ? "yes" : "no")
+            << ", attention bias: " << (c.attention_bias ? "yes" : "no")
+            << ", q/k norm: " << (c.qk_norm ? "yes" : "no") << "\n";
+  return 0;
+}
+
+}  // namespace weft

@@ -1,0 +1,34 @@
+// weft: the single binary every rank runs (DESIGN.md section 1). Dispatches to subcommands.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "launcher/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: weft <command> [flags]\n"
+    "commands:\n"
+    "  generate   run a prompt through the engine and print the generated tokens\n"
+    "  info       print the model's configuration and this machine's CPU features\n"
+    "Run 'weft <command> --help' for its flags.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "generate") return weft::run_generate(args);
+  if (command == "info") return weft::run_info(args);
+  if (command == "--help" || command == "help" || command == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  std::cerr << "weft: unknown command '" << command << "'\n" << kUsage;
+  return 2;
+}

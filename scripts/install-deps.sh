@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what weft needs to build and test on Debian 12. Idempotent: packages already present
+# are not touched, and apt-get runs only when something is missing.
+#   scripts/install-deps.sh            build + test dependencies
+# The CUDA toolkit (nvcc, cuBLAS, NCCL) is not a Debian package here; when /usr/local/cuda exists
+# the build compiles the CUDA backend too.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libabsl-dev libprotobuf-dev protobuf-compiler
+  libopenmpi-dev openmpi-bin
+  nlohmann-json3-dev libpcre2-dev libutf8proc-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev
+  python3 python3-pip
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "install-deps: all Debian packages present"
+fi

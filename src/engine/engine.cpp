@@ -1,0 +1,171 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace weft {
+
+Engine::Engine(const EngineConfig& config, int64_t num_kv_blocks, int block_size,
+               StepExecutor& executor, ThreadPool& pool, DetokenizerFactory detokenizers)
+    : config_(config),
+      blocks_(num_kv_blocks, block_size),
+      scheduler_(config.scheduler, blocks_),
+      executor_(executor),
+      pool_(pool),
+      detokenizers_(std::move(detokenizers)),
+      seeds_(config.seed ? SeedSource(*config.seed) : SeedSource()) {}
+
+absl::StatusOr<int64_t> Engine::add_request(Request request) {
+  const int64_t prompt_len = static_cast<int64_t>(request.prompt_ids.size());
+  if (prompt_len == 0) return absl::InvalidArgumentError("prompt: must contain at least one token");
+  for (int32_t id : request.prompt_ids) {
+    if (id < 0 || id >= config_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("prompt: token id ", id,
+                                                     " is outside the vocabulary [0, ",
+                                                     config_.vocab_size, ")"));
+    }
+  }
+  WEFT_RETURN_IF_ERROR(request.params.validate(config_.vocab_size));
+  const int64_t total = prompt_len + request.params.max_tokens;
+  if (total > config_.max_model_len) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "this model's maximum context length is ", config_.max_model_len, " tokens; the prompt has ",
+        prompt_len, " and max_tokens asks for ", request.params.max_tokens, " more"));
+  }
+  if (blocks_.blocks_for_tokens(total) > blocks_.num_blocks()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the prompt (", prompt_len, " tokens) plus max_tokens (", request.params.max_tokens,
+        ") needs ", blocks_.blocks_for_tokens(total), " KV blocks but the cache has only ",
+        blocks_.num_blocks(), " (", blocks_.num_blocks() * blocks_.block_size(), " tokens)"));
+  }
+
+  const int64_t request_id = next_request_id_++;
+  RequestInfo& info = requests_[request_id];
+  info.params = std::move(request.params);
+  const uint64_t seed = info.params.seed ? *info.params.seed : seeds_.next();
+  for (int i = 0; i < info.params.n; ++i) {
+    Sequence seq;
+    seq.id = next_seq_id_++;
+    seq.priority = request.priority;
+    seq.arrival = seq.id;
+    seq.prompt_ids = request.prompt_ids;
+    SequenceInfo& s = sequences_[seq.id];
+    s.request_id = request_id;
+    s.index = i;
+    s.seed = seed;
+    if (detokenizers_) {
+      s.detokenizer = detokenizers_(request.prompt_ids, info.params.skip_special_tokens);
+    }
+    s.stop = std::make_unique<StopChecker>(info.params, config_.eos_token_ids);
+    info.seq_ids.push_back(seq.id);
+    scheduler_.add(std::move(seq));
+  }
+  return request_id;
+}
+
+void Engine::abort(int64_t request_id) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end()) return;
+  for (int64_t seq_id : it->second.seq_ids) {
+    SequenceOutput out;
+    out.request_id = request_id;
+    out.index = sequences_.at(seq_id).index;
+    out.finished = true;
+    out.finish_reason = FinishReason::kAbort;
+    pending_.push_back(std::move(out));
+    scheduler_.remove(seq_id);
+    sequences_.erase(seq_id);
+  }
+  requests_.erase(it);
+}
+
+absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
+  std::vector<SequenceOutput> outputs = std::move(pending_);
+  pending_.clear();
+  if (!scheduler_.has_unfinished()) return outputs;
+
+  const StepPlan plan = scheduler_.schedule();
+  if (plan.chunks.empty()) {
+    return absl::InternalError("the scheduler planned an empty step with requests waiting");
+  }
+  WEFT_ASSIGN_OR_RETURN(Tensor logits, executor_.execute(plan));
+
+  // Which logits rows sample: the last row of each chunk that reaches its sequence's end.
+  std::vector<int64_t> sample_rows;
+  std::vector<const Sequence*> sample_seqs;
+  int64_t row = 0;
+  for (const PlannedChunk& chunk : plan.chunks) {
+    const Sequence* seq = scheduler_.find(chunk.seq_id);
+    const int64_t len = static_cast<int64_t>(chunk.token_ids.size());
+    if (seq->is_prefilling()) num_prefilled_tokens_ += len;
+    const int64_t rows = chunk.logits == LogitsWanted::kAll ? len
+                         : chunk.logits == LogitsWanted::kLast ? 1 : 0;
+    row += rows;
+    if (chunk.start_position + len == seq->num_tokens() && rows > 0) {
+      sample_rows.push_back(row - 1);
+      sample_seqs.push_back(seq);
+    }
+  }
+  if (row != logits.dim(0)) {
+    return absl::InternalError(absl::StrCat("executor returned ", logits.dim(0),
+                                            " logits rows, the plan wants ", row));
+  }
+
+  const int64_t vocab = logits.dim(1);
+  Tensor rows = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(sample_rows.size()), vocab});
+  std::vector<SequenceSamplingState> states;
+  for (size_t i = 0; i < sample_rows.size(); ++i) {
+    std::memcpy(rows.data_as<float>() + i * vocab, logits.data_as<float>() + sample_rows[i] * vocab,
+                vocab * sizeof(float));
+    const Sequence* seq = sample_seqs[i];
+    const SequenceInfo& info = sequences_.at(seq->id);
+    SequenceSamplingState state;
+    state.params = &requests_.at(info.request_id).params;
+    state.prompt_ids = seq->prompt_ids;
+    state.output_ids = seq->output_ids;
+    state.seed = info.seed;
+    state.seq_index = static_cast<uint32_t>(info.index);
+    state.eos_token_ids = config_.eos_token_ids;
+    states.push_back(state);
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> samples, sampler_.sample(rows.view(), states, pool_));
+
+  std::vector<SampledToken> sampled;
+  for (size_t i = 0; i < samples.size(); ++i) sampled.push_back({sample_seqs[i]->id, samples[i].token});
+  scheduler_.on_step_done(plan, sampled);
+
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const int64_t seq_id = sampled[i].seq_id;
+    SequenceInfo& info = sequences_.at(seq_id);
+    SequenceOutput out;
+    out.request_id = info.request_id;
+    out.index = info.index;
+    out.token_ids.push_back(samples[i].token);
+    out.samples.push_back(samples[i]);
+    const std::string delta = info.detokenizer ? info.detokenizer->append(samples[i].token) : "";
+    StopChecker::Step stop = info.stop->append(samples[i].token, delta);
+    out.text = std::move(stop.text);
+    out.finish_reason = stop.finish;
+    out.stop_string = stop.stop_string;
+    out.stop_token = stop.stop_token;
+    if (out.finish_reason == FinishReason::kNone &&
+        scheduler_.find(seq_id)->num_tokens() >= config_.max_model_len) {
+      out.finish_reason = FinishReason::kLength;
+    }
+    out.finished = out.finish_reason != FinishReason::kNone;
+    if (out.finished) {
+      scheduler_.remove(seq_id);
+      RequestInfo& request = requests_.at(info.request_id);
+      request.seq_ids.erase(std::find(request.seq_ids.begin(), request.seq_ids.end(), seq_id));
+      if (request.seq_ids.empty()) requests_.erase(info.request_id);
+      sequences_.erase(seq_id);
+    }
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+}  // namespace weft

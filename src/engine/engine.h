@@ -1,0 +1,107 @@
+// The engine loop on the coordinator (rank 0): requests in, token and text streams out.
+//
+// step(): the scheduler plans a ragged batch, the executor runs it on every rank, the sampler
+// draws one token per finishing chunk, and each sequence's stop checker decides whether it
+// ends (eos / stop tokens / stop strings / max_tokens / the model's context). Owned by one
+// thread (DESIGN.md section 2); no locks inside.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/thread_pool.h"
+#include "engine/incremental_detokenizer.h"
+#include "engine/scheduler.h"
+#include "engine/step_executor.h"
+#include "kv/block_manager.h"
+#include "sampling/rng.h"
+#include "sampling/sampler.h"
+#include "sampling/sampling_params.h"
+#include "sampling/stop_checker.h"
+
+namespace weft {
+
+struct EngineConfig {
+  SchedulerConfig scheduler;
+  int64_t vocab_size = 0;
+  int64_t max_model_len = 0;         // prompt + output tokens at most
+  std::vector<int32_t> eos_token_ids;
+  std::optional<uint64_t> seed;      // base of seeds for unseeded requests (random if absent)
+};
+
+struct Request {
+  std::vector<int32_t> prompt_ids;
+  SamplingParams params;
+  int priority = 0;  // lower runs first
+};
+
+// What one sequence produced in one step.
+struct SequenceOutput {
+  int64_t request_id = 0;
+  int index = 0;  // 0 .. n-1 within the request
+  std::vector<int32_t> token_ids;     // new tokens (at most one per step)
+  std::vector<SampleResult> samples;  // their sampling results (logprobs)
+  std::string text;                   // new text safe to stream
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::kNone;
+  std::optional<std::string> stop_string;
+  std::optional<int32_t> stop_token;
+};
+
+class Engine {
+ public:
+  // Borrows the executor and the pool. `detokenizers` may be empty (token-id mode: no text).
+  Engine(const EngineConfig& config, int64_t num_kv_blocks, int block_size,
+         StepExecutor& executor, ThreadPool& pool, DetokenizerFactory detokenizers = {});
+
+  // Validates and queues a request; returns its id. Errors: empty prompt, a token id outside the
+  // vocabulary, invalid sampling parameters (naming the field), a prompt + max_tokens past
+  // max_model_len or past the whole KV cache (stating the limits).
+  absl::StatusOr<int64_t> add_request(Request request);
+  // Ends every sequence of the request (finish reason "abort") and frees its blocks.
+  void abort(int64_t request_id);
+
+  // One engine step. Returns the outputs of the sequences that produced something or finished
+  // (aborted sequences report once, in the next step).
+  absl::StatusOr<std::vector<SequenceOutput>> step();
+  bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_.empty(); }
+
+  const Scheduler& scheduler() const { return scheduler_; }
+  const BlockManager& blocks() const { return blocks_; }
+  int64_t num_prefilled_tokens() const { return num_prefilled_tokens_; }
+
+ private:
+  struct SequenceInfo {
+    int64_t request_id = 0;
+    int index = 0;
+    uint64_t seed = 0;
+    std::unique_ptr<IncrementalDetokenizer> detokenizer;
+    std::unique_ptr<StopChecker> stop;
+  };
+  struct RequestInfo {
+    SamplingParams params;
+    std::vector<int64_t> seq_ids;
+  };
+
+  EngineConfig config_;
+  BlockManager blocks_;
+  Scheduler scheduler_;
+  StepExecutor& executor_;
+  ThreadPool& pool_;
+  DetokenizerFactory detokenizers_;
+  Sampler sampler_;
+  SeedSource seeds_;
+  std::map<int64_t, RequestInfo> requests_;
+  std::map<int64_t, SequenceInfo> sequences_;
+  std::vector<SequenceOutput> pending_;  // abort reports
+  int64_t next_request_id_ = 0;
+  int64_t next_seq_id_ = 0;
+  int64_t num_prefilled_tokens_ = 0;
+};
+
+}  // namespace weft

@@ -1,0 +1,35 @@
+#include "engine/local_engine.h"
+
+#include "core/status_macros.h"
+
+namespace weft {
+
+std::vector<int32_t> model_eos_ids(const RankModel& model) {
+  const auto& ids = model.generation.eos_token_ids.empty() ? model.config.eos_token_ids
+                                                           : model.generation.eos_token_ids;
+  return std::vector<int32_t>(ids.begin(), ids.end());
+}
+
+absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
+    const LocalEngineOptions& options, DetokenizerFactory detokenizers) {
+  std::unique_ptr<LocalEngine> e(new LocalEngine());
+  e->pool_ = std::make_unique<ThreadPool>(options.num_threads);
+  WEFT_ASSIGN_OR_RETURN(e->model_, load_whole_model(options.model_dir, e->tp_));
+  WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(options.kv),
+                                                  e->model_->blocks_fitting(options.kv)));
+  e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, e->tp_, *e->pool_);
+  e->executor_ = std::make_unique<LocalExecutor>(*e->runner_);
+
+  EngineConfig config;
+  config.scheduler = options.scheduler;
+  config.vocab_size = e->model_->config.vocab_size;
+  config.max_model_len = options.max_model_len > 0 ? options.max_model_len
+                                                   : e->model_->config.max_position_embeddings;
+  config.eos_token_ids = model_eos_ids(*e->model_);
+  config.seed = options.seed;
+  e->engine_ = std::make_unique<Engine>(config, e->kv_.num_blocks(), options.kv.block_size,
+                                        *e->executor_, *e->pool_, std::move(detokenizers));
+  return e;
+}
+
+}  // namespace weft

@@ -1,0 +1,117 @@
+#include "engine/model_runner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace weft {
+
+absl::StatusOr<ForwardBatch> build_forward_batch(const StepPlan& plan, int block_size,
+                                                 int64_t num_blocks) {
+  ForwardBatch batch;
+  batch.num_tokens = plan.num_tokens();
+  batch.block_size = block_size;
+  for (const PlannedChunk& c : plan.chunks) {
+    batch.max_blocks_per_seq =
+        std::max(batch.max_blocks_per_seq, static_cast<int>(c.block_table.size()));
+  }
+  batch.token_ids = Tensor::empty(DType::kI32, Shape{batch.num_tokens});
+  batch.positions = Tensor::empty(DType::kI32, Shape{batch.num_tokens});
+  batch.slots = Tensor::empty(DType::kI64, Shape{batch.num_tokens});
+  batch.block_tables.assign(plan.chunks.size() * std::max(1, batch.max_blocks_per_seq), 0);
+  batch.query_start.push_back(0);
+
+  int32_t* ids = batch.token_ids.data_as<int32_t>();
+  int32_t* positions = batch.positions.data_as<int32_t>();
+  int64_t* slots = batch.slots.data_as<int64_t>();
+  int32_t row = 0;
+  for (size_t s = 0; s < plan.chunks.size(); ++s) {
+    const PlannedChunk& c = plan.chunks[s];
+    const int64_t len = static_cast<int64_t>(c.token_ids.size());
+    const int64_t context = c.start_position + len;
+    if (len == 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", c.seq_id, ": empty chunk"));
+    if (static_cast<int64_t>(c.block_table.size()) * block_size < context) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sequence ", c.seq_id, ": block table of ", c.block_table.size(),
+          " blocks does not cover ", context, " tokens"));
+    }
+    for (size_t b = 0; b < c.block_table.size(); ++b) {
+      if (c.block_table[b] < 0 || c.block_table[b] >= num_blocks) {
+        return absl::InvalidArgumentError(absl::StrCat("sequence ", c.seq_id, ": block id ",
+                                                       c.block_table[b], " outside [0, ",
+                                                       num_blocks, ")"));
+      }
+      batch.block_tables[s * batch.max_blocks_per_seq + b] = c.block_table[b];
+    }
+    for (int64_t i = 0; i < len; ++i) {
+      const int32_t pos = c.start_position + static_cast<int32_t>(i);
+      ids[row + i] = c.token_ids[i];
+      positions[row + i] = pos;
+      slots[row + i] = static_cast<int64_t>(c.block_table[pos / block_size]) * block_size +
+                       pos % block_size;
+    }
+    if (c.logits == LogitsWanted::kLast) batch.logit_rows.push_back(row + static_cast<int32_t>(len) - 1);
+    if (c.logits == LogitsWanted::kAll) {
+      for (int64_t i = 0; i < len; ++i) batch.logit_rows.push_back(row + static_cast<int32_t>(i));
+    }
+    row += static_cast<int32_t>(len);
+    batch.query_start.push_back(row);
+    batch.context_len.push_back(static_cast<int32_t>(context));
+  }
+  return batch;
+}
+
+ModelRunner::ModelRunner(const DecoderModel& model, const KvCache& kv, Communicator& tp,
+                         ThreadPool& pool)
+    : model_(model), kv_(kv), tp_(tp), pool_(pool) {}
+
+ForwardContext ModelRunner::context(const ForwardBatch& batch) const {
+  return ForwardContext{batch, model_.rope_inv_freq(), model_.rope_attention_scaling(), tp_, pool_};
+}
+
+absl::StatusOr<ForwardBatch> ModelRunner::prepare(const StepPlan& plan) const {
+  return build_forward_batch(plan, kv_.shape().block_size, kv_.num_blocks());
+}
+
+absl::StatusOr<Tensor> ModelRunner::embed(const ForwardBatch& batch) {
+  Tensor hidden = Tensor::empty(DType::kF32, Shape{batch.num_tokens, model_.config().hidden_size});
+  WEFT_RETURN_IF_ERROR(model_.embed(context(batch), hidden.view()));
+  return hidden;
+}
+
+absl::Status ModelRunner::run_layers(const ForwardBatch& batch, const Tensor& hidden) {
+  return model_.run_layers(context(batch), kv_, hidden.view());
+}
+
+absl::StatusOr<Tensor> ModelRunner::logits(const ForwardBatch& batch, const Tensor& hidden) {
+  WEFT_ASSIGN_OR_RETURN(Tensor local, model_.local_logits(context(batch), hidden.view()));
+  const int64_t rows = local.dim(0);
+  const int64_t shard = local.dim(1);
+  const int64_t vocab = model_.config().vocab_size;
+  if (tp_.size() == 1 && shard == vocab) return local;
+  // Gather the vocabulary shards: [tp, rows, shard] -> [rows, vocab], dropping the padding.
+  Tensor gathered = Tensor::empty(DType::kF32, Shape{tp_.size(), rows, shard});
+  WEFT_RETURN_IF_ERROR(tp_.all_gather(local.view(), gathered.view()));
+  Tensor full = Tensor::empty(DType::kF32, Shape{rows, vocab});
+  for (int r = 0; r < tp_.size(); ++r) {
+    const int64_t begin = r * shard;
+    const int64_t count = std::min(shard, vocab - begin);
+    if (count <= 0) continue;
+    for (int64_t i = 0; i < rows; ++i) {
+      std::memcpy(full.data_as<float>() + i * vocab + begin,
+                  gathered.data_as<float>() + (r * rows + i) * shard, count * sizeof(float));
+    }
+  }
+  return full;
+}
+
+absl::StatusOr<Tensor> ModelRunner::execute(const StepPlan& plan) {
+  WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, prepare(plan));
+  WEFT_ASSIGN_OR_RETURN(Tensor hidden, embed(batch));
+  WEFT_RETURN_IF_ERROR(run_layers(batch, hidden));
+  return logits(batch, hidden);
+}
+
+}  // namespace weft

@@ -1,0 +1,74 @@
+// Iteration-level continuous batching (plain data: no device, no communicator).
+//
+// Every step the scheduler builds a ragged batch under a token budget and a cap on running
+// sequences: first the running sequences (decodes before unfinished prefills, then by priority
+// and arrival), each taking all its uncomputed tokens up to the remaining budget (chunked
+// prefill), then waiting sequences in (priority, arrival) order while budget, the running cap and
+// free KV blocks allow. When a running sequence needs a block and none is free, the
+// lowest-priority running sequence not yet in this step is preempted by recompute: its blocks are
+// freed and it returns to WAITING with num_computed_tokens = 0 (possibly the sequence itself).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "engine/step_plan.h"
+#include "kv/block_manager.h"
+
+namespace weft {
+
+struct SchedulerConfig {
+  int max_num_seqs = 64;                   // running sequences at most
+  int64_t max_num_batched_tokens = 2048;   // tokens per step at most
+  bool chunked_prefill = true;             // split prompts longer than the remaining budget
+};
+
+// A token sampled for a sequence by the step that ran `plan`.
+struct SampledToken {
+  int64_t seq_id = 0;
+  int32_t token = 0;
+};
+
+class Scheduler {
+ public:
+  Scheduler(const SchedulerConfig& config, BlockManager& blocks);
+
+  // Takes a new sequence in WAITING. Its id must be unique.
+  void add(Sequence seq);
+  // Plans the next step; sequences it preempts are listed by last_preempted().
+  StepPlan schedule();
+  // Records that `plan` ran: advances each chunk's computed tokens and appends sampled tokens.
+  void on_step_done(const StepPlan& plan, const std::vector<SampledToken>& sampled);
+  // Ends a sequence (whatever the reason: the engine records it) and frees its blocks.
+  // Unknown or already finished ids are ignored.
+  void finish(int64_t seq_id);
+  // Forgets a finished sequence.
+  void remove(int64_t seq_id);
+
+  const Sequence* find(int64_t seq_id) const;
+  const std::vector<int64_t>& last_preempted() const { return last_preempted_; }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
+  const BlockManager& blocks() const { return blocks_; }
+
+  // Sequences whose every token's logits are wanted (scoring); default: only the last.
+  void set_return_all_logits(int64_t seq_id, bool all);
+
+ private:
+  void preempt(int64_t seq_id);
+  PlannedChunk make_chunk(const Sequence& seq, int64_t num_new) const;
+
+  SchedulerConfig config_;
+  BlockManager& blocks_;
+  std::map<int64_t, Sequence> sequences_;
+  std::vector<int64_t> running_;
+  std::vector<int64_t> waiting_;
+  std::map<int64_t, bool> all_logits_;
+  std::vector<int64_t> last_preempted_;
+  int64_t next_step_id_ = 0;
+};
+
+}  // namespace weft

@@ -1,0 +1,36 @@
+// What the coordinator tells every rank to do in one engine step: a ragged batch of sequence
+// chunks. Self-contained (token ids, positions, block tables), so a rank needs nothing else of
+// the coordinator's state to execute it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace weft {
+
+enum class LogitsWanted : uint8_t {
+  kNone,  // a prefill chunk that does not reach the end of the known tokens
+  kLast,  // the logits of the chunk's last token (to sample the next token)
+  kAll,   // every token's logits (scoring a prompt: tests, perplexity)
+};
+
+struct PlannedChunk {
+  int64_t seq_id = 0;
+  std::vector<int32_t> token_ids;    // tokens to run, at positions start_position...
+  int32_t start_position = 0;        // = tokens already in the cache for this sequence
+  std::vector<int32_t> block_table;  // covers start_position + token_ids.size() tokens
+  LogitsWanted logits = LogitsWanted::kNone;
+};
+
+struct StepPlan {
+  int64_t step_id = 0;
+  std::vector<PlannedChunk> chunks;
+
+  int64_t num_tokens() const {
+    int64_t n = 0;
+    for (const PlannedChunk& c : chunks) n += static_cast<int64_t>(c.token_ids.size());
+    return n;
+  }
+};
+
+}  // namespace weft

@@ -1,0 +1,118 @@
+#include "model/decoder_model.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "model/rope.h"
+#include "weft/kernels/activation.h"
+
+namespace weft {
+
+absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& config,
+                                                                 const WeightStore& weights,
+                                                                 Communicator& tp,
+                                                                 const StageLayout& layout) {
+  auto model = std::make_unique<DecoderModel>();
+  model->config_ = config;
+  model->layout_ = layout;
+  const LoadContext ctx{weights, model->config_, tp};
+
+  // The embedding is needed by the first stage, and by the last when the LM head is tied to it.
+  const bool need_embedding = layout.has_embedding || (layout.has_head && config.tie_word_embeddings);
+  if (need_embedding) {
+    WEFT_ASSIGN_OR_RETURN(model->embedding_, VocabParallelEmbedding::load(ctx, "model.embed_tokens"));
+  }
+  for (int i = layout.first_layer; i < layout.end_layer; ++i) {
+    const std::string prefix = absl::StrCat("model.layers.", i);
+    WEFT_ASSIGN_OR_RETURN(RmsNorm input_norm,
+                          RmsNorm::load(ctx, prefix + ".input_layernorm", config.hidden_size));
+    WEFT_ASSIGN_OR_RETURN(Attention attention, Attention::load(ctx, prefix + ".self_attn"));
+    WEFT_ASSIGN_OR_RETURN(RmsNorm post_norm, RmsNorm::load(ctx, prefix + ".post_attention_layernorm",
+                                                           config.hidden_size));
+    WEFT_ASSIGN_OR_RETURN(GatedMlp mlp, GatedMlp::load(ctx, prefix + ".mlp"));
+    model->layers_.push_back(Layer{std::move(input_norm), std::move(attention), std::move(post_norm),
+                                   std::move(mlp)});
+  }
+  if (layout.has_head) {
+    WEFT_ASSIGN_OR_RETURN(model->final_norm_, RmsNorm::load(ctx, "model.norm", config.hidden_size));
+    if (config.tie_word_embeddings) {
+      model->lm_head_ = ParallelLmHead::tied(*model->embedding_, config.vocab_size);
+    } else {
+      WEFT_ASSIGN_OR_RETURN(model->lm_head_, ParallelLmHead::load(ctx, "lm_head"));
+    }
+  }
+  const std::vector<float> inv_freq = weft::rope_inv_freq(config);
+  model->rope_inv_freq_ = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(inv_freq.size())});
+  std::memcpy(model->rope_inv_freq_.data(), inv_freq.data(), inv_freq.size() * sizeof(float));
+  model->rope_attention_scaling_ = weft::rope_attention_scaling(config);
+  return model;
+}
+
+KvCacheShape DecoderModel::kv_cache_shape(int block_size, DType dtype) const {
+  KvCacheShape shape;
+  shape.num_layers = layout_.num_layers();
+  shape.block_size = block_size;
+  shape.num_kv_heads = layers_.empty() ? 0 : layers_[0].attention.num_kv_heads();
+  shape.head_dim = config_.head_dim;
+  shape.dtype = dtype;
+  return shape;
+}
+
+absl::Status DecoderModel::embed(const ForwardContext& fc, const TensorView& hidden) const {
+  if (!layout_.has_embedding) return absl::InternalError("embed() on a stage without embeddings");
+  return embedding_->forward(fc.batch.token_ids.view(), hidden, fc.tp, fc.pool);
+}
+
+absl::Status DecoderModel::run_layers(const ForwardContext& fc, const KvCache& kv,
+                                      const TensorView& hidden) const {
+  const int64_t tokens = fc.batch.num_tokens;
+  Tensor x = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});
+  Tensor delta = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});
+  // The residual add of each sub-block is fused into the next norm: residual += delta; x = norm.
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& layer = layers_[i];
+    if (i == 0) {
+      layer.input_norm.forward(hidden, x.view(), fc.pool);
+    } else {
+      layer.input_norm.add_forward(hidden, delta.view(), x.view(), fc.pool);
+    }
+    WEFT_RETURN_IF_ERROR(layer.attention.forward(fc, x.view(), kv.keys(static_cast<int>(i)),
+                                                 kv.values(static_cast<int>(i)), delta.view()));
+    layer.post_attention_norm.add_forward(hidden, delta.view(), x.view(), fc.pool);
+    WEFT_RETURN_IF_ERROR(layer.mlp.forward(fc, x.view(), delta.view()));
+  }
+  if (!layers_.empty()) kernels::add_inplace(hidden, delta.view(), fc.pool);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> DecoderModel::local_logits(const ForwardContext& fc,
+                                                  const TensorView& hidden) const {
+  if (!layout_.has_head) return absl::InternalError("local_logits() on a stage without the head");
+  const int64_t rows = static_cast<int64_t>(fc.batch.logit_rows.size());
+  const int64_t h = config_.hidden_size;
+  Tensor selected = Tensor::empty(DType::kF32, Shape{rows, h});
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(selected.data_as<float>() + r * h,
+                static_cast<const float*>(hidden.data) + fc.batch.logit_rows[r] * h,
+                h * sizeof(float));
+  }
+  final_norm_->forward(selected.view(), selected.view(), fc.pool);
+  Tensor logits = Tensor::empty(DType::kF32, Shape{rows, lm_head_->shard().count});
+  lm_head_->forward(selected.view(), logits.view(), fc.pool);
+  return logits;
+}
+
+size_t DecoderModel::weight_bytes() const {
+  size_t bytes = 0;
+  if (embedding_) bytes += embedding_->weight_bytes();
+  for (const Layer& layer : layers_) {
+    bytes += layer.input_norm.weight_bytes() + layer.attention.weight_bytes() +
+             layer.post_attention_norm.weight_bytes() + layer.mlp.weight_bytes();
+  }
+  if (final_norm_) bytes += final_norm_->weight_bytes();
+  if (lm_head_) bytes += lm_head_->weight_bytes();
+  return bytes;
+}
+
+}  // namespace weft

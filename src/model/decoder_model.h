@@ -1,0 +1,73 @@
+// The Llama-family decoder (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
+// Qwen3ForCausalLM): embedding, N x [RMSNorm, attention, RMSNorm, SwiGLU MLP] with residuals,
+// final RMSNorm, LM head. The architectures differ only in flags of ModelConfig (attention
+// bias, q/k norm, rope scaling, tied embeddings), so one implementation built from the shared
+// parallel layers serves them all.
+//
+// A DecoderModel holds one rank's part: the layers of its pipeline stage, sharded over its TP
+// group. The hidden state passed between calls is the residual stream, F32 [tokens, hidden].
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kv/kv_cache.h"
+#include "model/layers/attention.h"
+#include "model/layers/forward_context.h"
+#include "model/layers/gated_mlp.h"
+#include "model/layers/rms_norm.h"
+#include "model/layers/vocab_parallel.h"
+#include "model/model_config.h"
+#include "model/stage_layout.h"
+#include "model/weight_store.h"
+
+namespace weft {
+
+class DecoderModel {
+ public:
+  static absl::StatusOr<std::unique_ptr<DecoderModel>> load(const ModelConfig& config,
+                                                            const WeightStore& weights,
+                                                            Communicator& tp,
+                                                            const StageLayout& layout);
+
+  const ModelConfig& config() const { return config_; }
+  const StageLayout& layout() const { return layout_; }
+  // The KV-cache geometry of this rank (its layers, its KV heads).
+  KvCacheShape kv_cache_shape(int block_size, DType dtype) const;
+
+  // First stage only: hidden = embeddings of batch.token_ids.
+  absl::Status embed(const ForwardContext& fc, const TensorView& hidden) const;
+  // Runs this stage's layers over the residual stream `hidden` in place.
+  absl::Status run_layers(const ForwardContext& fc, const KvCache& kv,
+                          const TensorView& hidden) const;
+  // Last stage only: final norm of rows batch.logit_rows of `hidden`, then this rank's vocabulary
+  // shard of the logits: F32 [logit_rows, lm_head_shard().count].
+  absl::StatusOr<Tensor> local_logits(const ForwardContext& fc, const TensorView& hidden) const;
+  ShardRange lm_head_shard() const { return lm_head_->shard(); }
+
+  const Tensor& rope_inv_freq() const { return rope_inv_freq_; }
+  float rope_attention_scaling() const { return rope_attention_scaling_; }
+  // Bytes of weights this rank holds (tied embeddings counted once).
+  size_t weight_bytes() const;
+
+ private:
+  struct Layer {
+    RmsNorm input_norm;
+    Attention attention;
+    RmsNorm post_attention_norm;
+    GatedMlp mlp;
+  };
+
+  ModelConfig config_;
+  StageLayout layout_;
+  std::optional<VocabParallelEmbedding> embedding_;
+  std::vector<Layer> layers_;
+  std::optional<RmsNorm> final_norm_;
+  std::optional<ParallelLmHead> lm_head_;
+  Tensor rope_inv_freq_;
+  float rope_attention_scaling_ = 1.0f;
+};
+
+}  // namespace weft

@@ -1,0 +1,90 @@
+#include "model/layers/attention.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/status_macros.h"
+#include "weft/kernels/attention.h"
+#include "weft/kernels/rope.h"
+
+namespace weft {
+
+absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::string& prefix) {
+  const ModelConfig& c = ctx.config;
+  const int rank = ctx.tp.rank(), size = ctx.tp.size();
+  WEFT_ASSIGN_OR_RETURN(ShardRange q_rows,
+                        head_shard(c.num_attention_heads, c.head_dim, rank, size,
+                                   "num_attention_heads"));
+  WEFT_ASSIGN_OR_RETURN(ShardRange kv_rows, kv_head_shard(c.num_key_value_heads, c.head_dim,
+                                                          rank, size));
+  const int64_t q_full = c.num_attention_heads * c.head_dim;
+  const int64_t kv_full = c.num_key_value_heads * c.head_dim;
+  Attention attn;
+  WEFT_ASSIGN_OR_RETURN(attn.qkv_, ColumnParallelLinear::load(
+                                       ctx,
+                                       {{prefix + ".q_proj", q_full, q_rows},
+                                        {prefix + ".k_proj", kv_full, kv_rows},
+                                        {prefix + ".v_proj", kv_full, kv_rows}},
+                                       c.hidden_size, c.attention_bias));
+  WEFT_ASSIGN_OR_RETURN(attn.o_proj_, RowParallelLinear::load(ctx, prefix + ".o_proj",
+                                                              c.hidden_size, q_full, q_rows));
+  if (c.qk_norm) {
+    WEFT_ASSIGN_OR_RETURN(attn.q_norm_, RmsNorm::load(ctx, prefix + ".q_norm", c.head_dim));
+    WEFT_ASSIGN_OR_RETURN(attn.k_norm_, RmsNorm::load(ctx, prefix + ".k_norm", c.head_dim));
+  }
+  attn.num_heads_ = q_rows.count / c.head_dim;
+  attn.num_kv_heads_ = kv_rows.count / c.head_dim;
+  attn.head_dim_ = c.head_dim;
+  attn.scale_ = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return attn;
+}
+
+absl::Status Attention::forward(const ForwardContext& fc, const TensorView& x,
+                                const Tensor& k_cache, const Tensor& v_cache,
+                                const TensorView& out) const {
+  const int64_t tokens = fc.batch.num_tokens;
+  const int64_t q_width = num_heads_ * head_dim_;
+  const int64_t kv_width = num_kv_heads_ * head_dim_;
+  Tensor qkv = Tensor::empty(DType::kF32, Shape{tokens, q_width + 2 * kv_width});
+  qkv_.forward(x, qkv.view(), fc.pool);
+
+  // Split the fused rows into contiguous q, k, v for the kernels.
+  Tensor q = Tensor::empty(DType::kF32, Shape{tokens, num_heads_, head_dim_});
+  Tensor k = Tensor::empty(DType::kF32, Shape{tokens, num_kv_heads_, head_dim_});
+  Tensor v = Tensor::empty(DType::kF32, Shape{tokens, num_kv_heads_, head_dim_});
+  const float* src = qkv.data_as<float>();
+  const int64_t row = q_width + 2 * kv_width;
+  fc.pool.parallel_for(tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const float* r = src + t * row;
+      std::memcpy(q.data_as<float>() + t * q_width, r, q_width * sizeof(float));
+      std::memcpy(k.data_as<float>() + t * kv_width, r + q_width, kv_width * sizeof(float));
+      std::memcpy(v.data_as<float>() + t * kv_width, r + q_width + kv_width,
+                  kv_width * sizeof(float));
+    }
+  }, 16);
+
+  if (q_norm_) {
+    q_norm_->forward_heads(q.view(), fc.pool);
+    k_norm_->forward_heads(k.view(), fc.pool);
+  }
+  kernels::apply_rope(q.view(), fc.batch.positions.view(), fc.rope_inv_freq.view(),
+                      fc.rope_attention_scaling, fc.pool);
+  kernels::apply_rope(k.view(), fc.batch.positions.view(), fc.rope_inv_freq.view(),
+                      fc.rope_attention_scaling, fc.pool);
+  kernels::write_kv_cache(k.view(), v.view(), fc.batch.slots.view(), k_cache.view(),
+                          v_cache.view(), fc.pool);
+
+  Tensor attn_out = Tensor::empty(DType::kF32, Shape{tokens, num_heads_, head_dim_});
+  kernels::paged_attention(q.view(), k_cache.view(), v_cache.view(), fc.batch.attention(), scale_,
+                           attn_out.view(), fc.pool);
+  return o_proj_.forward(attn_out.view().reshaped(Shape{tokens, q_width}), out, fc.tp, fc.pool);
+}
+
+size_t Attention::weight_bytes() const {
+  size_t bytes = qkv_.weight_bytes() + o_proj_.weight_bytes();
+  if (q_norm_) bytes += q_norm_->weight_bytes() + k_norm_->weight_bytes();
+  return bytes;
+}
+
+}  // namespace weft

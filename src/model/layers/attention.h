@@ -1,0 +1,42 @@
+// Grouped-query self-attention with rotary embeddings over the paged KV cache, tensor-parallel:
+// q/k/v column-parallel by heads (KV heads replicated when fewer than TP ranks), o_proj
+// row-parallel. Optional q/k biases (Qwen2, attention_bias) and per-head q/k RMSNorm (Qwen3).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "model/layers/forward_context.h"
+#include "model/layers/load_context.h"
+#include "model/layers/parallel_linear.h"
+#include "model/layers/rms_norm.h"
+
+namespace weft {
+
+class Attention {
+ public:
+  // `prefix` like "model.layers.3.self_attn".
+  static absl::StatusOr<Attention> load(const LoadContext& ctx, const std::string& prefix);
+
+  // x: F32 [tokens, hidden] (normalised input); out: F32 [tokens, hidden], the all-reduced
+  // o_proj output. k_cache / v_cache: this layer's cache tensors (see kv/kv_cache.h).
+  absl::Status forward(const ForwardContext& fc, const TensorView& x, const Tensor& k_cache,
+                       const Tensor& v_cache, const TensorView& out) const;
+
+  int64_t num_heads() const { return num_heads_; }        // on this rank
+  int64_t num_kv_heads() const { return num_kv_heads_; }  // on this rank
+  size_t weight_bytes() const;
+
+ private:
+  ColumnParallelLinear qkv_;
+  RowParallelLinear o_proj_;
+  std::optional<RmsNorm> q_norm_;
+  std::optional<RmsNorm> k_norm_;
+  int64_t num_heads_ = 0;
+  int64_t num_kv_heads_ = 0;
+  int64_t head_dim_ = 0;
+  float scale_ = 1.0f;
+};
+
+}  // namespace weft

@@ -1,0 +1,34 @@
+#include "model/layers/gated_mlp.h"
+
+#include "core/status_macros.h"
+#include "weft/kernels/activation.h"
+
+namespace weft {
+
+absl::StatusOr<GatedMlp> GatedMlp::load(const LoadContext& ctx, const std::string& prefix) {
+  const ModelConfig& c = ctx.config;
+  const ShardRange shard = padded_shard(c.intermediate_size, ctx.tp.rank(), ctx.tp.size());
+  GatedMlp mlp;
+  WEFT_ASSIGN_OR_RETURN(mlp.gate_up_, ColumnParallelLinear::load(
+                                          ctx,
+                                          {{prefix + ".gate_proj", c.intermediate_size, shard},
+                                           {prefix + ".up_proj", c.intermediate_size, shard}},
+                                          c.hidden_size, /*has_bias=*/false));
+  WEFT_ASSIGN_OR_RETURN(mlp.down_, RowParallelLinear::load(ctx, prefix + ".down_proj",
+                                                           c.hidden_size, c.intermediate_size,
+                                                           shard));
+  mlp.local_intermediate_ = shard.count;
+  return mlp;
+}
+
+absl::Status GatedMlp::forward(const ForwardContext& fc, const TensorView& x,
+                               const TensorView& out) const {
+  const int64_t tokens = fc.batch.num_tokens;
+  Tensor gate_up = Tensor::empty(DType::kF32, Shape{tokens, 2 * local_intermediate_});
+  gate_up_.forward(x, gate_up.view(), fc.pool);
+  Tensor act = Tensor::empty(DType::kF32, Shape{tokens, local_intermediate_});
+  kernels::silu_and_mul(gate_up.view(), act.view(), fc.pool);
+  return down_.forward(act.view(), out, fc.tp, fc.pool);
+}
+
+}  // namespace weft

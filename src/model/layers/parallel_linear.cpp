@@ -1,0 +1,78 @@
+#include "model/layers/parallel_linear.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "weft/kernels/linear.h"
+
+namespace weft {
+
+Tensor concat_rows(const std::vector<Tensor>& parts) {
+  if (parts.size() == 1) return parts[0];
+  int64_t rows = 0;
+  for (const Tensor& p : parts) rows += p.dim(0);
+  const Shape& first = parts[0].shape();
+  Shape shape = first;
+  shape[0] = rows;
+  Tensor out = Tensor::empty(parts[0].dtype(), shape);
+  char* dst = static_cast<char*>(out.data());
+  for (const Tensor& p : parts) {
+    std::memcpy(dst, p.data(), p.nbytes());
+    dst += p.nbytes();
+  }
+  return out;
+}
+
+absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
+    const LoadContext& ctx, const std::vector<ColumnPart>& parts, int64_t in_features,
+    bool has_bias) {
+  std::vector<Tensor> weights, biases;
+  for (const ColumnPart& part : parts) {
+    WEFT_ASSIGN_OR_RETURN(Tensor w, ctx.weights.get_slice(part.name + ".weight",
+                                                          Shape{part.full_rows, in_features}, 0,
+                                                          part.shard.begin, part.shard.count));
+    if (!weights.empty() && w.dtype() != weights[0].dtype()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", part.name, ".weight' has dtype ", dtype_name(w.dtype()), " but '",
+          parts[0].name, ".weight' has ", dtype_name(weights[0].dtype()),
+          "; fused projections need one dtype"));
+    }
+    weights.push_back(std::move(w));
+    if (has_bias) {
+      WEFT_ASSIGN_OR_RETURN(Tensor b, ctx.weights.get_slice(part.name + ".bias",
+                                                            Shape{part.full_rows}, 0,
+                                                            part.shard.begin, part.shard.count));
+      biases.push_back(std::move(b));
+    }
+  }
+  ColumnParallelLinear layer;
+  layer.weight_ = concat_rows(weights);
+  if (has_bias) layer.bias_ = concat_rows(biases);
+  return layer;
+}
+
+void ColumnParallelLinear::forward(const TensorView& x, const TensorView& y,
+                                   ThreadPool& pool) const {
+  kernels::linear(x, weight_.view(), bias_.defined() ? &bias_.view() : nullptr, y, pool);
+}
+
+absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx,
+                                                          const std::string& name,
+                                                          int64_t out_features, int64_t full_in,
+                                                          ShardRange shard) {
+  RowParallelLinear layer;
+  WEFT_ASSIGN_OR_RETURN(layer.weight_,
+                        ctx.weights.get_slice(name + ".weight", Shape{out_features, full_in}, 1,
+                                              shard.begin, shard.count));
+  return layer;
+}
+
+absl::Status RowParallelLinear::forward(const TensorView& x, const TensorView& y,
+                                        Communicator& tp, ThreadPool& pool) const {
+  kernels::linear(x, weight_.view(), nullptr, y, pool);
+  if (tp.size() == 1) return absl::OkStatus();
+  return tp.all_reduce_sum(y);
+}
+
+}  // namespace weft

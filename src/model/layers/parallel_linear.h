@@ -1,0 +1,61 @@
+// Tensor-parallel linear layers (Megatron-style). Each owns how its weight is split over the TP
+// group and when the group reduces; the transport is the injected Communicator.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "model/layers/load_context.h"
+#include "parallel/tp_shard.h"
+
+namespace weft {
+
+// One checkpoint tensor contributing rows (output features) to a column-parallel layer: rows
+// `shard` of the tensor `name` of full shape [full_rows, in_features].
+struct ColumnPart {
+  std::string name;  // without the ".weight" / ".bias" suffix
+  int64_t full_rows = 0;
+  ShardRange shard;
+};
+
+// y = x @ W^T (+ b) where W holds this rank's output rows. Several parts are fused into one
+// weight (q/k/v; gate/up) so one matrix product serves them. No communication.
+class ColumnParallelLinear {
+ public:
+  static absl::StatusOr<ColumnParallelLinear> load(const LoadContext& ctx,
+                                                   const std::vector<ColumnPart>& parts,
+                                                   int64_t in_features, bool has_bias);
+  int64_t out_features() const { return weight_.dim(0); }  // local rows
+  // x: F32 [m, in_features]; y: F32 [m, out_features()].
+  void forward(const TensorView& x, const TensorView& y, ThreadPool& pool) const;
+  const Tensor& weight() const { return weight_; }
+  size_t weight_bytes() const { return weight_.nbytes() + (bias_.defined() ? bias_.nbytes() : 0); }
+
+ private:
+  Tensor weight_;
+  Tensor bias_;
+};
+
+// y = sum over ranks of x_r @ W_r^T, where W_r holds input columns `shard` of `name` (full
+// shape [out_features, full_in]). The all-reduce leaves the full result on every rank.
+class RowParallelLinear {
+ public:
+  static absl::StatusOr<RowParallelLinear> load(const LoadContext& ctx, const std::string& name,
+                                                int64_t out_features, int64_t full_in,
+                                                ShardRange shard);
+  // x: F32 [m, shard.count]; y: F32 [m, out_features].
+  absl::Status forward(const TensorView& x, const TensorView& y, Communicator& tp,
+                       ThreadPool& pool) const;
+  size_t weight_bytes() const { return weight_.nbytes(); }
+
+ private:
+  Tensor weight_;
+};
+
+// Concatenates rows of several tensors of one dtype ([rows_i, cols] each) into a new tensor.
+Tensor concat_rows(const std::vector<Tensor>& parts);
+
+}  // namespace weft

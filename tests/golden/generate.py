@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""Generates weft's golden models and their Hugging Face reference outputs.
+
+Builds tiny random-weight decoder models (Llama, Mistral, Qwen2, Qwen3 and variants), saves each
+with `save_pretrained(safe_serialization=True)` under tests/golden/models/<name>/, and dumps the
+logits and greedy tokens that Hugging Face `transformers` computes for a fixed batch of prompts.
+
+Usage:  python3 tests/golden/generate.py [--out DIR] [--only NAME ...]
+
+Requires torch, transformers (5.x) and safetensors. CI does not run this script: it only reads the
+committed outputs. Everything is seeded; rerunning reproduces the same weights and (up to the last
+bits of CPU float reductions) the same references. The README beside this file describes the
+outputs and tensor names.
+"""
+
+import argparse
+import copy
+import json
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import transformers
+from safetensors.torch import save_file
+from transformers import (
+    GenerationConfig,
+    LlamaConfig,
+    LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+
+VOCAB_SIZE = 512
+PROMPT_SEED = 1234
+PROMPT_LENGTHS = (3, 11, 26, 47)
+NEW_TOKENS = 32
+BOS_ID = 1
+EOS_ID = 2
+# A seed is accepted once every greedy step's top-1 minus top-2 logit gap exceeds this, so an
+# engine that agrees with transformers to ~1e-4 picks the same tokens.
+MIN_GREEDY_MARGIN = 0.02
+MAX_SEED_TRIES = 50
+
+COMMON = dict(
+    vocab_size=VOCAB_SIZE,
+    hidden_size=64,
+    intermediate_size=160,
+    num_hidden_layers=2,
+    max_position_embeddings=512,
+    rms_norm_eps=1e-6,
+    bos_token_id=BOS_ID,
+    eos_token_id=EOS_ID,
+)
+
+
+@dataclass
+class Spec:
+    name: str
+    model_cls: type
+    config_cls: type
+    config: dict
+    base_seed: int
+    covers: str
+    dtype: torch.dtype = torch.float32
+    extra: dict = field(default_factory=dict)
+
+
+SPECS = [
+    Spec("llama_gqa", LlamaForCausalLM, LlamaConfig,
+         dict(num_attention_heads=8, num_key_value_heads=2, rope_theta=10000.0,
+              tie_word_embeddings=False),
+         base_seed=100,
+         covers="Llama, GQA 8 query heads / 2 kv heads, head_dim 8, default RoPE, untied lm_head"),
+    Spec("llama3_tied", LlamaForCausalLM, LlamaConfig,
+         dict(num_attention_heads=4, num_key_value_heads=1, rope_theta=500000.0,
+              rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                high_freq_factor=4.0, original_max_position_embeddings=64),
+              tie_word_embeddings=True),
+         base_seed=200,
+         covers="Llama, MQA (1 kv head), llama3 RoPE scaling (all three frequency bands hit at "
+                "head_dim 16), tied embeddings (no lm_head.weight in the file)"),
+    Spec("mistral", MistralForCausalLM, MistralConfig,
+         dict(num_attention_heads=8, num_key_value_heads=4, rope_theta=10000.0,
+              sliding_window=None, tie_word_embeddings=False),
+         base_seed=300,
+         covers="Mistral, GQA 8/4, sliding_window null"),
+    Spec("qwen2_bias", Qwen2ForCausalLM, Qwen2Config,
+         dict(num_attention_heads=4, num_key_value_heads=2, rope_theta=10000.0,
+              tie_word_embeddings=False, use_sliding_window=False),
+         base_seed=400,
+         covers="Qwen2, nonzero q/k/v biases, GQA 4/2"),
+    Spec("qwen3_qknorm", Qwen3ForCausalLM, Qwen3Config,
+         dict(num_attention_heads=4, num_key_value_heads=2, head_dim=32, rope_theta=10000.0,
+              tie_word_embeddings=False, use_sliding_window=False),
+         base_seed=500,
+         covers="Qwen3, per-head q_norm/k_norm with random weights, explicit head_dim 32 != "
+                "hidden/heads (q_proj 64->128, o_proj 128->64)"),
+    Spec("llama_linear_rope", LlamaForCausalLM, LlamaConfig,
+         dict(num_attention_heads=8, num_key_value_heads=2, rope_theta=10000.0,
+              rope_scaling=dict(rope_type="linear", factor=2.0), tie_word_embeddings=False),
+         base_seed=600,
+         covers="Llama, linear RoPE scaling factor 2"),
+    Spec("llama_bf16", LlamaForCausalLM, LlamaConfig,
+         dict(num_attention_heads=8, num_key_value_heads=2, rope_theta=10000.0,
+              tie_word_embeddings=False),
+         base_seed=700, dtype=torch.bfloat16,
+         covers="llama_gqa's architecture with bfloat16 weights; references in f32 from the "
+                "upcast bf16 weights (tight) and in bf16 compute (loose)"),
+]
+
+
+def make_prompts():
+    g = torch.Generator().manual_seed(PROMPT_SEED)
+    return [torch.randint(1, VOCAB_SIZE, (n,), generator=g, dtype=torch.int64)
+            for n in PROMPT_LENGTHS]
+
+
+def build_config(spec):
+    kwargs = dict(COMMON)
+    kwargs.update(spec.config)
+    config = spec.config_cls(**kwargs)
+    config._attn_implementation = "eager"
+    config.architectures = [spec.model_cls.__name__]
+    return config
+
+
+def init_weights(model, seed):
+    """Overwrites every parameter with seeded values scaled so logits spread over several units.
+
+    transformers' own init (std 0.02, zero biases, unit norms) gives near-flat logits on a model
+    this small, and leaves biases and norm weights trivial, so a wrong bias or norm in the engine
+    would go unnoticed.
+    """
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
+            if name.endswith("norm.weight"):
+                # input/post_attention/final norms and Qwen3's q_norm/k_norm.
+                spread = 0.3 if ("q_norm" in name or "k_norm" in name) else 0.1
+                value = 1.0 + spread * torch.randn(p.shape, generator=g)
+            elif name.endswith(".bias"):
+                value = 0.3 * torch.randn(p.shape, generator=g)
+            elif "embed_tokens" in name or name.startswith("lm_head"):
+                value = torch.randn(p.shape, generator=g)
+            else:
+                # Projections: std 0.25 = 2 / sqrt(hidden) keeps the residual stream from collapsing
+                # while each layer still contributes visibly.
+                value = 0.25 * torch.randn(p.shape, generator=g)
+            p.copy_(value.to(p.dtype))
+
+
+def legacy_config_keys(path, spec):
+    """Adds the v4-style keys most Hub checkpoints carry next to transformers 5's own keys.
+
+    transformers 5 writes `dtype` and `rope_parameters`; most published configs instead have
+    `torch_dtype`, `rope_theta` and `rope_scaling`. Both spellings hold the same values, so a
+    parser that reads either form sees the same model. `check_reload` confirms
+    transformers reads the edited file back unchanged.
+    """
+    cfg = json.loads(path.read_text())
+    rope = cfg.get("rope_parameters") or {}
+    cfg["torch_dtype"] = cfg.get("dtype", "float32")
+    cfg["rope_theta"] = rope.get("rope_theta", spec.config["rope_theta"])
+    scaling = {k: v for k, v in rope.items() if k != "rope_theta"}
+    cfg["rope_scaling"] = None if scaling.get("rope_type", "default") == "default" else scaling
+    if cfg["rope_scaling"] is not None:
+        # v4 configs spell it `type` in older releases and `rope_type` in newer ones.
+        cfg["rope_scaling"]["type"] = cfg["rope_scaling"]["rope_type"]
+    path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+
+
+def load(model_dir, spec, dtype):
+    return spec.model_cls.from_pretrained(model_dir, dtype=dtype,
+                                          attn_implementation="eager").eval()
+
+
+def top2_margin(logits):
+    """Top-1 minus top-2 value along the last axis."""
+    top = torch.topk(logits.float(), 2, dim=-1).values
+    return top[..., 0] - top[..., 1]
+
+
+def greedy(model, prompt):
+    """Plain argmax decoding of NEW_TOKENS tokens, with no end-of-sequence handling at all.
+
+    `generate` merges the model's generation_config (eos 2) into the one passed in, and then
+    min_new_tokens would mask eos to -inf, making the chosen tokens differ from the raw argmax.
+    Clearing eos on a copy of the model's generation config leaves no logits processor at all.
+    """
+    gen_config = copy.deepcopy(model.generation_config)
+    gen_config.eos_token_id = None
+    gen_config.update(do_sample=False, max_new_tokens=NEW_TOKENS, pad_token_id=0,
+                      return_dict_in_generate=True, output_logits=True, output_scores=True)
+    saved = model.generation_config
+    model.generation_config = gen_config
+    try:
+        out = model.generate(prompt[None, :],
+                             attention_mask=torch.ones(1, len(prompt), dtype=torch.int64))
+    finally:
+        model.generation_config = saved
+    ids = out.sequences[0, len(prompt):]
+    logits = torch.stack([l[0] for l in out.logits]).float()
+    scores = torch.stack([s[0] for s in out.scores]).float()
+    assert ids.shape == (NEW_TOKENS,), ids.shape
+    assert torch.equal(logits, scores), "greedy run applied a logits processor"
+    assert torch.equal(logits.argmax(-1), ids), "greedy ids are not the argmax of their logits"
+    return ids, logits
+
+
+def forward_logits(model, ids):
+    with torch.no_grad():
+        return model(ids[None, :]).logits[0].float()
+
+
+def compute_references(model, prompts, check_consistency=True):
+    """Returns {tensor name: tensor} plus margin statistics for one model."""
+    tensors = {}
+    prompt_margins, greedy_margins, distinct, cache_diffs = [], [], set(), []
+    for i, prompt in enumerate(prompts):
+        logits = forward_logits(model, prompt)
+        ids, glogits = greedy(model, prompt)
+        if check_consistency:
+            # The cached decode must agree with one uncached forward over prompt + generated
+            # tokens; otherwise the reference itself would be suspect.
+            full = forward_logits(model, torch.cat([prompt, ids[:-1]]))
+            diff = max((full[:len(prompt)] - logits).abs().max().item(),
+                       (full[len(prompt) - 1:] - glogits).abs().max().item())
+            assert diff < 1e-3, f"cached and uncached logits differ by {diff}"
+            cache_diffs.append(diff)
+        tensors[f"prompt_{i}.ids"] = prompt.to(torch.int32)
+        tensors[f"prompt_{i}.logits"] = logits.contiguous()
+        tensors[f"prompt_{i}.greedy_ids"] = ids.to(torch.int32)
+        tensors[f"prompt_{i}.greedy_logits"] = glogits.contiguous()
+        prompt_margins.append(top2_margin(logits).min().item())
+        greedy_margins.append(top2_margin(glogits).min().item())
+        distinct.update(ids.tolist())
+    all_logits = torch.cat([tensors[f"prompt_{i}.logits"] for i in range(len(prompts))])
+    stats = dict(
+        # Scale of the numbers, to judge tolerances and margins against.
+        prompt_logits_std=all_logits.std().item(),
+        prompt_logits_abs_max=all_logits.abs().max().item(),
+        min_greedy_margin=min(greedy_margins),
+        min_prompt_margin=min(prompt_margins),
+        per_prompt_min_greedy_margin=greedy_margins,
+        per_prompt_min_prompt_margin=prompt_margins,
+        distinct_greedy_tokens=len(distinct),
+        eos_in_greedy_ids=EOS_ID in distinct,
+        # How far transformers' own KV-cached decode drifts from one uncached forward over the
+        # same tokens: a floor for any engine-vs-reference tolerance.
+        max_abs_diff_cached_vs_uncached=max(cache_diffs) if cache_diffs else None,
+        distinct_greedy_tokens_per_prompt=[
+            len(set(tensors[f"prompt_{i}.greedy_ids"].tolist())) for i in range(len(prompts))],
+    )
+    return tensors, stats
+
+
+def save_model(spec, seed, model_dir):
+    torch.manual_seed(seed)
+    config = build_config(spec)
+    model = spec.model_cls(config).eval()
+    init_weights(model, seed)
+    if spec.dtype != torch.float32:
+        model = model.to(spec.dtype)
+    if model_dir.exists():
+        shutil.rmtree(model_dir)
+    model.save_pretrained(model_dir, safe_serialization=True)
+    legacy_config_keys(model_dir / "config.json", spec)
+    gen = GenerationConfig(bos_token_id=BOS_ID, eos_token_id=EOS_ID, do_sample=False)
+    gen.save_pretrained(model_dir)
+    return model
+
+
+def check_reload(spec, model, model_dir, prompts):
+    """The files on disk, read back by transformers, must give exactly the in-memory model."""
+    reloaded = load(model_dir, spec, spec.dtype)
+    for name, p in model.state_dict().items():
+        assert torch.equal(p, reloaded.state_dict()[name]), f"{spec.name}: {name} changed on reload"
+    if spec.dtype == torch.float32:
+        # Not for bf16: `model.to(bfloat16)` also rounds the in-memory RoPE inv_freq buffer, which
+        # from_pretrained keeps in f32, so the two legitimately differ.
+        a = forward_logits(model, prompts[-1])
+        b = forward_logits(reloaded, prompts[-1])
+        assert torch.equal(a, b), f"{spec.name}: reloaded config computes different logits"
+    rope = reloaded.config.rope_parameters
+    expected = (spec.config.get("rope_scaling") or {}).get("rope_type", "default")
+    assert rope["rope_type"] == expected, (spec.name, rope)
+    assert rope["rope_theta"] == spec.config["rope_theta"], (spec.name, rope)
+
+
+def run_model(spec, prompts, out_dir):
+    model_dir = out_dir / spec.name
+    for attempt in range(MAX_SEED_TRIES):
+        seed = spec.base_seed + attempt
+        model = save_model(spec, seed, model_dir)
+        check_reload(spec, model, model_dir, prompts)
+        # f32 computation from the stored weights (upcast when they are bf16).
+        ref_model = load(model_dir, spec, torch.float32)
+        tensors, stats = compute_references(ref_model, prompts)
+        if stats["min_greedy_margin"] >= MIN_GREEDY_MARGIN:
+            break
+        print(f"  {spec.name}: seed {seed} min greedy margin "
+              f"{stats['min_greedy_margin']:.4g} < {MIN_GREEDY_MARGIN}, trying the next seed")
+    else:
+        raise RuntimeError(f"{spec.name}: no seed in {MAX_SEED_TRIES} tries reached the margin")
+
+    if spec.dtype == torch.bfloat16:
+        bf16_model = load(model_dir, spec, torch.bfloat16)
+        diffs = []
+        for i, prompt in enumerate(prompts):
+            bf = forward_logits(bf16_model, prompt)
+            tensors[f"prompt_{i}.logits_bf16_compute"] = bf.contiguous()
+            diffs.append((bf - tensors[f"prompt_{i}.logits"]).abs().max().item())
+        stats["max_abs_diff_bf16_compute_vs_f32"] = max(diffs)
+
+    save_file(tensors, str(model_dir / "reference.safetensors"),
+              metadata={"generator": "tests/golden/generate.py"})
+    info = dict(
+        model=spec.name,
+        architecture=spec.model_cls.__name__,
+        dtype=str(spec.dtype).removeprefix("torch."),
+        reference_compute_dtype="float32",
+        covers=spec.covers,
+        seed=seed,
+        prompt_seed=PROMPT_SEED,
+        prompt_lengths=list(PROMPT_LENGTHS),
+        new_tokens=NEW_TOKENS,
+        attn_implementation="eager",
+        min_greedy_margin_threshold=MIN_GREEDY_MARGIN,
+        **stats,
+        tensors=sorted(tensors),
+        transformers_version=transformers.__version__,
+        torch_version=torch.__version__,
+    )
+    (model_dir / "reference.json").write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "models")
+    parser.add_argument("--only", nargs="*", help="model names to regenerate (default: all)")
+    args = parser.parse_args()
+
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    transformers.logging.set_verbosity_error()
+    args.out.mkdir(parents=True, exist_ok=True)
+    prompts = make_prompts()
+
+    rows = []
+    for spec in SPECS:
+        if args.only and spec.name not in args.only:
+            continue
+        info = run_model(spec, prompts, args.out)
+        rows.append(info)
+        print(f"{info['model']:18s} seed {info['seed']:4d}  min greedy margin "
+              f"{info['min_greedy_margin']:.4f}  min prompt margin {info['min_prompt_margin']:.4f}"
+              f"  distinct greedy tokens {info['distinct_greedy_tokens']}"
+              f" {info['distinct_greedy_tokens_per_prompt']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+#include "golden_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "engine/scheduler.h"
+#include "model/safetensors.h"
+
+namespace weft::golden {
+namespace {
+
+std::vector<int32_t> to_ids(const Tensor& t) {
+  const int32_t* p = t.data_as<int32_t>();
+  return std::vector<int32_t>(p, p + t.numel());
+}
+
+Tensor copy_of(const Tensor& t) {
+  Tensor out = Tensor::empty(t.dtype(), t.shape());
+  std::memcpy(out.data(), t.data(), t.nbytes());
+  return out;
+}
+
+}  // namespace
+
+std::filesystem::path model_dir(const std::string& name) {
+  return std::filesystem::path(WEFT_SOURCE_DIR) / "tests/golden/models" / name;
+}
+
+Reference load_reference(const std::string& name) {
+  auto file = SafetensorsFile::open(model_dir(name) / "reference.safetensors");
+  if (!file.ok()) throw std::runtime_error(std::string(file.status().message()));
+  Reference ref;
+  for (const auto& [tensor_name, entry] : (*file)->entries()) {
+    ref.extra[tensor_name] = copy_of(*(*file)->tensor(tensor_name));
+  }
+  for (int i = 0; i < kNumPrompts; ++i) {
+    const std::string p = "prompt_" + std::to_string(i);
+    ref.prompts.push_back(to_ids(ref.extra.at(p + ".ids")));
+    ref.prompt_logits.push_back(ref.extra.at(p + ".logits"));
+    ref.greedy_ids.push_back(to_ids(ref.extra.at(p + ".greedy_ids")));
+    ref.greedy_logits.push_back(ref.extra.at(p + ".greedy_logits"));
+  }
+  return ref;
+}
+
+std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                  int64_t token_budget) {
+  const int64_t vocab = engine.model().config.vocab_size;
+  BlockManager blocks(engine.kv_cache().num_blocks(), engine.kv_cache().shape().block_size);
+  SchedulerConfig config;
+  config.max_num_batched_tokens = token_budget;
+  Scheduler scheduler(config, blocks);
+  std::vector<Tensor> out;
+  std::vector<int64_t> filled(prompts.size(), 0);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Sequence seq;
+    seq.id = static_cast<int64_t>(i);
+    seq.arrival = seq.id;
+    seq.prompt_ids = prompts[i];
+    scheduler.add(std::move(seq));
+    scheduler.set_return_all_logits(static_cast<int64_t>(i), true);
+    out.push_back(Tensor::zeros(DType::kF32, Shape{static_cast<int64_t>(prompts[i].size()), vocab}));
+  }
+  for (int step = 0; step < 1000; ++step) {
+    const StepPlan plan = scheduler.schedule();
+    if (plan.chunks.empty()) break;
+    auto logits = engine.runner().execute(plan);
+    if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
+    int64_t row = 0;
+    for (const PlannedChunk& chunk : plan.chunks) {
+      for (size_t t = 0; t < chunk.token_ids.size(); ++t, ++row) {
+        std::memcpy(out[chunk.seq_id].data_as<float>() + (chunk.start_position + t) * vocab,
+                    logits->data_as<float>() + row * vocab, vocab * sizeof(float));
+      }
+      filled[chunk.seq_id] += static_cast<int64_t>(chunk.token_ids.size());
+    }
+    scheduler.on_step_done(plan, {});
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(filled[i], static_cast<int64_t>(prompts[i].size())) << "prompt " << i;
+  }
+  return out;
+}
+
+GreedyRun greedy(LocalEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                 int num_tokens) {
+  GreedyRun run;
+  run.ids.resize(prompts.size());
+  run.top_logprobs.resize(prompts.size());
+  std::map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Request request;
+    request.prompt_ids = prompts[i];
+    request.params.temperature = 0.0f;
+    request.params.max_tokens = num_tokens;
+    request.params.ignore_eos = true;
+    request.params.logprobs = 5;
+    auto id = engine.engine().add_request(request);
+    if (!id.ok()) throw std::runtime_error(std::string(id.status().message()));
+    index_of[*id] = i;
+  }
+  while (engine.engine().has_unfinished()) {
+    auto outputs = engine.engine().step();
+    if (!outputs.ok()) throw std::runtime_error(std::string(outputs.status().message()));
+    for (const SequenceOutput& o : *outputs) {
+      const size_t i = index_of.at(o.request_id);
+      for (size_t t = 0; t < o.token_ids.size(); ++t) {
+        run.ids[i].push_back(o.token_ids[t]);
+        auto top = o.samples[t].top_logprobs;
+        run.top_logprobs[i].push_back(top);
+      }
+    }
+  }
+  return run;
+}
+
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  float m = 0.0f;
+  const int64_t n = std::min(a.numel(), b.numel());
+  for (int64_t i = 0; i < n; ++i) {
+    m = std::max(m, std::fabs(a.data_as<float>()[i] - b.data_as<float>()[i]));
+  }
+  return m;
+}
+
+std::vector<float> log_softmax_row(const Tensor& logits, int64_t row) {
+  const int64_t vocab = logits.dim(1);
+  const float* p = logits.data_as<float>() + row * vocab;
+  double mx = *std::max_element(p, p + vocab), sum = 0;
+  for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(p[v]) - mx);
+  const double lse = mx + std::log(sum);
+  std::vector<float> out(vocab);
+  for (int64_t v = 0; v < vocab; ++v) out[v] = static_cast<float>(p[v] - lse);
+  return out;
+}
+
+}  // namespace weft::golden

@@ -1,0 +1,49 @@
+// Runs the golden models (tests/golden/models, dumped by generate.py with Hugging Face
+// transformers) through the engine's own pieces, for the golden and multi-rank tests.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "engine/local_engine.h"
+
+namespace weft::golden {
+
+inline constexpr int kNumPrompts = 4;
+inline constexpr int kGreedyTokens = 32;
+
+std::filesystem::path model_dir(const std::string& name);
+
+// The reference dump of a model: prompt_{i}.ids / .logits / .greedy_ids / .greedy_logits.
+struct Reference {
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<Tensor> prompt_logits;     // [len, vocab] each
+  std::vector<std::vector<int32_t>> greedy_ids;
+  std::vector<Tensor> greedy_logits;     // [32, vocab] each
+  std::map<std::string, Tensor> extra;   // everything else by name
+};
+Reference load_reference(const std::string& name);
+
+// Scores the given prompts with all-position logits, scheduled together under a per-step token
+// budget (so long prompts are prefilled in chunks). Returns [len, vocab] logits per prompt.
+std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                  int64_t token_budget);
+
+// Greedy generation of `num_tokens` per prompt (eos ignored), all prompts submitted together.
+// Returns the ids and, per step, the sampled token's raw logprob and the top-5 alternatives.
+struct GreedyRun {
+  std::vector<std::vector<int32_t>> ids;
+  std::vector<std::vector<std::vector<std::pair<int32_t, float>>>> top_logprobs;
+};
+GreedyRun greedy(LocalEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                 int num_tokens);
+
+// max |a - b| over two F32 tensors of the same shape.
+float max_abs_diff(const Tensor& a, const Tensor& b);
+// Row r of a [rows, vocab] F32 tensor, log-softmaxed.
+std::vector<float> log_softmax_row(const Tensor& logits, int64_t row);
+
+}  // namespace weft::golden

@@ -1,0 +1,99 @@
+// The engine against Hugging Face transformers on the golden models (see README.md here).
+//
+// Tolerances (logits, max abs over every prompt position; logits reach |35|, std ~8):
+//   F32 weights:                     kF32Tolerance. transformers' own cached-vs-uncached
+//                                    decoding differs by ~1e-4 (reference.json).
+//   BF16 weights, F32 compute/KV:    kF32Tolerance against the reference computed in F32 from the
+//                                    same BF16 weights (the model is the same function).
+//   BF16 weights, BF16 KV cache:     kBf16KvTolerance (K/V rounded to 8 mantissa bits).
+// Greedy tokens must be identical (the dumps' smallest top-1/top-2 margin is 0.02).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "golden_harness.h"
+
+namespace weft::golden {
+namespace {
+
+constexpr float kF32Tolerance = 2e-3f;
+constexpr float kBf16KvTolerance = 0.25f;
+
+std::unique_ptr<LocalEngine> make_engine(const std::string& name, std::optional<DType> kv_dtype = DType::kF32,
+                                         int block_size = 16) {
+  LocalEngineOptions options;
+  options.model_dir = model_dir(name);
+  options.num_threads = 2;
+  options.kv.block_size = block_size;
+  options.kv.dtype = kv_dtype;
+  options.kv.max_blocks = 64;
+  auto engine = LocalEngine::create(options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+class GoldenModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenModelTest, PromptLogitsMatchTransformersAlone) {
+  const Reference ref = load_reference(GetParam());
+  auto engine = make_engine(GetParam());
+  ASSERT_NE(engine, nullptr);
+  for (int i = 0; i < kNumPrompts; ++i) {
+    auto logits = score_prompts(*engine, {ref.prompts[i]}, 4096);
+    EXPECT_LT(max_abs_diff(logits[0], ref.prompt_logits[i]), kF32Tolerance) << "prompt " << i;
+  }
+}
+
+TEST_P(GoldenModelTest, PromptLogitsMatchWhenBatchedAndChunked) {
+  const Reference ref = load_reference(GetParam());
+  // Block size 4 spreads each sequence over many non-adjacent blocks.
+  auto engine = make_engine(GetParam(), DType::kF32, 4);
+  ASSERT_NE(engine, nullptr);
+  for (int64_t budget : {4096, 7, 1}) {
+    auto logits = score_prompts(*engine, ref.prompts, budget);
+    for (int i = 0; i < kNumPrompts; ++i) {
+      EXPECT_LT(max_abs_diff(logits[i], ref.prompt_logits[i]), kF32Tolerance)
+          << "prompt " << i << " budget " << budget;
+    }
+  }
+}
+
+TEST_P(GoldenModelTest, GreedyTokensMatchTransformers) {
+  const Reference ref = load_reference(GetParam());
+  auto engine = make_engine(GetParam());
+  ASSERT_NE(engine, nullptr);
+  // Together (one continuous batch) and one prompt at a time must both match.
+  GreedyRun batched = greedy(*engine, ref.prompts, kGreedyTokens);
+  for (int i = 0; i < kNumPrompts; ++i) {
+    EXPECT_EQ(batched.ids[i], ref.greedy_ids[i]) << "prompt " << i;
+    GreedyRun alone = greedy(*engine, {ref.prompts[i]}, kGreedyTokens);
+    EXPECT_EQ(alone.ids[0], ref.greedy_ids[i]) << "prompt " << i << " alone";
+    // The reported top-5 raw logprobs agree with log_softmax of the reference logits.
+    for (int t = 0; t < kGreedyTokens && t < static_cast<int>(batched.top_logprobs[i].size()); ++t) {
+      const std::vector<float> expected = log_softmax_row(ref.greedy_logits[i], t);
+      for (const auto& [token, logprob] : batched.top_logprobs[i][t]) {
+        EXPECT_NEAR(logprob, expected[token], kF32Tolerance) << "prompt " << i << " step " << t;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GoldenModelTest,
+                         ::testing::Values("llama_gqa", "llama3_tied", "mistral", "qwen2_bias",
+                                           "qwen3_qknorm", "llama_linear_rope", "llama_bf16"));
+
+TEST(GoldenBf16Test, Bf16KvCacheStaysCloseToTheF32Reference) {
+  const Reference ref = load_reference("llama_bf16");
+  auto engine = make_engine("llama_bf16", std::nullopt);  // auto: the model's dtype (BF16)
+  ASSERT_NE(engine, nullptr);
+  ASSERT_EQ(engine->kv_cache().shape().dtype, DType::kBF16);
+  auto logits = score_prompts(*engine, ref.prompts, 4096);
+  float worst = 0.0f;
+  for (int i = 0; i < kNumPrompts; ++i) worst = std::max(worst, max_abs_diff(logits[i], ref.prompt_logits[i]));
+  EXPECT_LT(worst, kBf16KvTolerance);
+  RecordProperty("bf16_kv_max_abs_diff", std::to_string(worst));
+  std::printf("llama_bf16 with a BF16 KV cache: max |logit diff| = %.4f\n", worst);
+}
+
+}  // namespace
+}  // namespace weft::golden
