@@ -9,5 +9,6 @@ namespace weft {
 
 int run_generate(const std::vector<std::string>& args);
 int run_info(const std::vector<std::string>& args);
+int run_bench(const std::vector<std::string>& args);
 
 }  // namespace weft

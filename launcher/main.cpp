@@ -12,6 +12,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  generate   run a prompt through the engine and print the generated tokens\n"
     "  info       print the model's configuration and this machine's CPU features\n"
+    "  bench      measure prefill / decode throughput against memory bandwidth\n"
     "Run 'weft <command> --help' for its flags.\n";
 
 }  // namespace
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "generate") return weft::run_generate(args);
   if (command == "info") return weft::run_info(args);
+  if (command == "bench") return weft::run_bench(args);
   if (command == "--help" || command == "help" || command == "-h") {
     std::cout << kUsage;
     return 0;
