@@ -1,0 +1,142 @@
+// The scheduler as plain data: each test drives it step by step and checks, per step, the
+// planned chunks (sequence, start position, length) against a table.
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace weft {
+namespace {
+
+Sequence make_seq(int64_t id, int prompt_len, int priority = 0) {
+  Sequence s;
+  s.id = id;
+  s.arrival = id;
+  s.priority = priority;
+  for (int i = 0; i < prompt_len; ++i) s.prompt_ids.push_back(100 + i);
+  return s;
+}
+
+// "id@start+len" for every chunk, e.g. "0@0+8 1@0+4".
+std::string describe(const StepPlan& plan) {
+  std::string out;
+  for (const PlannedChunk& c : plan.chunks) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(c.seq_id) + "@" + std::to_string(c.start_position) + "+" +
+           std::to_string(c.token_ids.size());
+  }
+  return out;
+}
+
+// Runs one step: every chunk that reaches its sequence's end samples token 7.
+std::string step(Scheduler& s) {
+  const StepPlan plan = s.schedule();
+  std::vector<SampledToken> sampled;
+  for (const PlannedChunk& c : plan.chunks) {
+    if (c.logits != LogitsWanted::kNone) sampled.push_back({c.seq_id, 7});
+  }
+  s.on_step_done(plan, sampled);
+  return describe(plan);
+}
+
+TEST(SchedulerTest, ChunkedPrefillUnderTokenBudgetThenDecodesFirst) {
+  BlockManager blocks(64, 4);
+  Scheduler s({/*max_num_seqs=*/8, /*max_num_batched_tokens=*/8, true}, blocks);
+  s.add(make_seq(0, 10));
+  s.add(make_seq(1, 5));
+  const std::vector<std::string> expected = {
+      "0@0+8",          // budget 8: the first prompt's first chunk
+      "0@8+2 1@0+5",    // its rest, then the second prompt (fits in the 6 left)
+      "0@10+1 1@5+1",   // both decode
+      "0@11+1 1@6+1",
+  };
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(step(s), expected[i]) << "step " << i;
+}
+
+TEST(SchedulerTest, DecodesComeBeforeUnfinishedPrefills) {
+  BlockManager blocks(64, 4);
+  Scheduler s({8, 4, true}, blocks);
+  s.add(make_seq(0, 2));
+  EXPECT_EQ(step(s), "0@0+2");
+  s.add(make_seq(1, 9));
+  EXPECT_EQ(step(s), "0@2+1 1@0+3");
+  EXPECT_EQ(step(s), "0@3+1 1@3+3");
+  EXPECT_EQ(step(s), "0@4+1 1@6+3");
+  EXPECT_EQ(step(s), "0@5+1 1@9+1");
+}
+
+TEST(SchedulerTest, RunningCapHoldsBackWaitingSequences) {
+  BlockManager blocks(64, 4);
+  Scheduler s({/*max_num_seqs=*/2, 64, true}, blocks);
+  for (int i = 0; i < 3; ++i) s.add(make_seq(i, 3));
+  EXPECT_EQ(step(s), "0@0+3 1@0+3");
+  EXPECT_EQ(s.num_waiting(), 1);
+  s.finish(0);
+  EXPECT_EQ(step(s), "1@3+1 2@0+3");
+}
+
+TEST(SchedulerTest, PriorityOrdersAdmission) {
+  BlockManager blocks(64, 4);
+  Scheduler s({8, 4, false}, blocks);
+  s.add(make_seq(0, 4, /*priority=*/5));
+  s.add(make_seq(1, 4, /*priority=*/1));
+  EXPECT_EQ(step(s), "1@0+4");
+  EXPECT_EQ(step(s), "1@4+1");  // without chunking, seq 0's 4 tokens do not fit in 3
+}
+
+TEST(SchedulerTest, PreemptsTheLatestSequenceWhenBlocksRunOut) {
+  // 4 blocks of 2 tokens: two sequences of 3 tokens take 2 blocks each; the first decode that
+  // needs a third block for sequence 0 must preempt sequence 1.
+  BlockManager blocks(4, 2);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 3));
+  s.add(make_seq(1, 3));
+  EXPECT_EQ(step(s), "0@0+3 1@0+3");
+  EXPECT_EQ(blocks.num_free_blocks(), 0);
+  // Sequence 0 now has 4 tokens (needs 2 blocks, has 2): both decode at positions 3.
+  EXPECT_EQ(step(s), "0@3+1 1@3+1");
+  // Position 4 needs a third block for each: sequence 1 is preempted for sequence 0.
+  EXPECT_EQ(step(s), "0@4+1");
+  EXPECT_EQ(s.last_preempted(), std::vector<int64_t>{1});
+  EXPECT_EQ(s.find(1)->state, SequenceState::kWaiting);
+  EXPECT_EQ(s.find(1)->num_computed_tokens, 0);
+  EXPECT_EQ(s.find(1)->output_ids.size(), 2u);  // its tokens survive; its KV is recomputed
+  s.finish(0);
+  // Sequence 1 is recomputed: prompt + both generated tokens in one prefill.
+  EXPECT_EQ(step(s), "1@0+5");
+  EXPECT_EQ(s.find(1)->num_preemptions, 1);
+}
+
+TEST(SchedulerTest, FinishFreesBlocks) {
+  BlockManager blocks(8, 4);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 9));
+  step(s);
+  EXPECT_EQ(blocks.num_free_blocks(), 5);
+  s.finish(0);
+  EXPECT_EQ(blocks.num_free_blocks(), 8);
+  EXPECT_FALSE(s.has_unfinished());
+}
+
+TEST(BlockManagerTest, RefCountsShareAndRelease) {
+  BlockManager blocks(4, 2);
+  std::vector<int32_t> a, b;
+  ASSERT_TRUE(blocks.grow_to(a, 3));
+  EXPECT_EQ(a, (std::vector<int32_t>{0, 1}));
+  blocks.share(a);
+  b = a;
+  EXPECT_EQ(blocks.ref_count(0), 2);
+  blocks.release(a);
+  EXPECT_EQ(blocks.num_free_blocks(), 2);
+  blocks.release(b);
+  EXPECT_EQ(blocks.num_free_blocks(), 4);
+  std::vector<int32_t> big;
+  EXPECT_FALSE(blocks.grow_to(big, 9));
+  EXPECT_TRUE(big.empty());
+  EXPECT_DOUBLE_EQ(blocks.usage(), 0.0);
+}
+
+}  // namespace
+}  // namespace weft
