@@ -5,7 +5,9 @@
 //                                    decoding differs by ~1e-4 (reference.json).
 //   BF16 weights, F32 compute/KV:    kF32Tolerance against the reference computed in F32 from the
 //                                    same BF16 weights (the model is the same function).
-//   BF16 weights, BF16 KV cache:     kBf16KvTolerance (K/V rounded to 8 mantissa bits).
+//   BF16 weights, BF16 KV cache:     below the error of transformers' own BF16 computation
+//                                    (logits_bf16_compute vs the F32 reference, ~1.75): K/V are
+//                                    rounded to 8 mantissa bits, everything else stays F32.
 // Greedy tokens must be identical (the dumps' smallest top-1/top-2 margin is 0.02).
 #include <gtest/gtest.h>
 
@@ -17,7 +19,6 @@ namespace weft::golden {
 namespace {
 
 constexpr float kF32Tolerance = 2e-3f;
-constexpr float kBf16KvTolerance = 0.25f;
 
 std::unique_ptr<LocalEngine> make_engine(const std::string& name, std::optional<DType> kv_dtype = DType::kF32,
                                          int block_size = 16) {
@@ -38,10 +39,14 @@ TEST_P(GoldenModelTest, PromptLogitsMatchTransformersAlone) {
   const Reference ref = load_reference(GetParam());
   auto engine = make_engine(GetParam());
   ASSERT_NE(engine, nullptr);
+  float worst = 0.0f;
   for (int i = 0; i < kNumPrompts; ++i) {
     auto logits = score_prompts(*engine, {ref.prompts[i]}, 4096);
-    EXPECT_LT(max_abs_diff(logits[0], ref.prompt_logits[i]), kF32Tolerance) << "prompt " << i;
+    const float diff = max_abs_diff(logits[0], ref.prompt_logits[i]);
+    EXPECT_LT(diff, kF32Tolerance) << "prompt " << i;
+    worst = std::max(worst, diff);
   }
+  std::printf("%s: max |logit diff| over all prompt positions = %.2e\n", GetParam().c_str(), worst);
 }
 
 TEST_P(GoldenModelTest, PromptLogitsMatchWhenBatchedAndChunked) {
@@ -88,11 +93,15 @@ TEST(GoldenBf16Test, Bf16KvCacheStaysCloseToTheF32Reference) {
   ASSERT_NE(engine, nullptr);
   ASSERT_EQ(engine->kv_cache().shape().dtype, DType::kBF16);
   auto logits = score_prompts(*engine, ref.prompts, 4096);
-  float worst = 0.0f;
-  for (int i = 0; i < kNumPrompts; ++i) worst = std::max(worst, max_abs_diff(logits[i], ref.prompt_logits[i]));
-  EXPECT_LT(worst, kBf16KvTolerance);
-  RecordProperty("bf16_kv_max_abs_diff", std::to_string(worst));
-  std::printf("llama_bf16 with a BF16 KV cache: max |logit diff| = %.4f\n", worst);
+  float worst = 0.0f, transformers_bf16 = 0.0f;
+  for (int i = 0; i < kNumPrompts; ++i) {
+    worst = std::max(worst, max_abs_diff(logits[i], ref.prompt_logits[i]));
+    const std::string name = "prompt_" + std::to_string(i) + ".logits_bf16_compute";
+    transformers_bf16 = std::max(transformers_bf16, max_abs_diff(ref.extra.at(name), ref.prompt_logits[i]));
+  }
+  EXPECT_LT(worst, transformers_bf16);
+  std::printf("llama_bf16, max |logit - F32 reference|: weft with a BF16 KV cache %.4f, "
+              "transformers computing in BF16 %.4f\n", worst, transformers_bf16);
 }
 
 }  // namespace
