@@ -30,7 +30,7 @@ absl::StatusOr<CliArgs> CliArgs::parse(const std::vector<std::string>& args,
       if (has_value && value != "true" && value != "false") {
         return absl::InvalidArgumentError(absl::StrCat("--", name, " takes no value (or =true/=false)"));
       }
-      if (!has_value || value == "true") out.values_[name] = "true";
+      if (!has_value || value == "true") out.values_[name] = {"true"};
       continue;
     }
     if (!value_flags.count(name)) {
@@ -40,7 +40,7 @@ absl::StatusOr<CliArgs> CliArgs::parse(const std::vector<std::string>& args,
       if (i + 1 >= args.size()) return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
       value = args[++i];
     }
-    out.values_[name] = value;
+    out.values_[name].push_back(value);
   }
   return out;
 }
@@ -48,7 +48,12 @@ absl::StatusOr<CliArgs> CliArgs::parse(const std::vector<std::string>& args,
 std::optional<std::string> CliArgs::get(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) return std::nullopt;
-  return it->second;
+  return it->second.back();
+}
+
+std::vector<std::string> CliArgs::get_all(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string CliArgs::get_or(const std::string& name, const std::string& fallback) const {

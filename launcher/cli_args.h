@@ -22,7 +22,10 @@ class CliArgs {
                                        const std::set<std::string>& bool_flags);
 
   bool has(const std::string& name) const { return values_.count(name) != 0; }
+  // The last value given for a flag.
   std::optional<std::string> get(const std::string& name) const;
+  // Every value given for a repeatable flag, in order (e.g. --stop A --stop B).
+  std::vector<std::string> get_all(const std::string& name) const;
   std::string get_or(const std::string& name, const std::string& fallback) const;
   absl::StatusOr<int64_t> get_int(const std::string& name, int64_t fallback) const;
   absl::StatusOr<double> get_double(const std::string& name, double fallback) const;
@@ -32,7 +35,7 @@ class CliArgs {
   absl::StatusOr<int64_t> get_bytes(const std::string& name, int64_t fallback) const;
 
  private:
-  std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> values_;
 };
 
 }  // namespace weft

@@ -1,33 +1,46 @@
 // weft generate: run one prompt through the engine and print what it generates.
-//   --prompt-ids 1,2,3    token ids in, token ids out (greedy unless sampling flags say otherwise)
-//   --json                ids plus each step's logprob and top-5 alternatives, as one JSON object
+//   --prompt TEXT [--chat [--system TEXT]]   text in, text streamed out (needs tokenizer.json)
+//   --prompt-ids 1,2,3                       token ids in, token ids out
+//   --json                                   one JSON object: ids, text, per-step logprobs
 #include <cstdio>
 #include <iostream>
 
-#include "absl/strings/str_join.h"
+#include "engine/text_detokenizer.h"
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
+#include "launcher/prompt_input.h"
+#include "launcher/sampling_flags.h"
 #include "nlohmann/json.hpp"
 
 namespace weft {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: weft generate --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--json]\n"
-    "                     [--temperature T] [--ignore-eos]\n";
+    "usage: weft generate --model DIR (--prompt TEXT [--chat] [--system TEXT] | --prompt-ids 1,2,3)\n"
+    "                     [--json] [sampling flags] [engine flags]\n";
 
 int fail(const absl::Status& status) {
   std::cerr << "weft generate: " << status.message() << "\n";
   return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
+struct SequenceResult {
+  std::vector<int32_t> ids;
+  std::string text;
+  std::string finish_reason;
+  nlohmann::json steps = nlohmann::json::array();
+};
+
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
   std::set<std::string> value_flags = engine_value_flags();
-  value_flags.insert({"prompt-ids", "max-tokens", "temperature", "top-k", "top-p"});
+  value_flags.merge(sampling_value_flags());
+  value_flags.merge(prompt_value_flags());
   std::set<std::string> bool_flags = engine_bool_flags();
-  bool_flags.insert({"json", "ignore-eos", "help"});
+  bool_flags.merge(sampling_bool_flags());
+  bool_flags.merge(prompt_bool_flags());
+  bool_flags.insert({"json", "help"});
   auto parsed = CliArgs::parse(args, value_flags, bool_flags);
   if (!parsed.ok()) {
     std::cerr << kUsage;
@@ -35,67 +48,81 @@ int run_generate(const std::vector<std::string>& args) {
   }
   const CliArgs& cli = *parsed;
   if (cli.has("help")) {
-    std::cout << kUsage << engine_flags_help();
+    std::cout << kUsage << sampling_flags_help() << prompt_flags_help() << engine_flags_help();
     return 0;
   }
+  SamplingParams defaults;
+  defaults.temperature = 0.0f;
+  auto params = sampling_params_from(cli, defaults);
+  if (!params.ok()) return fail(params.status());
+  const bool json = cli.has("json");
+  if (json && !params->logprobs) params->logprobs = 5;
   auto options = engine_options_from(cli);
   if (!options.ok()) return fail(options.status());
-  auto prompt = cli.get_int_list("prompt-ids");
+  auto prompt = prompt_from_flags(cli, options->model_dir);
   if (!prompt.ok()) return fail(prompt.status());
-  if (prompt->empty()) return fail(absl::InvalidArgumentError("--prompt-ids is required"));
 
-  Request request;
-  request.prompt_ids = *prompt;
-  auto max_tokens = cli.get_int("max-tokens", 16);
-  auto temperature = cli.get_double("temperature", 0.0);
-  auto top_k = cli.get_int("top-k", -1);
-  auto top_p = cli.get_double("top-p", 1.0);
-  for (const absl::Status& s : {max_tokens.status(), temperature.status(), top_k.status(), top_p.status()}) {
-    if (!s.ok()) return fail(s);
-  }
-  request.params.max_tokens = static_cast<int>(*max_tokens);
-  request.params.temperature = static_cast<float>(*temperature);
-  request.params.top_k = static_cast<int>(*top_k);
-  request.params.top_p = static_cast<float>(*top_p);
-  request.params.ignore_eos = cli.has("ignore-eos");
-  const bool json = cli.has("json");
-  if (json) request.params.logprobs = 5;
-
-  auto local = LocalEngine::create(*options);
+  DetokenizerFactory detokenizers;
+  if (prompt->tokenizer) detokenizers = text_detokenizers(prompt->tokenizer);
+  auto local = LocalEngine::create(*options, detokenizers);
   if (!local.ok()) return fail(local.status());
   Engine& engine = (*local)->engine();
+  Request request;
+  request.prompt_ids = prompt->ids;
+  request.params = *params;
   auto id = engine.add_request(request);
   if (!id.ok()) return fail(id.status());
 
-  std::vector<int32_t> output;
-  nlohmann::json steps = nlohmann::json::array();
-  std::string finish = "";
+  // One sequence streams as it goes; several are printed whole at the end.
+  const bool stream = !json && params->n == 1;
+  std::vector<SequenceResult> results(params->n);
   while (engine.has_unfinished()) {
     auto outputs = engine.step();
     if (!outputs.ok()) return fail(outputs.status());
     for (const SequenceOutput& out : *outputs) {
+      SequenceResult& r = results[out.index];
       for (size_t i = 0; i < out.token_ids.size(); ++i) {
-        output.push_back(out.token_ids[i]);
-        if (json) {
-          nlohmann::json top = nlohmann::json::array();
-          for (const auto& [token, logprob] : out.samples[i].top_logprobs) top.push_back({token, logprob});
-          steps.push_back({{"token", out.token_ids[i]},
-                           {"logprob", out.samples[i].logprob},
+        r.ids.push_back(out.token_ids[i]);
+        nlohmann::json top = nlohmann::json::array();
+        for (const auto& [token, logprob] : out.samples[i].top_logprobs) top.push_back({token, logprob});
+        r.steps.push_back({{"token", out.token_ids[i]}, {"logprob", out.samples[i].logprob},
                            {"top_logprobs", top}});
-        } else {
-          std::cout << (output.size() > 1 ? "," : "") << out.token_ids[i] << std::flush;
+        if (stream && !prompt->tokenizer) {
+          std::cout << (r.ids.size() > 1 ? "," : "") << out.token_ids[i] << std::flush;
         }
       }
-      if (out.finished) finish = std::string(finish_reason_name(out.finish_reason));
+      r.text += out.text;
+      if (stream && prompt->tokenizer) std::cout << out.text << std::flush;
+      if (out.finished) r.finish_reason = std::string(finish_reason_name(out.finish_reason));
     }
   }
   if (json) {
-    nlohmann::json result = {{"prompt_ids", *prompt}, {"output_ids", output},
-                             {"finish_reason", finish}, {"steps", steps}};
+    nlohmann::json sequences = nlohmann::json::array();
+    for (const SequenceResult& r : results) {
+      nlohmann::json s = {{"output_ids", r.ids}, {"finish_reason", r.finish_reason}, {"steps", r.steps}};
+      if (prompt->tokenizer) s["text"] = r.text;
+      sequences.push_back(s);
+    }
+    nlohmann::json result = {{"prompt_ids", prompt->ids}};
+    if (params->n == 1) {
+      result.update(sequences[0]);
+    } else {
+      result["sequences"] = sequences;
+    }
     std::cout << result.dump() << "\n";
-  } else {
-    std::cout << "\n";
+    return 0;
   }
+  if (!stream) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::cout << "[" << i << "] " << results[i].text;
+      if (!prompt->tokenizer) {
+        for (size_t t = 0; t < results[i].ids.size(); ++t) std::cout << (t ? "," : "") << results[i].ids[t];
+      }
+      std::cout << "\n";
+    }
+    return 0;
+  }
+  std::cout << "\n";
   return 0;
 }
 

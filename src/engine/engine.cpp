@@ -156,6 +156,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       out.finish_reason = FinishReason::kLength;
     }
     out.finished = out.finish_reason != FinishReason::kNone;
+    if (out.finished && !out.stop_string && !out.stop_token && info.detokenizer) {
+      out.text += info.detokenizer->finish();
+    }
     if (out.finished) {
       scheduler_.remove(seq_id);
       RequestInfo& request = requests_.at(info.request_id);

@@ -17,6 +17,8 @@ class IncrementalDetokenizer {
   virtual ~IncrementalDetokenizer() = default;
   // The new text that `token` completes (possibly empty while a UTF-8 character is incomplete).
   virtual std::string append(int32_t token) = 0;
+  // Text still held back when the sequence ends (e.g. an incomplete character).
+  virtual std::string finish() = 0;
 };
 
 // Makes a detokenizer for a sequence whose prompt is `prompt_ids` (used as context so the first

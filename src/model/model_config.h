@@ -17,28 +17,31 @@ enum class RopeScalingType { kDefault, kLinear, kLlama3 };
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kDefault;
-  double factor = 1.0;                          // linear, llama3
-  double low_freq_factor = 1.0;                 // llama3
-  double high_freq_factor = 4.0;                // llama3
+  double factor = 1.0;                              // linear, llama3
+  double low_freq_factor = 1.0;                     // llama3
+  double high_freq_factor = 4.0;                    // llama3
   int64_t original_max_position_embeddings = 8192;  // llama3
 };
 
 struct ModelConfig {
-  std::string architecture;   // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"
-  std::string model_type;     // "llama", "mistral", "qwen2", "qwen3"
+  std::string architecture;  // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+                             // "Qwen3ForCausalLM"
+  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;
   int64_t num_attention_heads = 0;
-  int64_t num_key_value_heads = 0;  // defaults to num_attention_heads
+  int64_t num_key_value_heads = 0;  // see the defaults below
   int64_t head_dim = 0;             // explicit, or hidden_size / num_attention_heads
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
-  bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama/Mistral if attention_bias)
+  bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama/Qwen3 if attention_bias)
+  bool o_proj_bias = false;     // o_proj bias (Llama/Qwen3 if attention_bias; never Qwen2/Mistral)
+  bool mlp_bias = false;        // gate/up/down biases (Llama mlp_bias only)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
   std::optional<int64_t> sliding_window;  // recorded; weft attends over the full context
   DType torch_dtype = DType::kF32;        // dtype the checkpoint declares
@@ -47,9 +50,19 @@ struct ModelConfig {
 };
 
 // Parses config.json text. `source` names the file in errors. Errors name the field and what was
-// expected: unsupported architecture, missing or non-positive sizes, num_attention_heads not a
-// multiple of num_key_value_heads, hidden_size not divisible by heads without head_dim, unknown
-// rope_scaling type.
+// expected: malformed JSON, unsupported architecture (listing the supported ones), missing or
+// non-positive sizes, a field of the wrong JSON type, num_attention_heads not a multiple of
+// num_key_value_heads, hidden_size not divisible by heads without head_dim, unknown rope type.
+//
+// Defaults mirror transformers 5.x when a key is absent: num_key_value_heads = heads for Llama
+// and the class default otherwise (Mistral 8, Qwen2/Qwen3 32; null = heads); head_dim =
+// hidden_size / heads (Qwen3: 128, its class default; null means hidden_size / heads);
+// tie_word_embeddings false; rms_norm_eps 1e-6; rope_theta 10000; Mistral sliding_window 4096,
+// Qwen2/3 sliding_window only when use_sliding_window. RoPE parameters are read from
+// `rope_parameters` (transformers >= 5 writes rope_theta inside it) or from the legacy
+// `rope_scaling` + top-level `rope_theta`; "type" is accepted for "rope_type".
+// llama3 needs factor, low_freq_factor < high_freq_factor; original_max_position_embeddings
+// defaults to max_position_embeddings.
 absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
                                                const std::string& source = "config.json");
 absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir);
@@ -66,8 +79,8 @@ struct GenerationConfig {
   bool do_sample = false;
 };
 
-absl::StatusOr<GenerationConfig> parse_generation_config(const std::string& json_text,
-                                                         const std::string& source = "generation_config.json");
+absl::StatusOr<GenerationConfig> parse_generation_config(
+    const std::string& json_text, const std::string& source = "generation_config.json");
 // A missing generation_config.json is not an error: returns defaults with the eos ids of config.
 absl::StatusOr<GenerationConfig> load_generation_config(const std::filesystem::path& model_dir,
                                                         const ModelConfig& config);

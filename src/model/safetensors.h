@@ -1,8 +1,11 @@
 // Memory-mapped safetensors files (https://huggingface.co/docs/safetensors): an 8-byte
-// little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets}, "__metadata__"},
-// then the data. Validation follows the format's rules: header at most 100 MB and inside the file,
-// every tensor's offsets inside the data section, size = numel * dtype size, no overlaps, no
-// duplicate names. Every error names the file and, where it applies, the tensor.
+// little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets},
+// "__metadata__"}, then the data. Validation follows the format's rules: header at most 100 MB and
+// inside the file, every tensor's offsets inside the data section, size = numel * dtype size, no
+// overlaps, no duplicate names, at most kMaxRank dimensions, none negative, a known dtype;
+// "__metadata__", if present, is an object of strings. Gaps between tensors are allowed. Every
+// error names the file and, where it applies, the tensor. No input makes open() read outside the
+// file.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +39,9 @@ class SafetensorsFile {
   const std::filesystem::path& path() const { return path_; }
   const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
   bool contains(const std::string& name) const { return entries_.count(name) != 0; }
-  // A Tensor viewing the mapped bytes (no copy); it keeps the mapping alive.
+  // A Tensor viewing the mapped bytes (no copy); it keeps the mapping alive. The mapping is
+  // read-only: writing through the tensor faults. Error: NotFound naming the file and tensor.
+  // The object is immutable after open(), so any thread may call this.
   absl::StatusOr<Tensor> tensor(const std::string& name) const;
 
  private:
@@ -50,7 +55,8 @@ class SafetensorsFile {
 };
 
 // Writes tensors (CPU, any dtype) to a safetensors file. Used by tests and by benchmarks that
-// generate models; names are written in map order.
+// generate models; names are written in map order, data packed in the same order, and the header
+// padded with spaces to a multiple of 8 bytes as the reference implementation does.
 absl::Status write_safetensors(const std::filesystem::path& path,
                                const std::map<std::string, Tensor>& tensors);
 

@@ -27,7 +27,8 @@ absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::str
                                         {prefix + ".v_proj", kv_full, kv_rows}},
                                        c.hidden_size, c.attention_bias));
   WEFT_ASSIGN_OR_RETURN(attn.o_proj_, RowParallelLinear::load(ctx, prefix + ".o_proj",
-                                                              c.hidden_size, q_full, q_rows));
+                                                              c.hidden_size, q_full, q_rows,
+                                                              c.o_proj_bias));
   if (c.qk_norm) {
     WEFT_ASSIGN_OR_RETURN(attn.q_norm_, RmsNorm::load(ctx, prefix + ".q_norm", c.head_dim));
     WEFT_ASSIGN_OR_RETURN(attn.k_norm_, RmsNorm::load(ctx, prefix + ".k_norm", c.head_dim));

@@ -13,10 +13,10 @@ absl::StatusOr<GatedMlp> GatedMlp::load(const LoadContext& ctx, const std::strin
                                           ctx,
                                           {{prefix + ".gate_proj", c.intermediate_size, shard},
                                            {prefix + ".up_proj", c.intermediate_size, shard}},
-                                          c.hidden_size, /*has_bias=*/false));
+                                          c.hidden_size, c.mlp_bias));
   WEFT_ASSIGN_OR_RETURN(mlp.down_, RowParallelLinear::load(ctx, prefix + ".down_proj",
                                                            c.hidden_size, c.intermediate_size,
-                                                           shard));
+                                                           shard, c.mlp_bias));
   mlp.local_intermediate_ = shard.count;
   return mlp;
 }

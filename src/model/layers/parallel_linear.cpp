@@ -1,12 +1,38 @@
 #include "model/layers/parallel_linear.h"
 
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/half.h"
 #include "core/status_macros.h"
 #include "weft/kernels/linear.h"
 
 namespace weft {
+namespace {
+
+float element_as_float(const TensorView& t, int64_t i) {
+  switch (t.dtype) {
+    case DType::kBF16: return bf16_to_float(t.as<uint16_t>()[i]);
+    case DType::kF16: return f16_to_float(t.as<uint16_t>()[i]);
+    default: return t.as<float>()[i];
+  }
+}
+
+// y[r, :] += bias for every row: the bias of a row-parallel layer, added once after the reduce.
+void add_bias_rows(const TensorView& y, const TensorView& bias, ThreadPool& pool) {
+  const int64_t n = bias.numel();
+  std::vector<float> b(n);
+  for (int64_t j = 0; j < n; ++j) b[j] = element_as_float(bias, j);
+  pool.parallel_for(y.numel() / n, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      float* row = y.as<float>() + r * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += b[j];
+    }
+  });
+}
+
+}  // namespace
 
 Tensor concat_rows(const std::vector<Tensor>& parts) {
   if (parts.size() == 1) return parts[0];
@@ -60,19 +86,27 @@ void ColumnParallelLinear::forward(const TensorView& x, const TensorView& y,
 absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx,
                                                           const std::string& name,
                                                           int64_t out_features, int64_t full_in,
-                                                          ShardRange shard) {
+                                                          ShardRange shard, bool has_bias) {
   RowParallelLinear layer;
   WEFT_ASSIGN_OR_RETURN(layer.weight_,
                         ctx.weights.get_slice(name + ".weight", Shape{out_features, full_in}, 1,
                                               shard.begin, shard.count));
+  if (has_bias) {
+    WEFT_ASSIGN_OR_RETURN(layer.bias_, ctx.weights.get(name + ".bias", Shape{out_features}));
+  }
   return layer;
 }
 
 absl::Status RowParallelLinear::forward(const TensorView& x, const TensorView& y,
                                         Communicator& tp, ThreadPool& pool) const {
+  if (tp.size() == 1) {
+    kernels::linear(x, weight_.view(), bias_.defined() ? &bias_.view() : nullptr, y, pool);
+    return absl::OkStatus();
+  }
   kernels::linear(x, weight_.view(), nullptr, y, pool);
-  if (tp.size() == 1) return absl::OkStatus();
-  return tp.all_reduce_sum(y);
+  WEFT_RETURN_IF_ERROR(tp.all_reduce_sum(y));
+  if (bias_.defined()) add_bias_rows(y, bias_.view(), pool);
+  return absl::OkStatus();
 }
 
 }  // namespace weft

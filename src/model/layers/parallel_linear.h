@@ -39,20 +39,22 @@ class ColumnParallelLinear {
   Tensor bias_;
 };
 
-// y = sum over ranks of x_r @ W_r^T, where W_r holds input columns `shard` of `name` (full
-// shape [out_features, full_in]). The all-reduce leaves the full result on every rank.
+// y = sum over ranks of x_r @ W_r^T (+ b), where W_r holds input columns `shard` of `name` (full
+// shape [out_features, full_in]). The all-reduce leaves the full result on every rank; the bias
+// (replicated) is added once, after it.
 class RowParallelLinear {
  public:
   static absl::StatusOr<RowParallelLinear> load(const LoadContext& ctx, const std::string& name,
                                                 int64_t out_features, int64_t full_in,
-                                                ShardRange shard);
+                                                ShardRange shard, bool has_bias);
   // x: F32 [m, shard.count]; y: F32 [m, out_features].
   absl::Status forward(const TensorView& x, const TensorView& y, Communicator& tp,
                        ThreadPool& pool) const;
-  size_t weight_bytes() const { return weight_.nbytes(); }
+  size_t weight_bytes() const { return weight_.nbytes() + (bias_.defined() ? bias_.nbytes() : 0); }
 
  private:
   Tensor weight_;
+  Tensor bias_;
 };
 
 // Concatenates rows of several tensors of one dtype ([rows_i, cols] each) into a new tensor.

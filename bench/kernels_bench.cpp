@@ -1,0 +1,160 @@
+// CPU kernel benchmarks (Google Benchmark): linear as GEMV (m = 1, bound by reading the weights)
+// and GEMM (m = 16, 128, bound by arithmetic) at Llama-100M-like shapes, and paged attention
+// decode. Counters: bytes_per_second counts weight bytes (+ x and y), FLOP/s counts 2*m*n*k.
+//   kernels_bench [--threads=N] [--isa=native|avx2|portable] [google benchmark flags]
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/half.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "weft/kernels/attention.h"
+#include "weft/kernels/cpu_isa.h"
+#include "weft/kernels/linear.h"
+
+namespace weft::kernels {
+namespace {
+
+int g_threads = 0;
+
+ThreadPool& pool() {
+  static ThreadPool p(g_threads);
+  return p;
+}
+
+void fill_random(const Tensor& t, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = dist(rng);
+    switch (t.dtype()) {
+      case DType::kF32:
+        t.data_as<float>()[i] = v;
+        break;
+      case DType::kBF16:
+        t.data_as<uint16_t>()[i] = float_to_bf16(v);
+        break;
+      default:
+        t.data_as<uint16_t>()[i] = float_to_f16(v);
+        break;
+    }
+  }
+}
+
+// Args: m, n, k, dtype (0 = F32, 1 = F16, 2 = BF16).
+void BM_Linear(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const DType dt = state.range(3) == 0   ? DType::kF32
+                   : state.range(3) == 1 ? DType::kF16
+                                         : DType::kBF16;
+  Tensor x = Tensor::zeros(DType::kF32, {m, k});
+  Tensor w = Tensor::zeros(dt, {n, k});
+  Tensor y = Tensor::zeros(DType::kF32, {m, n});
+  fill_random(x, 1);
+  fill_random(w, 2);
+  for (auto _ : state) {
+    linear(x, w, nullptr, y, pool());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() *
+                          static_cast<int64_t>(w.nbytes() + x.nbytes() + y.nbytes()));
+  state.counters["FLOP/s"] = benchmark::Counter(
+      static_cast<double>(2 * m * n * k) * state.iterations(), benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(dt)) + " " + std::string(cpu_kernel_isa()));
+}
+
+void LinearArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "k", "dtype"});
+  for (int64_t dt : {2, 0}) {
+    for (int64_t m : {1, 16, 128}) {
+      for (int64_t n : {768, 2048, 32000}) b->Args({m, n, 768, dt});
+    }
+  }
+  b->Args({1, 2048, 768, 1});
+  b->UseRealTime();
+}
+BENCHMARK(BM_Linear)->Apply(LinearArgs);
+
+// Decode step: `seqs` sequences of one query each over `context` cached tokens.
+// Args: seqs, context, dtype. Llama-100M-like heads: 12 query heads, 4 kv heads, head_dim 64.
+void BM_PagedAttentionDecode(benchmark::State& state) {
+  const int seqs = static_cast<int>(state.range(0));
+  const int context = static_cast<int>(state.range(1));
+  const DType dt = state.range(2) == 0 ? DType::kF32 : DType::kBF16;
+  const int64_t heads = 12, kv_heads = 4, d = 64, bs = 16;
+  const int blocks_per_seq = (context + bs - 1) / bs;
+  const int num_blocks = seqs * blocks_per_seq;
+  Tensor kc = Tensor::zeros(dt, {num_blocks, bs, kv_heads, d});
+  Tensor vc = Tensor::zeros(dt, {num_blocks, bs, kv_heads, d});
+  fill_random(kc, 3);
+  fill_random(vc, 4);
+  Tensor q = Tensor::zeros(DType::kF32, {seqs, heads, d});
+  Tensor out = Tensor::zeros(DType::kF32, {seqs, heads, d});
+  fill_random(q, 5);
+  std::vector<int32_t> tables(static_cast<size_t>(num_blocks));
+  std::iota(tables.begin(), tables.end(), 0);
+  std::shuffle(tables.begin(), tables.end(), std::mt19937(6));
+  std::vector<int32_t> qstart(seqs + 1), ctx(seqs, context);
+  std::iota(qstart.begin(), qstart.end(), 0);
+  AttentionBatch batch;
+  batch.num_seqs = seqs;
+  batch.query_start = qstart.data();
+  batch.context_len = ctx.data();
+  batch.block_tables = tables.data();
+  batch.max_blocks_per_seq = blocks_per_seq;
+  batch.block_size = static_cast<int>(bs);
+  for (auto _ : state) {
+    paged_attention(q, kc, vc, batch, 0.125f, out, pool());
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(kc.nbytes() + vc.nbytes()));
+  state.counters["FLOP/s"] = benchmark::Counter(
+      4.0 * seqs * heads * context * d * state.iterations(), benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(dt)) + " " + std::string(cpu_kernel_isa()));
+}
+BENCHMARK(BM_PagedAttentionDecode)
+    ->ArgNames({"seqs", "context", "dtype"})
+    ->Args({1, 1024, 2})
+    ->Args({8, 1024, 2})
+    ->Args({8, 1024, 0})
+    ->Args({32, 512, 2})
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace weft::kernels
+
+int main(int argc, char** argv) {
+  // Our flags first; the rest go to Google Benchmark.
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      weft::kernels::g_threads = std::atoi(argv[i] + 10);
+    } else if (std::strncmp(argv[i], "--isa=", 6) == 0) {
+      const absl::Status s = weft::limit_cpu_features(argv[i] + 6);
+      if (!s.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+        return 2;
+      }
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+  benchmark::AddCustomContext("cpu_features", weft::cpu_features().to_string());
+  benchmark::AddCustomContext("kernel_isa", std::string(weft::kernels::cpu_kernel_isa()));
+  benchmark::AddCustomContext("threads", std::to_string(weft::kernels::pool().num_threads()));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

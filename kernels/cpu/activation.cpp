@@ -1,0 +1,42 @@
+#include "weft/kernels/activation.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "cpu/isa.h"
+
+namespace weft::kernels {
+
+void silu_and_mul(const TensorView& gate_up, const TensorView& out, ThreadPool& pool) {
+  const int64_t inter = out.shape[out.shape.rank() - 1];
+  assert(gate_up.dtype == DType::kF32 && out.dtype == DType::kF32 && inter > 0);
+  assert(gate_up.numel() == 2 * out.numel());
+  const int64_t rows = out.numel() / inter;
+  const cpu::VecOps& ops = cpu::vec_ops();
+  const float* g = gate_up.as<const float>();
+  float* o = out.as<float>();
+  pool.parallel_for(
+      rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          ops.silu_mul(g + r * 2 * inter, g + r * 2 * inter + inter, o + r * inter, inter);
+        }
+      },
+      std::max<int64_t>(1, 8192 / inter));
+}
+
+void add_inplace(const TensorView& y, const TensorView& x, ThreadPool& pool) {
+  assert(y.dtype == DType::kF32 && x.dtype == DType::kF32 && y.numel() == x.numel());
+  float* yp = y.as<float>();
+  const float* xp = x.as<const float>();
+  constexpr int64_t kChunk = 4096;
+  const int64_t n = y.numel();
+  pool.parallel_for((n + kChunk - 1) / kChunk,
+                    [&](int64_t begin, int64_t end) {
+                      const int64_t e = std::min(n, end * kChunk);
+                      for (int64_t i = begin * kChunk; i < e; ++i) yp[i] += xp[i];
+                    },
+                    8);
+}
+
+}  // namespace weft::kernels

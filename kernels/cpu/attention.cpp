@@ -1,0 +1,228 @@
+#include "weft/kernels/attention.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cpu/isa.h"
+
+namespace weft::kernels {
+namespace {
+
+// One unit of parallel work: query rows [q_begin, q_end) of sequence `seq` (relative to its
+// first query row) for query heads [h_begin, h_end) of the group that reads kv head `kv_head`.
+// Heads of one group share each K/V block load, so they stay together unless the batch is too
+// small to keep every thread busy.
+struct WorkItem {
+  int32_t seq;
+  int32_t kv_head;
+  int32_t h_begin, h_end;
+  int32_t q_begin, q_end;
+};
+
+struct Geometry {
+  int64_t num_heads, num_kv_heads, head_dim, group;
+  int64_t block_size;
+};
+
+std::vector<WorkItem> plan_items(const AttentionBatch& batch, const Geometry& g, int64_t threads) {
+  const int64_t want = 2 * threads;
+  auto count = [&](int64_t q_tile) {
+    int64_t items = 0;
+    for (int s = 0; s < batch.num_seqs; ++s) {
+      const int64_t ql = batch.query_start[s + 1] - batch.query_start[s];
+      items += (ql + q_tile - 1) / q_tile * g.num_kv_heads;
+    }
+    return items;
+  };
+  // Query tiles of 16 rows share each K/V block; smaller tiles only when that starves threads.
+  int64_t q_tile = 16;
+  while (q_tile > 1 && count(q_tile) < want) q_tile /= 2;
+  const int64_t items = count(q_tile);
+  int64_t head_split = 1;
+  if (items > 0 && items < want) head_split = std::min(g.group, (want + items - 1) / items);
+  const int64_t h_tile = (g.group + head_split - 1) / head_split;
+
+  std::vector<WorkItem> out;
+  for (int s = 0; s < batch.num_seqs; ++s) {
+    const int32_t ql = batch.query_start[s + 1] - batch.query_start[s];
+    for (int32_t q0 = 0; q0 < ql; q0 += static_cast<int32_t>(q_tile)) {
+      const int32_t q1 = std::min<int32_t>(ql, q0 + static_cast<int32_t>(q_tile));
+      for (int64_t kvh = 0; kvh < g.num_kv_heads; ++kvh) {
+        for (int64_t h0 = 0; h0 < g.group; h0 += h_tile) {
+          out.push_back({s, static_cast<int32_t>(kvh), static_cast<int32_t>(h0),
+                         static_cast<int32_t>(std::min(g.group, h0 + h_tile)), q0, q1});
+        }
+      }
+    }
+  }
+  // Later query tiles attend to more keys; handing them out first balances the dynamic chunks.
+  std::stable_sort(out.begin(), out.end(), [&](const WorkItem& a, const WorkItem& b) {
+    const int64_t ka = batch.context_len[a.seq] -
+                       (batch.query_start[a.seq + 1] - batch.query_start[a.seq]) + a.q_end;
+    const int64_t kb = batch.context_len[b.seq] -
+                       (batch.query_start[b.seq + 1] - batch.query_start[b.seq]) + b.q_end;
+    return ka * (a.h_end - a.h_begin) > kb * (b.h_end - b.h_begin);
+  });
+  return out;
+}
+
+// Per-thread buffers, reused across the items one chunk processes.
+struct Scratch {
+  std::vector<float> acc, row_max, row_sum, k, v, scores;
+};
+
+void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
+              const TensorView& v_cache, const AttentionBatch& batch, const Geometry& g,
+              float scale, float* out, const cpu::VecOps& ops, Scratch& sc) {
+  const int64_t d = g.head_dim;
+  const int64_t bs = g.block_size;
+  const int64_t ql = batch.query_start[it.seq + 1] - batch.query_start[it.seq];
+  const int64_t q_row0 = batch.query_start[it.seq];
+  const int64_t first_pos = batch.context_len[it.seq] - ql;  // position of query row 0
+  assert(first_pos >= 0);
+  const int64_t heads = it.h_end - it.h_begin;
+  const int64_t rows = (it.q_end - it.q_begin) * heads;
+  const int64_t n_keys = first_pos + it.q_end;  // keys the last row of the item sees
+  const int64_t kv_stride = g.num_kv_heads * d;
+  const size_t esize = dtype_size(k_cache.dtype);
+  const bool direct = k_cache.dtype == DType::kF32;
+
+  sc.acc.assign(static_cast<size_t>(rows * d), 0.0f);
+  sc.row_max.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+  sc.row_sum.assign(static_cast<size_t>(rows), 0.0f);
+  sc.scores.resize(static_cast<size_t>(bs));
+  if (!direct) {
+    sc.k.resize(static_cast<size_t>(bs * d));
+    sc.v.resize(static_cast<size_t>(bs * d));
+  }
+  const int32_t* table =
+      batch.block_tables + static_cast<int64_t>(it.seq) * batch.max_blocks_per_seq;
+
+  for (int64_t b = 0; b * bs < n_keys; ++b) {
+    const int64_t block = table[b];
+    const int64_t t0 = b * bs;
+    const int64_t nt = std::min(bs, n_keys - t0);
+    // Element offset of (block, token 0, kv_head, 0).
+    const int64_t base = (block * bs * g.num_kv_heads + it.kv_head) * d;
+    const float* kp;
+    const float* vp;
+    int64_t stride;
+    if (direct) {
+      kp = k_cache.as<const float>() + base;
+      vp = v_cache.as<const float>() + base;
+      stride = kv_stride;
+    } else {
+      const char* kc = static_cast<const char*>(k_cache.data);
+      const char* vc = static_cast<const char*>(v_cache.data);
+      for (int64_t t = 0; t < nt; ++t) {
+        const size_t off = static_cast<size_t>(base + t * kv_stride) * esize;
+        ops.widen(k_cache.dtype, kc + off, sc.k.data() + t * d, d);
+        ops.widen(v_cache.dtype, vc + off, sc.v.data() + t * d, d);
+      }
+      kp = sc.k.data();
+      vp = sc.v.data();
+      stride = d;
+    }
+    for (int64_t j = it.q_begin; j < it.q_end; ++j) {
+      // Causal: query j (position first_pos + j) sees keys up to and including its own.
+      const int64_t lim = std::min(nt, first_pos + j - t0 + 1);
+      if (lim <= 0) continue;
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t r = (j - it.q_begin) * heads + h;
+        const int64_t head = it.kv_head * g.group + it.h_begin + h;
+        const float* qr = q + ((q_row0 + j) * g.num_heads + head) * d;
+        float* s = sc.scores.data();
+        ops.dot_rows(qr, kp, lim, d, stride, scale, s);
+        float mx = s[0];
+        for (int64_t t = 1; t < lim; ++t) mx = std::max(mx, s[t]);
+        const float old_max = sc.row_max[r];
+        const float new_max = std::max(old_max, mx);
+        const float sum = ops.exp_shift(s, lim, new_max);
+        float* acc = sc.acc.data() + r * d;
+        if (old_max != -std::numeric_limits<float>::infinity() && old_max != new_max) {
+          // Rescale what was accumulated under the old running max.
+          const float corr = std::exp(old_max - new_max);
+          sc.row_sum[r] *= corr;
+          for (int64_t i = 0; i < d; ++i) acc[i] *= corr;
+        }
+        sc.row_sum[r] += sum;
+        sc.row_max[r] = new_max;
+        ops.axpy_rows(s, vp, lim, d, stride, acc);
+      }
+    }
+  }
+
+  for (int64_t j = it.q_begin; j < it.q_end; ++j) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t r = (j - it.q_begin) * heads + h;
+      const int64_t head = it.kv_head * g.group + it.h_begin + h;
+      float* o = out + ((q_row0 + j) * g.num_heads + head) * d;
+      const float* acc = sc.acc.data() + r * d;
+      const float inv = sc.row_sum[r] > 0.0f ? 1.0f / sc.row_sum[r] : 0.0f;
+      for (int64_t i = 0; i < d; ++i) o[i] = acc[i] * inv;
+    }
+  }
+}
+
+}  // namespace
+
+void write_kv_cache(const TensorView& k, const TensorView& v, const TensorView& slots,
+                    const TensorView& k_cache, const TensorView& v_cache, ThreadPool& pool) {
+  const int64_t tokens = k.shape[0];
+  const int64_t row = tokens > 0 ? k.numel() / tokens : 0;
+  assert(k.dtype == DType::kF32 && v.dtype == DType::kF32 && v.numel() == k.numel());
+  assert(slots.dtype == DType::kI64 && slots.numel() == tokens);
+  assert(k_cache.dtype == v_cache.dtype && is_float_dtype(k_cache.dtype));
+  const cpu::VecOps& ops = cpu::vec_ops();
+  const int64_t* slot = slots.as<const int64_t>();
+  const int64_t cache_slots = row > 0 ? k_cache.numel() / row : 0;
+  const size_t row_bytes = static_cast<size_t>(row) * dtype_size(k_cache.dtype);
+  char* kc = static_cast<char*>(k_cache.data);
+  char* vc = static_cast<char*>(v_cache.data);
+  const float* kp = k.as<const float>();
+  const float* vp = v.as<const float>();
+  pool.parallel_for(
+      tokens,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          if (slot[t] < 0) continue;
+          assert(slot[t] < cache_slots);
+          ops.narrow(kp + t * row, k_cache.dtype, kc + slot[t] * row_bytes, row);
+          ops.narrow(vp + t * row, v_cache.dtype, vc + slot[t] * row_bytes, row);
+        }
+      },
+      std::max<int64_t>(1, 8192 / std::max<int64_t>(1, row)));
+  (void)cache_slots;
+}
+
+void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const AttentionBatch& batch, float scale, const TensorView& out,
+                     ThreadPool& pool) {
+  Geometry g;
+  g.num_heads = q.shape[1];
+  g.head_dim = q.shape[2];
+  g.num_kv_heads = k_cache.shape[2];
+  g.block_size = k_cache.shape[1];
+  assert(q.dtype == DType::kF32 && out.dtype == DType::kF32 && q.shape.rank() == 3);
+  assert(out.numel() == q.numel() && k_cache.dtype == v_cache.dtype);
+  assert(k_cache.shape.rank() == 4 && k_cache.shape[3] == g.head_dim);
+  assert(g.block_size == batch.block_size && g.num_heads % g.num_kv_heads == 0);
+  g.group = g.num_heads / g.num_kv_heads;
+  if (batch.num_seqs == 0) return;
+
+  const std::vector<WorkItem> items = plan_items(batch, g, pool.num_threads());
+  const cpu::VecOps& ops = cpu::vec_ops();
+  const float* qp = q.as<const float>();
+  float* op = out.as<float>();
+  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t begin, int64_t end) {
+    Scratch sc;
+    for (int64_t i = begin; i < end; ++i) {
+      run_item(items[static_cast<size_t>(i)], qp, k_cache, v_cache, batch, g, scale, op, ops, sc);
+    }
+  });
+}
+
+}  // namespace weft::kernels

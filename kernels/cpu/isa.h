@@ -1,0 +1,47 @@
+// Private to kernels/cpu: the instruction-set paths and the small vector routines every kernel
+// family shares (widening 16-bit floats, dot products, axpy, SwiGLU), one table per path.
+//
+// Each path lives in its own translation unit (*_avx512.cpp, *_avx2.cpp, *_portable.cpp). The
+// ISA files raise the target with `#pragma GCC target` *after* their includes, so only their own
+// (internal-linkage) functions use the wider instructions and the library stays runnable on any
+// x86-64; dispatch reads weft::cpu_features() at every call, so tests can switch paths.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace weft::kernels::cpu {
+
+enum class Isa { kPortable, kAvx2, kAvx512 };
+
+// The widest path cpu_features() allows now.
+Isa current_isa();
+
+struct VecOps {
+  // dst[i] = float(src[i]) for src of dtype F32, F16 or BF16.
+  void (*widen)(DType dtype, const void* src, float* dst, int64_t n);
+  // dst[i] = dtype(src[i]) (round to nearest even) for dst of dtype F32, F16 or BF16.
+  void (*narrow)(const float* src, DType dtype, void* dst, int64_t n);
+  // out[r] = scale * dot(q[0..d), k[r * k_stride .. + d)) for r < rows.
+  void (*dot_rows)(const float* q, const float* k, int64_t rows, int64_t d, int64_t k_stride,
+                   float scale, float* out);
+  // acc[0..d) += sum_r p[r] * v[r * v_stride .. + d).
+  void (*axpy_rows)(const float* p, const float* v, int64_t rows, int64_t d, int64_t v_stride,
+                    float* acc);
+  // sum of x[i]^2.
+  float (*sum_squares)(const float* x, int64_t n);
+  // out[i] = silu(g[i]) * u[i]; out may alias g or u.
+  void (*silu_mul)(const float* g, const float* u, float* out, int64_t n);
+  // x[i] = exp(x[i] - shift) in place; returns the sum of the new values.
+  float (*exp_shift)(float* x, int64_t n, float shift);
+};
+
+const VecOps& vec_ops(Isa isa);
+inline const VecOps& vec_ops() { return vec_ops(current_isa()); }
+
+extern const VecOps kVecOpsPortable;
+extern const VecOps kVecOpsAvx2;
+extern const VecOps kVecOpsAvx512;
+
+}  // namespace weft::kernels::cpu

@@ -1,0 +1,166 @@
+// AVX-512 micro-kernels of linear(): register tiles of MR rows of x by NR weight rows, each
+// accumulator a 16-lane F32 vector over k, 16-bit weights widened in registers.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "cpu/linear_impl.h"
+
+#if defined(__x86_64__)
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
+// GCC 12's own _mm512_undefined_ps() (`__m512 __Y = __Y;`) trips these inside the intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace weft::kernels::cpu {
+namespace {
+
+constexpr int64_t kW = 16;
+template <DType W>
+constexpr int64_t kWBytes = W == DType::kF32 ? 4 : 2;
+
+template <DType W>
+inline __m512 load_w(const void* base, int64_t idx, __mmask16 m) {
+  if constexpr (W == DType::kF32) {
+    return _mm512_maskz_loadu_ps(m, static_cast<const float*>(base) + idx);
+  } else {
+    const __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(base) + idx);
+    if constexpr (W == DType::kBF16) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm512_cvtph_ps(h);
+    }
+  }
+}
+
+template <DType W>
+inline __m512 load_w(const void* base, int64_t idx) {
+  if constexpr (W == DType::kF32) {
+    return _mm512_loadu_ps(static_cast<const float*>(base) + idx);
+  } else {
+    const __m256i h = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + idx));
+    if constexpr (W == DType::kBF16) {
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    } else {
+      return _mm512_cvtph_ps(h);
+    }
+  }
+}
+
+inline __m256 fold(__m512 v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v),
+                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+// {sum(a), sum(b), sum(c), sum(d)}.
+inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m256 abcd =
+      _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+// y[i0 + i, j0 + j] for i < MR, j < NR (NR is 1 or a multiple of 4).
+template <DType W, int MR, int NR>
+void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
+  const int64_t k = p.k;
+  const float* x = p.x + i0 * k;
+  const int64_t w0 = j0 * k;
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
+  int64_t kk = 0;
+  for (; kk + kW <= k; kk += kW) {
+    __m512 xv[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x + i * k + kk);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      if constexpr (MR == 1) {
+        // GEMV streams the weights once; rows are short (k elements), too short for the
+        // hardware prefetcher to ramp up, so fetch the same span of the next tile's rows now.
+        _mm_prefetch(static_cast<const char*>(p.w) + (w0 + (j + NR) * k + kk) * kWBytes<W>,
+                     _MM_HINT_T0);
+      }
+      const __m512 wv = load_w<W>(p.w, w0 + j * k + kk);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wv, acc[i][j]);
+    }
+  }
+  if (kk < k) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (k - kk)) - 1u);
+    __m512 xv[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) xv[i] = _mm512_maskz_loadu_ps(m, x + i * k + kk);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const __m512 wv = load_w<W>(p.w, w0 + j * k + kk, m);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wv, acc[i][j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    float* y = p.y + (i0 + i) * p.n + j0;
+    if constexpr (NR == 1) {
+      y[0] = _mm512_reduce_add_ps(acc[i][0]) + (p.bias ? p.bias[j0] : 0.0f);
+    } else {
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; j += 4) {
+        __m128 s = reduce4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+        if (p.bias) s = _mm_add_ps(s, _mm_loadu_ps(p.bias + j0 + j));
+        _mm_storeu_ps(y + j, s);
+      }
+    }
+  }
+}
+
+template <DType W, int MR>
+void row_tile(const LinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  if constexpr (MR == 1) {
+    // One activation row: more weight rows in flight hide FMA latency (the GEMV case).
+    for (; j + 8 <= j1; j += 8) tile<W, 1, 8>(p, i, j);
+  }
+  for (; j + 4 <= j1; j += 4) tile<W, MR, 4>(p, i, j);
+  for (; j < j1; ++j) tile<W, MR, 1>(p, i, j);
+}
+
+template <DType W>
+void block(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  int64_t i = i0;
+  for (; i + 4 <= i1; i += 4) row_tile<W, 4>(p, i, j0, j1);
+  switch (i1 - i) {
+    case 3:
+      row_tile<W, 3>(p, i, j0, j1);
+      break;
+    case 2:
+      row_tile<W, 2>(p, i, j0, j1);
+      break;
+    case 1:
+      row_tile<W, 1>(p, i, j0, j1);
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+void linear_block_avx512(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  switch (p.w_dtype) {
+    case DType::kBF16:
+      return block<DType::kBF16>(p, i0, i1, j0, j1);
+    case DType::kF16:
+      return block<DType::kF16>(p, i0, i1, j0, j1);
+    default:
+      return block<DType::kF32>(p, i0, i1, j0, j1);
+  }
+}
+
+}  // namespace weft::kernels::cpu
+
+#endif  // __x86_64__

@@ -1,0 +1,25 @@
+// Private to kernels/cpu: the per-ISA blocks of linear() (see linear.cpp for the tiling).
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace weft::kernels::cpu {
+
+struct LinearProblem {
+  const float* x = nullptr;  // [m, k]
+  const void* w = nullptr;   // [n, k] of w_dtype
+  DType w_dtype = DType::kF32;
+  const float* bias = nullptr;  // [n] or null
+  float* y = nullptr;           // [m, n]
+  int64_t m = 0, n = 0, k = 0;
+};
+
+// Computes y[i0:i1, j0:j1]. Each walks rows of x in register tiles and, for each tile, the
+// columns j0..j1, so the weight rows [j0, j1) should fit in L2 (the caller sizes the block).
+void linear_block_portable(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void linear_block_avx2(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+void linear_block_avx512(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
+
+}  // namespace weft::kernels::cpu

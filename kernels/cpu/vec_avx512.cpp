@@ -1,0 +1,204 @@
+// AVX-512 (f, bw, vl) vector routines. See isa.h for why the target pragma follows the includes.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "core/half.h"
+#include "cpu/isa.h"
+
+#if defined(__x86_64__)
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
+// GCC 12's own _mm512_undefined_ps() (`__m512 __Y = __Y;`) trips these inside the intrinsics.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace weft::kernels::cpu {
+namespace {
+
+constexpr int64_t kW = 16;
+
+inline __mmask16 tail_mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+
+inline __m512 load_bf16(const uint16_t* p, __mmask16 m) {
+  const __m512i wide = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(wide, 16));
+}
+
+inline __m512 load_f16(const uint16_t* p, __mmask16 m) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+inline __m256i to_bf16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+  __m512i out = _mm512_srli_epi32(rounded, 16);
+  // NaN stays a (quiet) NaN instead of rounding into infinity.
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  out = _mm512_mask_or_epi32(out, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(out);
+}
+
+void widen(DType dtype, const void* src, float* dst, int64_t n) {
+  if (dtype == DType::kF32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; i += kW) {
+    const __mmask16 m = n - i >= kW ? __mmask16(0xffff) : tail_mask(n - i);
+    const __m512 v = dtype == DType::kBF16 ? load_bf16(s + i, m) : load_f16(s + i, m);
+    _mm512_mask_storeu_ps(dst + i, m, v);
+  }
+}
+
+void narrow(const float* src, DType dtype, void* dst, int64_t n) {
+  if (dtype == DType::kF32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; i += kW) {
+    const __mmask16 m = n - i >= kW ? __mmask16(0xffff) : tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, src + i);
+    const __m256i h = dtype == DType::kBF16
+                          ? to_bf16(v)
+                          : _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_mask_storeu_epi16(d + i, m, h);
+  }
+}
+
+// Sums of four vectors, as one __m128 {sum(a), sum(b), sum(c), sum(d)}.
+inline __m256 fold(__m512 v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v),
+                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m256 ab = _mm256_hadd_ps(fold(a), fold(b));
+  const __m256 cd = _mm256_hadd_ps(fold(c), fold(d));
+  const __m256 abcd = _mm256_hadd_ps(ab, cd);
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+void dot_rows(const float* q, const float* k, int64_t rows, int64_t d, int64_t k_stride,
+              float scale, float* out) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* k0 = k + r * k_stride;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < d; i += kW) {
+      const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
+      a0 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + i), a0);
+      a1 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + k_stride + i), a1);
+      a2 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + 2 * k_stride + i), a2);
+      a3 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + 3 * k_stride + i), a3);
+    }
+    _mm_storeu_ps(out + r, _mm_mul_ps(reduce4(a0, a1, a2, a3), _mm_set1_ps(scale)));
+  }
+  for (; r < rows; ++r) {
+    const float* kr = k + r * k_stride;
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d; i += kW) {
+      const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
+      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), _mm512_maskz_loadu_ps(m, kr + i), a);
+    }
+    out[r] = scale * _mm512_reduce_add_ps(a);
+  }
+}
+
+void axpy_rows(const float* p, const float* v, int64_t rows, int64_t d, int64_t v_stride,
+               float* acc) {
+  // Four accumulator vectors stay in registers over all rows.
+  int64_t i = 0;
+  for (; i + 4 * kW <= d; i += 4 * kW) {
+    __m512 a0 = _mm512_loadu_ps(acc + i), a1 = _mm512_loadu_ps(acc + i + kW);
+    __m512 a2 = _mm512_loadu_ps(acc + i + 2 * kW), a3 = _mm512_loadu_ps(acc + i + 3 * kW);
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m512 pr = _mm512_set1_ps(p[r]);
+      const float* vr = v + r * v_stride + i;
+      a0 = _mm512_fmadd_ps(pr, _mm512_loadu_ps(vr), a0);
+      a1 = _mm512_fmadd_ps(pr, _mm512_loadu_ps(vr + kW), a1);
+      a2 = _mm512_fmadd_ps(pr, _mm512_loadu_ps(vr + 2 * kW), a2);
+      a3 = _mm512_fmadd_ps(pr, _mm512_loadu_ps(vr + 3 * kW), a3);
+    }
+    _mm512_storeu_ps(acc + i, a0);
+    _mm512_storeu_ps(acc + i + kW, a1);
+    _mm512_storeu_ps(acc + i + 2 * kW, a2);
+    _mm512_storeu_ps(acc + i + 3 * kW, a3);
+  }
+  for (; i < d; i += kW) {
+    const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
+    __m512 a = _mm512_maskz_loadu_ps(m, acc + i);
+    for (int64_t r = 0; r < rows; ++r) {
+      a = _mm512_fmadd_ps(_mm512_set1_ps(p[r]), _mm512_maskz_loadu_ps(m, v + r * v_stride + i), a);
+    }
+    _mm512_mask_storeu_ps(acc + i, m, a);
+  }
+}
+
+float sum_squares(const float* x, int64_t n) {
+  __m512 a = _mm512_setzero_ps(), b = a;
+  int64_t i = 0;
+  for (; i + 2 * kW <= n; i += 2 * kW) {
+    const __m512 u = _mm512_loadu_ps(x + i), w = _mm512_loadu_ps(x + i + kW);
+    a = _mm512_fmadd_ps(u, u, a);
+    b = _mm512_fmadd_ps(w, w, b);
+  }
+  for (; i < n; i += kW) {
+    const __mmask16 m = n - i >= kW ? __mmask16(0xffff) : tail_mask(n - i);
+    const __m512 u = _mm512_maskz_loadu_ps(m, x + i);
+    a = _mm512_fmadd_ps(u, u, a);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(a, b));
+}
+
+// exp(x) to about 2 ulp (Cephes expf: range reduction by ln 2, degree-6 polynomial).
+inline __m512 exp_ps(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+void silu_mul(const float* g, const float* u, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += kW) {
+    const __mmask16 m = n - i >= kW ? __mmask16(0xffff) : tail_mask(n - i);
+    const __m512 gv = _mm512_maskz_loadu_ps(m, g + i);
+    const __m512 uv = _mm512_maskz_loadu_ps(m, u + i);
+    const __m512 s =
+        _mm512_div_ps(gv, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), gv))));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, uv));
+  }
+}
+
+float exp_shift(float* x, int64_t n, float shift) {
+  const __m512 sh = _mm512_set1_ps(shift);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += kW) {
+    const __mmask16 m = n - i >= kW ? __mmask16(0xffff) : tail_mask(n - i);
+    const __m512 e = exp_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), sh));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    sum = _mm512_mask_add_ps(sum, m, sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+}  // namespace
+
+const VecOps kVecOpsAvx512 = {widen, narrow, dot_rows, axpy_rows, sum_squares, silu_mul, exp_shift};
+
+}  // namespace weft::kernels::cpu
+
+#endif  // __x86_64__

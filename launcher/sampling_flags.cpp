@@ -1,0 +1,65 @@
+#include "launcher/sampling_flags.h"
+
+#include "core/status_macros.h"
+
+namespace weft {
+
+std::set<std::string> sampling_value_flags() {
+  return {"temperature", "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
+          "frequency-penalty", "max-tokens", "min-tokens", "stop", "stop-token-ids", "n",
+          "logprobs", "request-seed"};
+}
+
+std::set<std::string> sampling_bool_flags() { return {"ignore-eos", "keep-special-tokens"}; }
+
+const char* sampling_flags_help() {
+  return "  --max-tokens N --min-tokens N   output length bounds (default 16, 0)\n"
+         "  --temperature T                 0 = greedy (default 0)\n"
+         "  --top-k K --top-p P --min-p P   filters\n"
+         "  --repetition-penalty R --presence-penalty P --frequency-penalty F\n"
+         "  --stop TEXT (repeatable)  --stop-token-ids 1,2  --ignore-eos\n"
+         "  --n N                           sequences per prompt\n"
+         "  --logprobs N                    top-N alternatives per token\n"
+         "  --request-seed S                seed of this request's sampling\n"
+         "  --keep-special-tokens           show special tokens in the text\n";
+}
+
+absl::StatusOr<SamplingParams> sampling_params_from(const CliArgs& args, SamplingParams p) {
+  auto as_float = [&](const char* name, float& field) -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(double v, args.get_double(name, field));
+    field = static_cast<float>(v);
+    return absl::OkStatus();
+  };
+  auto as_int = [&](const char* name, int& field) -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(int64_t v, args.get_int(name, field));
+    field = static_cast<int>(v);
+    return absl::OkStatus();
+  };
+  WEFT_RETURN_IF_ERROR(as_float("temperature", p.temperature));
+  WEFT_RETURN_IF_ERROR(as_float("top-p", p.top_p));
+  WEFT_RETURN_IF_ERROR(as_float("min-p", p.min_p));
+  WEFT_RETURN_IF_ERROR(as_float("repetition-penalty", p.repetition_penalty));
+  WEFT_RETURN_IF_ERROR(as_float("presence-penalty", p.presence_penalty));
+  WEFT_RETURN_IF_ERROR(as_float("frequency-penalty", p.frequency_penalty));
+  WEFT_RETURN_IF_ERROR(as_int("top-k", p.top_k));
+  WEFT_RETURN_IF_ERROR(as_int("max-tokens", p.max_tokens));
+  WEFT_RETURN_IF_ERROR(as_int("min-tokens", p.min_tokens));
+  WEFT_RETURN_IF_ERROR(as_int("n", p.n));
+  if (args.has("logprobs")) {
+    int logprobs = 0;
+    WEFT_RETURN_IF_ERROR(as_int("logprobs", logprobs));
+    p.logprobs = logprobs;
+  }
+  if (args.has("request-seed")) {
+    WEFT_ASSIGN_OR_RETURN(int64_t seed, args.get_int("request-seed", 0));
+    p.seed = static_cast<uint64_t>(seed);
+  }
+  for (const std::string& stop : args.get_all("stop")) p.stop.push_back(stop);
+  WEFT_ASSIGN_OR_RETURN(std::vector<int32_t> stop_ids, args.get_int_list("stop-token-ids"));
+  p.stop_token_ids.insert(p.stop_token_ids.end(), stop_ids.begin(), stop_ids.end());
+  if (args.has("ignore-eos")) p.ignore_eos = true;
+  if (args.has("keep-special-tokens")) p.skip_special_tokens = false;
+  return p;
+}
+
+}  // namespace weft

@@ -1,0 +1,297 @@
+#include "engine/step_plan_codec.h"
+
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+#include "absl/strings/str_cat.h"
+#include "proto/step_plan.pb.h"
+
+namespace weft {
+namespace {
+
+// Sampled log-probabilities are <= 0 up to rounding.
+constexpr float kMaxLogprob = 1e-3f;
+
+absl::Status parse(std::string_view bytes, google::protobuf::MessageLite& msg, const char* what) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": ", bytes.size(), " bytes is larger than a message may be (2 GiB)"));
+  }
+  if (!msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", bytes.size(),
+                                                   " bytes are not a valid ", msg.GetTypeName(),
+                                                   " protobuf message"));
+  }
+  return absl::OkStatus();
+}
+
+proto::LogitsWanted to_proto(LogitsWanted w) {
+  switch (w) {
+    case LogitsWanted::kNone: return proto::LOGITS_NONE;
+    case LogitsWanted::kLast: return proto::LOGITS_LAST;
+    case LogitsWanted::kAll: return proto::LOGITS_ALL;
+  }
+  return proto::LOGITS_NONE;
+}
+
+void to_proto(const StepPlan& plan, proto::StepPlan& out) {
+  out.set_step_id(plan.step_id);
+  out.mutable_chunks()->Reserve(static_cast<int>(plan.chunks.size()));
+  for (const PlannedChunk& c : plan.chunks) {
+    proto::PlannedChunk* pc = out.add_chunks();
+    pc->set_seq_id(c.seq_id);
+    pc->mutable_token_ids()->Add(c.token_ids.begin(), c.token_ids.end());
+    pc->set_start_position(c.start_position);
+    pc->mutable_block_table()->Add(c.block_table.begin(), c.block_table.end());
+    pc->set_logits(to_proto(c.logits));
+  }
+}
+
+absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
+  if (in.step_id() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step plan: step_id is ", in.step_id(), ", expected >= 0"));
+  }
+  const std::string where = absl::StrCat("step plan ", in.step_id());
+  if (in.chunks_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": has no chunks"));
+  }
+  if (in.chunks_size() > kMaxPlanChunks) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", in.chunks_size(),
+                                                   " chunks, at most ", kMaxPlanChunks,
+                                                   " are accepted"));
+  }
+  StepPlan plan;
+  plan.step_id = in.step_id();
+  plan.chunks.reserve(in.chunks_size());
+  std::unordered_set<int64_t> seen;
+  int64_t total_tokens = 0;
+  for (int i = 0; i < in.chunks_size(); ++i) {
+    const proto::PlannedChunk& pc = in.chunks(i);
+    const std::string at = absl::StrCat(where, ", chunk ", i, " (seq_id ", pc.seq_id(), ")");
+    if (pc.seq_id() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": seq_id must be >= 0"));
+    }
+    if (!seen.insert(pc.seq_id()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ": the sequence appears in more than one chunk"));
+    }
+    if (pc.token_ids_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": token_ids is empty"));
+    }
+    if (pc.start_position() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ": start_position is ", pc.start_position(), ", expected >= 0"));
+    }
+    const int64_t end = static_cast<int64_t>(pc.start_position()) + pc.token_ids_size();
+    if (end > kMaxSequencePosition) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": start_position ",
+                                                     pc.start_position(), " + ",
+                                                     pc.token_ids_size(), " tokens exceeds ",
+                                                     kMaxSequencePosition));
+    }
+    total_tokens += pc.token_ids_size();
+    if (total_tokens > kMaxPlanTokens) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": more than ", kMaxPlanTokens, " tokens in all"));
+    }
+    for (int j = 0; j < pc.token_ids_size(); ++j) {
+      if (pc.token_ids(j) < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, ": token_ids[", j, "] is ", pc.token_ids(j), ", expected >= 0"));
+      }
+    }
+    if (pc.block_table_size() > end) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": block_table has ",
+                                                     pc.block_table_size(),
+                                                     " blocks for only ", end, " positions"));
+    }
+    for (int j = 0; j < pc.block_table_size(); ++j) {
+      if (pc.block_table(j) < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(at, ": block_table[", j, "] is ",
+                                                       pc.block_table(j), ", expected >= 0"));
+      }
+    }
+    PlannedChunk c;
+    c.seq_id = pc.seq_id();
+    c.token_ids.assign(pc.token_ids().begin(), pc.token_ids().end());
+    c.start_position = pc.start_position();
+    c.block_table.assign(pc.block_table().begin(), pc.block_table().end());
+    switch (pc.logits()) {
+      case proto::LOGITS_NONE: c.logits = LogitsWanted::kNone; break;
+      case proto::LOGITS_LAST: c.logits = LogitsWanted::kLast; break;
+      case proto::LOGITS_ALL: c.logits = LogitsWanted::kAll; break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, ": logits is ", static_cast<int>(pc.logits()), ", expected 0 (none), 1 (last) "
+                                                               "or 2 (all)"));
+    }
+    plan.chunks.push_back(std::move(c));
+  }
+  return plan;
+}
+
+}  // namespace
+
+std::string encode_step_plan(const StepPlan& plan) {
+  proto::StepPlan msg;
+  to_proto(plan, msg);
+  return msg.SerializeAsString();
+}
+
+absl::StatusOr<StepPlan> decode_step_plan(std::string_view bytes) {
+  proto::StepPlan msg;
+  if (absl::Status s = parse(bytes, msg, "step plan"); !s.ok()) return s;
+  return from_proto(msg);
+}
+
+absl::Status check_step_plan(const StepPlan& plan, const PlanLimits& limits) {
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const PlannedChunk& c = plan.chunks[i];
+    const std::string at =
+        absl::StrCat("step plan ", plan.step_id, ", chunk ", i, " (seq_id ", c.seq_id, ")");
+    if (limits.vocab_size > 0) {
+      for (size_t j = 0; j < c.token_ids.size(); ++j) {
+        if (c.token_ids[j] < 0 || c.token_ids[j] >= limits.vocab_size) {
+          return absl::InvalidArgumentError(absl::StrCat(at, ": token_ids[", j, "] = ",
+                                                         c.token_ids[j], " is outside [0, ",
+                                                         limits.vocab_size, ")"));
+        }
+      }
+    }
+    if (limits.num_blocks > 0) {
+      for (size_t j = 0; j < c.block_table.size(); ++j) {
+        if (c.block_table[j] < 0 || c.block_table[j] >= limits.num_blocks) {
+          return absl::InvalidArgumentError(absl::StrCat(at, ": block_table[", j, "] = ",
+                                                         c.block_table[j], " is outside [0, ",
+                                                         limits.num_blocks, ")"));
+        }
+      }
+    }
+    if (limits.block_size > 0) {
+      const int64_t positions = static_cast<int64_t>(c.start_position) +
+                                static_cast<int64_t>(c.token_ids.size());
+      const int64_t needed = (positions + limits.block_size - 1) / limits.block_size;
+      if (static_cast<int64_t>(c.block_table.size()) < needed) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, ": block_table has ", c.block_table.size(), " blocks, ", needed, " of ",
+            limits.block_size, " tokens are needed for ", positions, " positions"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string encode_step_result(const StepResult& result) {
+  proto::StepResult msg;
+  msg.set_step_id(result.step_id);
+  if (result.logits.defined()) {
+    // Rank 2 is [rows, vocab]; rank 1 is a single row.
+    const Shape& s = result.logits.shape();
+    msg.set_rows(static_cast<int32_t>(s.rank() >= 2 ? s[0] : 1));
+    msg.set_vocab(static_cast<int32_t>(s.rank() >= 1 ? s[s.rank() - 1] : 1));
+    const float* p = result.logits.data_as<float>();
+    msg.mutable_logits()->Add(p, p + result.logits.numel());
+  }
+  msg.mutable_sampled()->Reserve(static_cast<int>(result.sampled.size()));
+  for (const SampledTokenResult& t : result.sampled) {
+    proto::SampledToken* pt = msg.add_sampled();
+    pt->set_seq_id(t.seq_id);
+    pt->set_token(t.token);
+    pt->set_logprob(t.logprob);
+  }
+  msg.set_error(result.error);
+  return msg.SerializeAsString();
+}
+
+absl::StatusOr<StepResult> decode_step_result(std::string_view bytes) {
+  proto::StepResult msg;
+  if (absl::Status s = parse(bytes, msg, "step result"); !s.ok()) return s;
+  const std::string where = absl::StrCat("step result ", msg.step_id());
+  if (msg.step_id() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("step result: step_id is ", msg.step_id(), ", expected >= 0"));
+  }
+  if (msg.rows() < 0 || msg.rows() > kMaxResultRows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": rows is ", msg.rows(), ", expected 0..", kMaxResultRows));
+  }
+  if (msg.vocab() < 0 || msg.vocab() > kMaxResultVocab) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": vocab is ", msg.vocab(), ", expected 0..", kMaxResultVocab));
+  }
+  const int64_t expected = static_cast<int64_t>(msg.rows()) * msg.vocab();
+  if (msg.logits_size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", msg.logits_size(),
+                                                   " logits for rows ", msg.rows(), " x vocab ",
+                                                   msg.vocab(), " = ", expected));
+  }
+  StepResult out;
+  out.step_id = msg.step_id();
+  if (msg.rows() > 0 || msg.vocab() > 0) {
+    out.logits = Tensor::empty(DType::kF32, Shape{msg.rows(), msg.vocab()});
+    if (expected > 0) {
+      std::memcpy(out.logits.data(), msg.logits().data(), expected * sizeof(float));
+    }
+  }
+  out.sampled.reserve(msg.sampled_size());
+  for (int i = 0; i < msg.sampled_size(); ++i) {
+    const proto::SampledToken& t = msg.sampled(i);
+    const std::string at = absl::StrCat(where, ", sampled[", i, "]");
+    if (t.seq_id() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": seq_id is ", t.seq_id(),
+                                                     ", expected >= 0"));
+    }
+    if (t.token() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": token is ", t.token(),
+                                                     ", expected >= 0"));
+    }
+    if (std::isnan(t.logprob()) || t.logprob() > kMaxLogprob) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": logprob is ", t.logprob(),
+                                                     ", expected a number <= 0"));
+    }
+    out.sampled.push_back(SampledTokenResult{t.seq_id(), t.token(), t.logprob()});
+  }
+  out.error = msg.error();
+  return out;
+}
+
+std::string encode_control(const ControlMessage& message) {
+  proto::Control msg;
+  if (message.kind == ControlKind::kShutdown) {
+    msg.set_kind(proto::Control::SHUTDOWN);
+  } else {
+    msg.set_kind(proto::Control::STEP);
+    to_proto(message.plan, *msg.mutable_plan());
+  }
+  return msg.SerializeAsString();
+}
+
+absl::StatusOr<ControlMessage> decode_control(std::string_view bytes) {
+  proto::Control msg;
+  if (absl::Status s = parse(bytes, msg, "control message"); !s.ok()) return s;
+  ControlMessage out;
+  switch (msg.kind()) {
+    case proto::Control::STEP: {
+      out.kind = ControlKind::kStep;
+      if (!msg.has_plan()) {
+        return absl::InvalidArgumentError("control message: kind STEP without a plan");
+      }
+      absl::StatusOr<StepPlan> plan = from_proto(msg.plan());
+      if (!plan.ok()) return plan.status();
+      out.plan = *std::move(plan);
+      return out;
+    }
+    case proto::Control::SHUTDOWN:
+      out.kind = ControlKind::kShutdown;
+      return out;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("control message: kind is ",
+                                                     static_cast<int>(msg.kind()),
+                                                     ", expected 1 (STEP) or 2 (SHUTDOWN)"));
+  }
+}
+
+}  // namespace weft

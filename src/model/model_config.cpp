@@ -1,0 +1,329 @@
+#include "model/model_config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "model/json_reader.h"
+
+namespace weft {
+namespace {
+
+struct ArchitectureInfo {
+  const char* architecture;
+  const char* model_type;
+};
+
+constexpr ArchitectureInfo kArchitectures[] = {
+    {"LlamaForCausalLM", "llama"},
+    {"MistralForCausalLM", "mistral"},
+    {"Qwen2ForCausalLM", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3"},
+};
+
+std::string supported_architectures() {
+  std::vector<std::string> names;
+  for (const ArchitectureInfo& info : kArchitectures) names.push_back(info.architecture);
+  return absl::StrJoin(names, ", ");
+}
+
+absl::Status resolve_architecture(const JsonFields& fields, const nlohmann::json& root,
+                                  ModelConfig& config) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> model_type,
+                        fields.optional_string("model_type"));
+  auto it = root.find("architectures");
+  if (it != root.end() && !it->is_null()) {
+    if (!it->is_array() || it->empty() || !(*it)[0].is_string()) {
+      return fields.type_error("architectures", "a non-empty list of strings");
+    }
+    const std::string name = (*it)[0].get<std::string>();
+    for (const ArchitectureInfo& info : kArchitectures) {
+      if (name == info.architecture) {
+        config.architecture = info.architecture;
+        config.model_type = info.model_type;
+        return absl::OkStatus();
+      }
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(fields.source(), ": unsupported architecture '", name,
+                     "' in field 'architectures' (supported: ", supported_architectures(), ")"));
+  }
+  if (!model_type) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": neither 'architectures' nor 'model_type' is set (supported: ",
+        supported_architectures(), ")"));
+  }
+  for (const ArchitectureInfo& info : kArchitectures) {
+    if (*model_type == info.model_type) {
+      config.architecture = info.architecture;
+      config.model_type = info.model_type;
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": unsupported model_type '",
+                                                 *model_type,
+                                                 "' (supported: ", supported_architectures(), ")"));
+}
+
+absl::StatusOr<int64_t> positive_int(const JsonFields& fields, std::string_view key) {
+  WEFT_ASSIGN_OR_RETURN(int64_t value, fields.required_int(key));
+  if (value <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": field '", fields.field_name(key), "' must be positive, got ", value));
+  }
+  return value;
+}
+
+absl::StatusOr<double> positive_number(const JsonFields& fields, std::string_view key,
+                                       double default_value) {
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> value, fields.optional_number(key));
+  if (!value) return default_value;
+  if (!(*value > 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": field '", fields.field_name(key), "' must be positive, got ", *value));
+  }
+  return *value;
+}
+
+// transformers >= 5 writes `rope_parameters` {rope_type, rope_theta, factor, ...}; older files
+// write `rope_scaling` {type|rope_type, factor, ...} (or null) and a top-level `rope_theta`.
+absl::Status parse_rope(const JsonFields& fields, ModelConfig& config) {
+  WEFT_ASSIGN_OR_RETURN(config.rope_theta, positive_number(fields, "rope_theta", 10000.0));
+  WEFT_ASSIGN_OR_RETURN(std::optional<JsonFields> params,
+                        fields.optional_object("rope_parameters"));
+  if (!params) {
+    WEFT_ASSIGN_OR_RETURN(params, fields.optional_object("rope_scaling"));
+  }
+  RopeScaling& rope = config.rope_scaling;
+  rope = RopeScaling{};
+  rope.original_max_position_embeddings = config.max_position_embeddings;
+  if (!params) return absl::OkStatus();
+
+  WEFT_ASSIGN_OR_RETURN(config.rope_theta,
+                        positive_number(*params, "rope_theta", config.rope_theta));
+  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> type, params->optional_string("rope_type"));
+  std::string_view type_key = "rope_type";
+  if (!type) {
+    type_key = "type";
+    WEFT_ASSIGN_OR_RETURN(type, params->optional_string("type"));
+  }
+  const std::string type_name = type.value_or("default");
+  if (type_name == "default") {
+    rope.type = RopeScalingType::kDefault;
+    return absl::OkStatus();
+  }
+  if (type_name == "linear") {
+    rope.type = RopeScalingType::kLinear;
+  } else if (type_name == "llama3") {
+    rope.type = RopeScalingType::kLlama3;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(fields.source(), ": unknown rope type '", type_name, "' in field '",
+                     params->field_name(type_key), "' (supported: default, linear, llama3)"));
+  }
+  if (!params->has("factor")) {
+    return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": missing field '",
+                                                   params->field_name("factor"), "' for rope type ",
+                                                   type_name));
+  }
+  WEFT_ASSIGN_OR_RETURN(rope.factor, positive_number(*params, "factor", 1.0));
+  if (rope.type != RopeScalingType::kLlama3) return absl::OkStatus();
+
+  for (std::string_view key : {"low_freq_factor", "high_freq_factor"}) {
+    if (!params->has(key)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          fields.source(), ": missing field '", params->field_name(key), "' for rope type llama3"));
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(rope.low_freq_factor, positive_number(*params, "low_freq_factor", 1.0));
+  WEFT_ASSIGN_OR_RETURN(rope.high_freq_factor, positive_number(*params, "high_freq_factor", 4.0));
+  if (!(rope.high_freq_factor > rope.low_freq_factor)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(fields.source(), ": field '", params->field_name("high_freq_factor"), "' (",
+                     rope.high_freq_factor, ") must be greater than '",
+                     params->field_name("low_freq_factor"), "' (", rope.low_freq_factor, ")"));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> original,
+                        params->optional_int("original_max_position_embeddings"));
+  if (original) {
+    if (*original <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          fields.source(), ": field '", params->field_name("original_max_position_embeddings"),
+          "' must be positive, got ", *original));
+    }
+    rope.original_max_position_embeddings = *original;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status parse_dtype(const JsonFields& fields, ModelConfig& config) {
+  std::string_view key = "dtype";
+  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> name, fields.optional_string(key));
+  if (!name) {
+    key = "torch_dtype";
+    WEFT_ASSIGN_OR_RETURN(name, fields.optional_string(key));
+  }
+  if (!name) return absl::OkStatus();
+  auto dtype = dtype_from_string(*name);
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field '", std::string(key),
+                                                   "' is '", *name,
+                                                   "' (expected float32, float16 or bfloat16)"));
+  }
+  config.torch_dtype = *dtype;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path.string()));
+  return text.str();
+}
+
+absl::Status require_object(const nlohmann::json& root, const std::string& source) {
+  if (root.is_object()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": expected a JSON object, got ", json_type_name(root)));
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
+                                               const std::string& source) {
+  WEFT_ASSIGN_OR_RETURN(nlohmann::json root, parse_json_strict(json_text, source));
+  WEFT_RETURN_IF_ERROR(require_object(root, source));
+  const JsonFields fields(root, source);
+  ModelConfig config;
+  WEFT_RETURN_IF_ERROR(resolve_architecture(fields, root, config));
+  const bool is_qwen2 = config.model_type == "qwen2";
+  const bool is_qwen3 = config.model_type == "qwen3";
+  const bool is_mistral = config.model_type == "mistral";
+
+  WEFT_ASSIGN_OR_RETURN(config.vocab_size, positive_int(fields, "vocab_size"));
+  WEFT_ASSIGN_OR_RETURN(config.hidden_size, positive_int(fields, "hidden_size"));
+  WEFT_ASSIGN_OR_RETURN(config.intermediate_size, positive_int(fields, "intermediate_size"));
+  WEFT_ASSIGN_OR_RETURN(config.num_hidden_layers, positive_int(fields, "num_hidden_layers"));
+  WEFT_ASSIGN_OR_RETURN(config.num_attention_heads, positive_int(fields, "num_attention_heads"));
+  WEFT_ASSIGN_OR_RETURN(config.max_position_embeddings,
+                        positive_int(fields, "max_position_embeddings"));
+  // An absent key takes the transformers class default (sized for the architecture's 7B model);
+  // an explicit null means one KV head per attention head, as in transformers.
+  if (fields.has("num_key_value_heads")) {
+    WEFT_ASSIGN_OR_RETURN(config.num_key_value_heads, positive_int(fields, "num_key_value_heads"));
+  } else if (root.find("num_key_value_heads") == root.end() && config.model_type != "llama") {
+    config.num_key_value_heads = is_mistral ? 8 : 32;
+  } else {
+    config.num_key_value_heads = config.num_attention_heads;
+  }
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": field 'num_attention_heads' (", config.num_attention_heads,
+        ") must be a multiple of 'num_key_value_heads' (", config.num_key_value_heads, ")"));
+  }
+
+  // Qwen3Config declares head_dim = 128 when the key is absent; the others derive it, as does an
+  // explicit null everywhere (modeling code uses `getattr(config, "head_dim", None) or ...`).
+  const bool head_dim_absent = root.find("head_dim") == root.end();
+  if (fields.has("head_dim")) {
+    WEFT_ASSIGN_OR_RETURN(config.head_dim, positive_int(fields, "head_dim"));
+  } else if (is_qwen3 && head_dim_absent) {
+    config.head_dim = 128;
+  } else {
+    if (config.hidden_size % config.num_attention_heads != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": field 'hidden_size' (", config.hidden_size,
+                       ") must be divisible by 'num_attention_heads' (", config.num_attention_heads,
+                       ") when 'head_dim' is not given"));
+    }
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+  if (config.head_dim % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": head dimension ", config.head_dim,
+                                                   " must be even for rotary embeddings"));
+  }
+
+  WEFT_ASSIGN_OR_RETURN(config.rms_norm_eps, positive_number(fields, "rms_norm_eps", 1e-6));
+  WEFT_RETURN_IF_ERROR(parse_rope(fields, config));
+
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> tie, fields.optional_bool("tie_word_embeddings"));
+  config.tie_word_embeddings = tie.value_or(false);
+
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> attention_bias, fields.optional_bool("attention_bias"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> mlp_bias, fields.optional_bool("mlp_bias"));
+  if (is_qwen2) {
+    config.attention_bias = true;  // Qwen2Attention hard-codes q/k/v bias=True, o_proj bias=False.
+  } else if (!is_mistral) {
+    config.attention_bias = attention_bias.value_or(false);
+    config.o_proj_bias = config.attention_bias;
+  }
+  config.mlp_bias = config.model_type == "llama" && mlp_bias.value_or(false);
+  config.qk_norm = is_qwen3;
+
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> window, fields.optional_int("sliding_window"));
+  if (is_mistral) {
+    config.sliding_window =
+        root.find("sliding_window") == root.end() ? std::optional<int64_t>(4096) : window;
+  } else if (is_qwen2 || is_qwen3) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<bool> use_window,
+                          fields.optional_bool("use_sliding_window"));
+    if (use_window.value_or(false)) {
+      config.sliding_window =
+          root.find("sliding_window") == root.end() ? std::optional<int64_t>(4096) : window;
+    }
+  }
+  if (config.sliding_window && *config.sliding_window <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": field 'sliding_window' must be positive, got ", *config.sliding_window));
+  }
+
+  WEFT_RETURN_IF_ERROR(parse_dtype(fields, config));
+  WEFT_ASSIGN_OR_RETURN(config.eos_token_ids, fields.int_or_int_list("eos_token_id"));
+  WEFT_ASSIGN_OR_RETURN(config.bos_token_id, fields.optional_int("bos_token_id"));
+  return config;
+}
+
+absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
+  const std::filesystem::path path = model_dir / "config.json";
+  WEFT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  return parse_model_config(text, path.string());
+}
+
+absl::StatusOr<GenerationConfig> parse_generation_config(const std::string& json_text,
+                                                         const std::string& source) {
+  WEFT_ASSIGN_OR_RETURN(nlohmann::json root, parse_json_strict(json_text, source));
+  WEFT_RETURN_IF_ERROR(require_object(root, source));
+  const JsonFields fields(root, source);
+  GenerationConfig config;
+  WEFT_ASSIGN_OR_RETURN(config.eos_token_ids, fields.int_or_int_list("eos_token_id"));
+  WEFT_ASSIGN_OR_RETURN(config.bos_token_id, fields.optional_int("bos_token_id"));
+  WEFT_ASSIGN_OR_RETURN(config.pad_token_id, fields.optional_int("pad_token_id"));
+  WEFT_ASSIGN_OR_RETURN(config.temperature, fields.optional_number("temperature"));
+  WEFT_ASSIGN_OR_RETURN(config.top_p, fields.optional_number("top_p"));
+  WEFT_ASSIGN_OR_RETURN(config.top_k, fields.optional_int("top_k"));
+  WEFT_ASSIGN_OR_RETURN(config.repetition_penalty, fields.optional_number("repetition_penalty"));
+  WEFT_ASSIGN_OR_RETURN(config.max_new_tokens, fields.optional_int("max_new_tokens"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> do_sample, fields.optional_bool("do_sample"));
+  config.do_sample = do_sample.value_or(false);
+  return config;
+}
+
+absl::StatusOr<GenerationConfig> load_generation_config(const std::filesystem::path& model_dir,
+                                                        const ModelConfig& config) {
+  const std::filesystem::path path = model_dir / "generation_config.json";
+  GenerationConfig generation;
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    WEFT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+    WEFT_ASSIGN_OR_RETURN(generation, parse_generation_config(text, path.string()));
+  }
+  if (generation.eos_token_ids.empty()) generation.eos_token_ids = config.eos_token_ids;
+  if (!generation.bos_token_id) generation.bos_token_id = config.bos_token_id;
+  return generation;
+}
+
+}  // namespace weft

@@ -1,0 +1,217 @@
+#include "model/weight_store.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "model/json_reader.h"
+
+namespace weft {
+namespace {
+
+constexpr char kSingleFile[] = "model.safetensors";
+constexpr char kIndexFile[] = "model.safetensors.index.json";
+
+absl::StatusOr<std::string> read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Shape shape_of(const SafetensorsEntry& entry) {
+  const auto& d = entry.shape;
+  switch (d.size()) {
+    case 0:
+      return Shape{};
+    case 1:
+      return Shape{d[0]};
+    case 2:
+      return Shape{d[0], d[1]};
+    case 3:
+      return Shape{d[0], d[1], d[2]};
+    default:
+      return Shape{d[0], d[1], d[2], d[3]};
+  }
+}
+
+// Reads weight_map from the index: tensor name -> shard file name.
+absl::StatusOr<std::map<std::string, std::string>> read_weight_map(
+    const std::filesystem::path& index_path) {
+  const std::string source = index_path.string();
+  WEFT_ASSIGN_OR_RETURN(std::string text, read_text(index_path));
+  WEFT_ASSIGN_OR_RETURN(nlohmann::json root, parse_json_strict(text, source));
+  if (!root.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": expected a JSON object, got ", json_type_name(root)));
+  }
+  auto it = root.find("weight_map");
+  if (it == root.end() || !it->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": field 'weight_map' must be an object {tensor: file}, got ",
+                     it == root.end() ? "nothing" : json_type_name(*it)));
+  }
+  std::map<std::string, std::string> weight_map;
+  for (const auto& [name, file] : it->items()) {
+    if (!file.is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(source, ": weight_map entry for tensor '",
+                                                     name, "' must be a file name string, got ",
+                                                     json_type_name(file)));
+    }
+    const std::string& shard = file.get_ref<const std::string&>();
+    const std::filesystem::path shard_path(shard);
+    // Shards live beside the index; refusing other paths keeps an index from reaching elsewhere.
+    if (shard.empty() || shard_path.is_absolute() || shard_path.has_parent_path()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ": weight_map entry for tensor '", name, "' names '", shard,
+                       "', expected a file name in ", index_path.parent_path().string()));
+    }
+    weight_map.emplace(name, shard);
+  }
+  return weight_map;
+}
+
+}  // namespace
+
+absl::StatusOr<WeightStore> WeightStore::open(const std::filesystem::path& model_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(model_dir, ec)) {
+    return absl::NotFoundError(
+        absl::StrCat("model directory ", model_dir.string(), " does not exist"));
+  }
+  WeightStore store;
+  store.dir_ = model_dir;
+  const std::filesystem::path index_path = model_dir / kIndexFile;
+  const std::filesystem::path single_path = model_dir / kSingleFile;
+
+  if (std::filesystem::exists(index_path, ec)) {
+    WEFT_ASSIGN_OR_RETURN(auto weight_map, read_weight_map(index_path));
+    std::map<std::string, size_t> shard_index;  // shard file name -> files_ index
+    for (const auto& [name, shard] : weight_map) {
+      if (shard_index.count(shard)) continue;
+      const std::filesystem::path shard_path = model_dir / shard;
+      if (!std::filesystem::exists(shard_path, ec)) {
+        return absl::NotFoundError(absl::StrCat(index_path.string(), " maps tensor '", name,
+                                                "' to ", shard_path.string(),
+                                                ", which does not exist"));
+      }
+      WEFT_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(shard_path));
+      shard_index.emplace(shard, store.files_.size());
+      store.files_.push_back(std::move(file));
+    }
+    for (const auto& [name, shard] : weight_map) {
+      if (!store.files_[shard_index.at(shard)]->contains(name)) {
+        return absl::InvalidArgumentError(absl::StrCat(index_path.string(), " maps tensor '", name,
+                                                       "' to ", shard,
+                                                       ", which has no such tensor"));
+      }
+    }
+  } else if (std::filesystem::exists(single_path, ec)) {
+    WEFT_ASSIGN_OR_RETURN(auto file, SafetensorsFile::open(single_path));
+    store.files_.push_back(std::move(file));
+  } else {
+    return absl::NotFoundError(
+        absl::StrCat("no ", kSingleFile, " or ", kIndexFile, " in ", model_dir.string()));
+  }
+
+  // Every tensor of every shard is indexed (not only those the index lists), so a tensor stored
+  // twice is caught even when the index points at one copy.
+  for (size_t f = 0; f < store.files_.size(); ++f) {
+    for (const auto& [name, entry] : store.files_[f]->entries()) {
+      auto [it, inserted] = store.index_.emplace(name, f);
+      if (!inserted) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' is stored in both ",
+                                                       store.files_[it->second]->path().string(),
+                                                       " and ", store.files_[f]->path().string()));
+      }
+    }
+  }
+  return store;
+}
+
+bool WeightStore::contains(const std::string& name) const { return index_.count(name) != 0; }
+
+std::vector<std::string> WeightStore::names() const {
+  std::vector<std::string> out;
+  out.reserve(index_.size());
+  for (const auto& [name, file] : index_) out.push_back(name);
+  return out;
+}
+
+absl::StatusOr<Tensor> WeightStore::get(const std::string& name, const Shape& expected) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) {
+    return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found in ", dir_.string()));
+  }
+  const SafetensorsFile& file = *files_[it->second];
+  const Shape actual = shape_of(file.entries().at(name));
+  if (!(actual == expected)) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' in ", file.path().string(),
+                                                   " has shape ", actual.to_string(), ", expected ",
+                                                   expected.to_string(), " from config.json"));
+  }
+  return file.tensor(name);
+}
+
+absl::StatusOr<Tensor> WeightStore::get_slice(const std::string& name, const Shape& expected,
+                                              int dim, int64_t begin, int64_t count) const {
+  WEFT_ASSIGN_OR_RETURN(Tensor full, get(name, expected));
+  const std::string where = absl::StrCat("slice of tensor '", name, "'");
+  if (dim != 0 && dim != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": dim must be 0 or 1, got ", dim));
+  }
+  if (dim >= expected.rank()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": dim ", dim, " out of range for shape ", expected.to_string()));
+  }
+  if (begin < 0 || count < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": begin (", begin, ") and count (", count, ") must be non-negative"));
+  }
+  const int64_t size = expected[dim];
+  const int64_t available = std::clamp<int64_t>(size - begin, 0, count);
+  Shape out_shape = expected;
+  out_shape[dim] = count;
+  const size_t elem = dtype_size(full.dtype());
+
+  if (dim == 0) {
+    const int64_t row_elems = expected.numel() / std::max<int64_t>(size, 1);
+    const size_t row_bytes = static_cast<size_t>(row_elems) * elem;
+    const char* src = static_cast<const char*>(full.data()) +
+                      static_cast<size_t>(std::min(begin, size)) * row_bytes;
+    if (available == count) {
+      // `full` holds the mapping alive; the slice shares that ownership through a copy of it.
+      auto owner = std::make_shared<Tensor>(full);
+      return Tensor::wrap(const_cast<char*>(src), full.dtype(), out_shape,
+                          std::static_pointer_cast<const void>(owner));
+    }
+    Tensor out = Tensor::zeros(full.dtype(), out_shape);
+    if (available > 0) std::memcpy(out.data(), src, static_cast<size_t>(available) * row_bytes);
+    return out;
+  }
+
+  const int64_t outer = expected[0];
+  int64_t inner = 1;
+  for (int i = 2; i < expected.rank(); ++i) inner *= expected[i];
+  const size_t src_row = static_cast<size_t>(size * inner) * elem;
+  const size_t dst_row = static_cast<size_t>(count * inner) * elem;
+  const size_t copy = static_cast<size_t>(available * inner) * elem;
+  Tensor out = Tensor::zeros(full.dtype(), out_shape);
+  const char* src = static_cast<const char*>(full.data());
+  char* dst = static_cast<char*>(out.data());
+  if (copy > 0) {
+    for (int64_t r = 0; r < outer; ++r) {
+      std::memcpy(
+          dst + static_cast<size_t>(r) * dst_row,
+          src + static_cast<size_t>(r) * src_row + static_cast<size_t>(begin * inner) * elem, copy);
+    }
+  }
+  return out;
+}
+
+}  // namespace weft

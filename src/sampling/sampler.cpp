@@ -1,0 +1,329 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "sampling/logits_processors.h"
+#include "sampling/rng.h"
+
+namespace weft {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+struct RowScratch {
+  std::vector<float> logits;   // processed logits of the row
+  std::vector<float> weights;  // exp(logit - max): unnormalised probabilities
+  std::vector<int32_t> ids;    // candidate token ids
+  PenaltyScratch penalties;
+};
+
+// Argmax with ties to the lowest id; -1 when no value is above -inf (all -inf or NaN).
+int32_t argmax(std::span<const float> v) {
+  int32_t best = -1;
+  float best_v = kNegInf;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (v[i] > best_v) {
+      best_v = v[i];
+      best = static_cast<int32_t>(i);
+    }
+  }
+  return best;
+}
+
+absl::Status check_ids(std::span<const int32_t> ids, int64_t vocab, size_t seq,
+                       absl::string_view field) {
+  for (size_t j = 0; j < ids.size(); ++j) {
+    if (ids[j] < 0 || ids[j] >= vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", seq, ": ", field, "[", j, "] = ",
+                                                     ids[j], " outside vocab [0, ", vocab, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status check_state(const SequenceSamplingState& s, int64_t vocab, size_t seq) {
+  if (s.params == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("sequence ", seq, ": params is null"));
+  }
+  if (auto st = check_ids(s.prompt_ids, vocab, seq, "prompt_ids"); !st.ok()) return st;
+  if (auto st = check_ids(s.output_ids, vocab, seq, "output_ids"); !st.ok()) return st;
+  if (auto st = check_ids(s.eos_token_ids, vocab, seq, "eos_token_ids"); !st.ok()) return st;
+  if (auto st = check_ids(s.params->stop_token_ids, vocab, seq, "stop_token_ids"); !st.ok()) {
+    return st;
+  }
+  for (const auto& [id, bias] : s.params->logit_bias) {
+    if (id < 0 || id >= vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", seq, ": logit_bias key ", id,
+                                                     " outside vocab [0, ", vocab, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// exp(x) for x <= 0 to about 1 ulp (Cephes expf), written so the loops below vectorise;
+// x below -87 (including -inf) gives exactly 0: such tokens weigh < 1e-38 of the most probable.
+inline float exp_nonpositive(float x) {
+  const bool underflow = !(x >= -87.0f);
+  x = underflow ? -87.0f : x;
+  const float fx = x * 1.44269504088896341f + 0.5f;
+  int n = static_cast<int>(fx);
+  n -= fx < static_cast<float>(n);  // floor for negative values
+  const float nf = static_cast<float>(n);
+  const float r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return underflow ? 0.0f : y * scale;
+}
+
+// w[i] = exp(x[i] - max) over the whole row; returns sum(w) in double.
+double exp_row(const float* x, float max, float* w, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) w[i] = exp_nonpositive(x[i] - max);
+  // Independent accumulators: the sum is latency-bound otherwise.
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += w[i + j];
+  }
+  for (; i < n; ++i) acc[0] += w[i];
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Descending logit, ties to the lower id.
+struct MoreProbable {
+  const float* x;
+  bool operator()(int32_t a, int32_t b) const { return x[a] > x[b] || (x[a] == x[b] && a < b); }
+};
+
+// The k most probable ids of x[0, n) into `out` (unordered). Small k: one pass with a heap whose
+// top is the least probable kept id, so most tokens cost one comparison; large k: nth_element.
+void select_top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out) {
+  const MoreProbable more{x};
+  out.clear();
+  if (k <= 4096 && k * 16 < n) {
+    out.reserve(k);
+    for (int32_t i = 0; i < k; ++i) out.push_back(i);
+    std::make_heap(out.begin(), out.end(), more);  // front = least probable of the heap
+    for (int32_t i = static_cast<int32_t>(k); i < n; ++i) {
+      if (!(x[i] > x[out.front()])) continue;  // ties keep the lower id already in the heap
+      std::pop_heap(out.begin(), out.end(), more);
+      out.back() = i;
+      std::push_heap(out.begin(), out.end(), more);
+    }
+    return;
+  }
+  out.resize(n);
+  std::iota(out.begin(), out.end(), 0);
+  std::nth_element(out.begin(), out.begin() + k - 1, out.end(), more);
+  out.resize(k);
+}
+
+// Keeps the top_p prefix (sampler.h) of `ids` sorted most probable first; `total` is their mass.
+void cut_sorted_top_p(const float* w, double target, std::vector<int32_t>& ids) {
+  double ahead = 0.0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0 && ahead >= target) {
+      ids.resize(i);
+      return;
+    }
+    ahead += w[ids[i]];
+  }
+}
+
+// top_p over the whole vocabulary without sorting it: tokens are bucketed by how far their
+// logit lies below the maximum, bucket masses locate the bucket holding the cut, and only that
+// bucket is sorted. Writes the kept ids in ascending id order into s.ids.
+constexpr int kTopPBuckets = 4096;
+constexpr float kTopPBucketsPerNat = 128.0f;  // buckets cover 32 nats; the last one the rest
+
+inline int top_p_bucket(float x, float max) {
+  const float d = (max - x) * kTopPBucketsPerNat;
+  return d < static_cast<float>(kTopPBuckets - 1) ? static_cast<int>(d) : kTopPBuckets - 1;
+}
+
+void top_p_by_buckets(const float* x, const float* w, int64_t n, float max, double target,
+                      RowScratch& s) {
+  std::vector<double> mass(kTopPBuckets, 0.0);
+  for (int64_t i = 0; i < n; ++i) mass[top_p_bucket(x[i], max)] += w[i];
+  double ahead = 0.0;
+  int cut_bucket = kTopPBuckets - 1;
+  for (int b = 0; b < kTopPBuckets; ++b) {
+    if (ahead + mass[b] >= target) {
+      cut_bucket = b;
+      break;
+    }
+    ahead += mass[b];
+  }
+  // Buckets before cut_bucket are kept whole (the mass ahead of any of their tokens is below
+  // target), buckets after it are dropped; inside it, walk its tokens most probable first.
+  std::vector<int32_t> boundary;
+  for (int64_t i = 0; i < n; ++i) {
+    if (top_p_bucket(x[i], max) == cut_bucket) boundary.push_back(static_cast<int32_t>(i));
+  }
+  std::sort(boundary.begin(), boundary.end(), MoreProbable{x});
+  size_t keep = 0;
+  for (; keep < boundary.size(); ++keep) {
+    if (ahead >= target && (keep > 0 || cut_bucket > 0)) break;
+    ahead += w[boundary[keep]];
+  }
+  boundary.resize(keep);
+  std::sort(boundary.begin(), boundary.end());
+  s.ids.clear();
+  size_t next = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (top_p_bucket(x[i], max) < cut_bucket) {
+      s.ids.push_back(static_cast<int32_t>(i));
+    } else if (next < boundary.size() && boundary[next] == i) {
+      s.ids.push_back(static_cast<int32_t>(i));
+      ++next;
+    }
+  }
+}
+
+// Inverse CDF over `ids` (ascending) with weights w[id]; -1 when they weigh nothing.
+int32_t draw_from(const std::vector<int32_t>& ids, const float* w, double u) {
+  double kept = 0.0;
+  for (int32_t id : ids) kept += w[id];
+  const double target = u * kept;
+  double acc = 0.0;
+  int32_t last = -1;
+  for (int32_t id : ids) {
+    if (w[id] == 0.0f) continue;
+    acc += w[id];
+    last = id;
+    if (acc > target) return id;
+  }
+  return last;  // rounding left target just above the sum
+}
+
+// Draws from the processed, temperature-scaled logits in s.logits (see sampler.h, step 3).
+int32_t draw(const SamplingParams& p, double u, RowScratch& s) {
+  const int64_t vocab = static_cast<int64_t>(s.logits.size());
+  const float* x = s.logits.data();
+  const float max_logit = *std::max_element(s.logits.begin(), s.logits.end());
+  if (!(max_logit > kNegInf)) return -1;
+  s.weights.resize(vocab);
+  float* w = s.weights.data();
+  // The most probable token has weight exp(0) = 1, so min_p's threshold is min_p itself.
+  const float min_p_threshold = p.min_p;
+  auto below_min_p = [&](int32_t id) { return !(w[id] >= min_p_threshold); };
+
+  if (p.top_k_active(vocab)) {
+    // Only the k candidates need weights.
+    select_top_k(x, vocab, p.top_k, s.ids);
+    double total = 0.0;
+    for (int32_t id : s.ids) total += w[id] = exp_nonpositive(x[id] - max_logit);
+    if (p.top_p < 1.0f) {
+      std::sort(s.ids.begin(), s.ids.end(), MoreProbable{x});
+      cut_sorted_top_p(w, static_cast<double>(p.top_p) * total, s.ids);
+    }
+    std::erase_if(s.ids, below_min_p);
+    std::sort(s.ids.begin(), s.ids.end());
+    return draw_from(s.ids, w, u);
+  }
+  const double total = exp_row(x, max_logit, w, vocab);
+  if (p.top_p < 1.0f) {
+    top_p_by_buckets(x, w, vocab, max_logit, static_cast<double>(p.top_p) * total, s);
+    std::erase_if(s.ids, below_min_p);
+    return draw_from(s.ids, w, u);
+  }
+  // Dense path: survivors are the tokens at or above the min_p threshold, in id order.
+  double kept = total;
+  if (min_p_threshold > 0.0f) {
+    kept = 0.0;
+    for (int64_t i = 0; i < vocab; ++i) kept += w[i] >= min_p_threshold ? w[i] : 0.0f;
+  }
+  const double target = u * kept;
+  double acc = 0.0;
+  int32_t last = -1;
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (!(w[i] >= min_p_threshold) || w[i] == 0.0f) continue;
+    acc += w[i];
+    last = static_cast<int32_t>(i);
+    if (acc > target) return last;
+  }
+  return last;
+}
+
+void fill_logprobs(std::span<const float> raw, int n_top, RowScratch& s, SampleResult& r) {
+  const int64_t vocab = static_cast<int64_t>(raw.size());
+  const float max_raw = *std::max_element(raw.begin(), raw.end());
+  s.weights.resize(vocab);
+  const double lse = max_raw + std::log(exp_row(raw.data(), max_raw, s.weights.data(), vocab));
+  r.logprob = static_cast<float>(raw[r.token] - lse);
+  if (n_top <= 0) return;
+  n_top = static_cast<int>(std::min<int64_t>(n_top, vocab));
+  select_top_k(raw.data(), vocab, n_top, s.ids);
+  std::sort(s.ids.begin(), s.ids.end(), MoreProbable{raw.data()});
+  r.top_logprobs.reserve(n_top);
+  for (int32_t id : s.ids) r.top_logprobs.emplace_back(id, static_cast<float>(raw[id] - lse));
+}
+
+SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState& state,
+                        RowScratch& s) {
+  const SamplingParams& p = *state.params;
+  s.logits.assign(raw.begin(), raw.end());
+  apply_logits_processors(s.logits, state, s.penalties);
+  SampleResult r;
+  int32_t token = -1;
+  if (p.is_greedy()) {
+    token = argmax(s.logits);
+  } else {
+    apply_temperature(s.logits, p.temperature);
+    const double u = SamplingRng(state.seed, state.seq_index, state.output_ids.size()).uniform(0);
+    token = draw(p, u, s);
+  }
+  if (token < 0) token = std::max(argmax(raw), 0);
+  r.token = token;
+  if (p.logprobs.has_value()) {
+    fill_logprobs(raw, *p.logprobs, s, r);
+  } else {
+    r.logprob = std::numeric_limits<float>::quiet_NaN();
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<SampleResult>> Sampler::sample(
+    const TensorView& logits, std::span<const SequenceSamplingState> states,
+    ThreadPool& pool) const {
+  if (logits.dtype != DType::kF32 || logits.device != Device::kCpu) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "logits: expected f32 host memory, got ", std::string(dtype_name(logits.dtype)),
+        logits.device == Device::kCpu ? " on cpu" : " on a device"));
+  }
+  const int64_t num_seqs = static_cast<int64_t>(states.size());
+  if (logits.shape.rank() != 2 || logits.shape[0] != num_seqs || logits.shape[1] < 1 ||
+      logits.data == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("logits: expected shape [", num_seqs,
+                                                   ", vocab], got ", logits.shape.to_string()));
+  }
+  const int64_t vocab = logits.shape[1];
+  for (int64_t i = 0; i < num_seqs; ++i) {
+    if (auto st = check_state(states[i], vocab, i); !st.ok()) return st;
+  }
+  std::vector<SampleResult> results(num_seqs);
+  const float* data = logits.as<const float>();
+  pool.parallel_for(num_seqs, [&](int64_t begin, int64_t end) {
+    RowScratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      results[i] = sample_row(std::span<const float>(data + i * vocab, vocab), states[i], scratch);
+    }
+  });
+  return results;
+}
+
+}  // namespace weft

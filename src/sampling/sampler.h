@@ -1,0 +1,55 @@
+// The CPU sampler: turns one step's logits into one token per sequence.
+//
+// Per sequence (row r of `logits`, F32 [num_seqs, vocab], host memory):
+//   1. copy the row and apply the logits processors (logits_processors.h: logit_bias,
+//      min_tokens, repetition / presence / frequency penalties);
+//   2. greedy (params.is_greedy()): token = argmax, ties to the lowest id;
+//   3. otherwise divide by temperature, take probabilities p = softmax, then filter in this order
+//      (HF's warper order): top_k (the k most probable; ties to the lower id), top_p (the
+//      shortest most-probable prefix whose mass reaches top_p of what top_k kept: a token is kept
+//      while the mass strictly ahead of it is < top_p), min_p (keep p >= min_p * max p);
+//      renormalise the survivors and draw by inverse CDF over the survivors in ascending token-id
+//      order with one uniform u = SamplingRng(seed, seq_index, output_ids.size()).uniform(0).
+//      The token is the first survivor whose cumulative (renormalised) mass exceeds u.
+//   If every processed logit is -inf (all tokens suppressed), the token is the raw argmax.
+//
+// Logprobs (vLLM's default, "raw logprobs"): when params.logprobs is set, `logprob` is the
+// sampled token's log_softmax of the RAW row (before bias, penalties, temperature, filtering),
+// and `top_logprobs` the params.logprobs most likely tokens under that same distribution
+// (descending, ties to the lower id); the sampled token is not added to that list. Without
+// params.logprobs, `logprob` is NaN and `top_logprobs` empty (no extra pass over the vocab).
+//
+// Determinism: a row's result depends only on its own logits row and state, not on the batch or
+// the thread pool: rows are processed independently and sequentially within a row.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "sampling/sequence_sampling_state.h"
+
+namespace weft {
+
+struct SampleResult {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top_logprobs;
+};
+
+class Sampler {
+ public:
+  // `logits`: F32, CPU, shape [states.size(), vocab]. Rows are spread over `pool` by sequence.
+  // InvalidArgument when the dtype, device or shape disagrees, a state has no params, or a
+  // token id in a state (prompt, output, eos, stop_token_ids, logit_bias keys) lies outside
+  // [0, vocab); the message names the sequence and the field.
+  absl::StatusOr<std::vector<SampleResult>> sample(const TensorView& logits,
+                                                   std::span<const SequenceSamplingState> states,
+                                                   ThreadPool& pool) const;
+};
+
+}  // namespace weft

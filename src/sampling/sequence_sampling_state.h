@@ -1,0 +1,26 @@
+// What the sampler needs to know about one sequence at one step. A non-owning view: the engine
+// keeps the params and token arrays alive for the duration of Sampler::sample().
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "sampling/sampling_params.h"
+
+namespace weft {
+
+struct SequenceSamplingState {
+  const SamplingParams* params = nullptr;  // required
+  std::span<const int32_t> prompt_ids;     // repetition penalty looks at prompt + output
+  std::span<const int32_t> output_ids;     // tokens generated so far; size() is the RNG step
+  // The request's seed: params->seed when given, else one the engine drew at admission.
+  uint64_t seed = 0;
+  // Index of this sequence inside its request (0 .. n-1): sequences of one request that share a
+  // seed draw from distinct RNG streams.
+  uint32_t seq_index = 0;
+  // The model's end-of-sequence ids (generation_config may list several). min_tokens suppresses
+  // them unless params->ignore_eos.
+  std::span<const int32_t> eos_token_ids;
+};
+
+}  // namespace weft

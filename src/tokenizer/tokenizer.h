@@ -1,0 +1,101 @@
+// Hugging Face tokenizer loaded from a model directory (tokenizer.json + tokenizer_config.json).
+//
+// Contract: encode() and decode() reproduce what transformers' AutoTokenizer.from_pretrained(dir)
+// gives for encode(text, add_special_tokens=...) and decode(ids, skip_special_tokens=...)
+// (transformers 5.x; see transformers_compat.h for where that differs from the raw
+// tokenizers.Tokenizer built from tokenizer.json alone). Pipeline: added tokens are cut out of
+// the raw text, the rest is normalized, normalized added tokens are cut out, the remainder is
+// pre-tokenized and BPE-encoded, then the post-processor adds special tokens.
+//
+// Thread-safety: a loaded Tokenizer is immutable apart from an internal, locked word cache;
+// encode/decode may be called from any number of threads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tokenizer/added_tokens.h"
+
+namespace weft {
+
+class BpeModel;
+class Decoder;
+class Normalizer;
+class PostProcessor;
+class PreTokenizer;
+
+class Tokenizer {
+ public:
+  // Loads `model_dir`/tokenizer.json (required) and `model_dir`/tokenizer_config.json
+  // (optional). Errors name the file and field: missing/unreadable file, malformed JSON,
+  // unsupported model ("unsupported tokenizer model type X in <file>"), unknown normalizer,
+  // pre-tokenizer, decoder or post-processor type, invalid regex.
+  static absl::StatusOr<std::shared_ptr<Tokenizer>> load(const std::filesystem::path& model_dir);
+
+  ~Tokenizer();
+
+  // Encodes UTF-8 `text`. add_special_tokens applies the post-processor (e.g. Llama's BOS).
+  // Error: InvalidArgument when `text` is not valid UTF-8.
+  absl::StatusOr<std::vector<int32_t>> encode(std::string_view text, bool add_special_tokens) const;
+
+  // Decodes ids to UTF-8 text. Ids unknown to the vocabulary are skipped (as tokenizers does);
+  // skip_special_tokens drops added tokens marked special. Byte sequences that are not valid
+  // UTF-8 come out as U+FFFD.
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
+
+  // One past the largest id of the model vocabulary and added tokens (the embedding rows the
+  // ids index).
+  int32_t vocab_size() const { return vocab_size_; }
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  // The token string of `id` (added token content or vocabulary entry), if any.
+  std::optional<std::string> id_to_token(int32_t id) const;
+  // True when `id` is an added token marked special.
+  bool is_special(int32_t id) const;
+  // True when `id` is a byte token ("<0xHH>") that the decoder turns back into a raw byte
+  // (a ByteFallback decoder). Such bytes may still change meaning with the next id: a run that
+  // ends up invalid UTF-8 decodes to one U+FFFD per byte.
+  bool is_fallback_byte(int32_t id) const;
+
+  // Special tokens named in tokenizer_config.json (bos_token, eos_token, ...), if any.
+  const std::optional<std::string>& bos_token() const { return bos_token_; }
+  const std::optional<std::string>& eos_token() const { return eos_token_; }
+  const std::optional<std::string>& pad_token() const { return pad_token_; }
+  const std::optional<std::string>& unk_token() const { return unk_token_; }
+  std::optional<int32_t> bos_id() const {
+    return bos_token_ ? token_to_id(*bos_token_) : std::nullopt;
+  }
+  std::optional<int32_t> eos_id() const {
+    return eos_token_ ? token_to_id(*eos_token_) : std::nullopt;
+  }
+
+  // The Jinja chat template from tokenizer_config.json ("chat_template": a string, or a list
+  // of {name, template} from which "default" is taken); empty when there is none.
+  const std::string& chat_template() const { return chat_template_; }
+
+ private:
+  Tokenizer();
+  void encode_segment(std::string_view text, bool at_start, std::vector<int32_t>& ids) const;
+
+  std::unique_ptr<BpeModel> model_;
+  std::unique_ptr<Normalizer> normalizer_;
+  std::unique_ptr<PreTokenizer> pre_tokenizer_;
+  std::unique_ptr<PostProcessor> post_processor_;
+  std::unique_ptr<Decoder> decoder_;
+  bool byte_fallback_decoder_ = false;
+  AddedVocabulary added_;
+  int32_t vocab_size_ = 0;
+  std::optional<std::string> bos_token_;
+  std::optional<std::string> eos_token_;
+  std::optional<std::string> pad_token_;
+  std::optional<std::string> unk_token_;
+  std::string chat_template_;
+};
+
+}  // namespace weft

@@ -1,0 +1,181 @@
+// Syntax errors, runtime errors and resource limits.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tokenizer/chat_template/chat_template.h"
+#include "tests/unit/chat_template/test_util.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string parse_error(std::string_view src) {
+  auto t = ChatTemplate::parse(src);
+  EXPECT_FALSE(t.ok()) << "parsed: " << src;
+  if (t.ok()) return "";
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(t.status().message());
+}
+
+absl::Status render_error(std::string_view src, const nlohmann::ordered_json& ctx = nlohmann::ordered_json::object(),
+                          const ChatTemplateLimits& limits = {}) {
+  auto t = ChatTemplate::parse(src);
+  EXPECT_TRUE(t.ok()) << t.status();
+  if (!t.ok()) return t.status();
+  auto r = t->render(ctx, limits);
+  EXPECT_FALSE(r.ok()) << "rendered: " << *r;
+  return r.ok() ? absl::OkStatus() : r.status();
+}
+
+TEST(ChatTemplateSyntax, UnclosedBlockNamesExpectedTags) {
+  std::string msg = parse_error("{% for m in messages %}\n  {{ m }}\n");
+  EXPECT_THAT(msg, HasSubstr("syntax error at line"));
+  EXPECT_THAT(msg, HasSubstr("end of template"));
+  EXPECT_THAT(msg, HasSubstr("'endfor'"));
+  msg = parse_error("{% if x %}a{% elif y %}b");
+  EXPECT_THAT(msg, HasSubstr("'endif'"));
+}
+
+TEST(ChatTemplateSyntax, PositionOfBadToken) {
+  std::string msg = parse_error("line one\nline two {{ 1 + }}");
+  EXPECT_THAT(msg, HasSubstr("line 2, column 17"));
+  EXPECT_THAT(msg, HasSubstr("expected 'an expression'"));
+  msg = parse_error("{{ a.\n}}");
+  EXPECT_THAT(msg, HasSubstr("attribute name"));
+}
+
+TEST(ChatTemplateSyntax, UnterminatedTagsCommentsStrings) {
+  EXPECT_THAT(parse_error("abc {{ x "), HasSubstr("expected end of print statement"));
+  EXPECT_THAT(parse_error("abc {% if x "), HasSubstr("expected end of block"));
+  EXPECT_THAT(parse_error("{# never closed"), HasSubstr("missing end of comment"));
+  EXPECT_THAT(parse_error("{{ 'abc }}"), HasSubstr("unterminated string"));
+  EXPECT_THAT(parse_error("{{ (1 }}"), HasSubstr("unexpected"));
+  EXPECT_THAT(parse_error("{{ 1 ] }}"), HasSubstr("unexpected ']'"));
+}
+
+TEST(ChatTemplateSyntax, UnknownAndMisplacedTags) {
+  EXPECT_THAT(parse_error("{% include 'x.j2' %}"), HasSubstr("unknown or unsupported tag 'include'"));
+  EXPECT_THAT(parse_error("{% endfor %}"), HasSubstr("'endfor'"));
+  EXPECT_THAT(parse_error("{% if x %}{% endfor %}"), HasSubstr("looking for 'elif' or 'else' or 'endif'"));
+  EXPECT_THAT(parse_error("{% break %}"), HasSubstr("break/continue"));
+  EXPECT_THAT(parse_error("{% set x 5 %}"), HasSubstr("expected"));
+}
+
+TEST(ChatTemplateRuntime, RaiseExceptionCarriesMessage) {
+  absl::Status s = render_error("{{ raise_exception('Only user and assistant roles are supported!') }}");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "Only user and assistant roles are supported!");
+  EXPECT_TRUE(s.GetPayload(jinja::kRaiseExceptionPayload).has_value());
+}
+
+TEST(ChatTemplateRuntime, ErrorsNameTheCulprit) {
+  EXPECT_THAT(render_error("\n{{ x | nosuch }}").message(), HasSubstr("no filter named 'nosuch'"));
+  EXPECT_THAT(render_error("\n{{ x | nosuch }}").message(), HasSubstr("line 2"));
+  EXPECT_THAT(render_error("{{ x is nosuch }}").message(), HasSubstr("no test named 'nosuch'"));
+  EXPECT_THAT(render_error("{{ missing.attr }}").message(), HasSubstr("'missing' is undefined"));
+  EXPECT_THAT(render_error("{{ missing() }}").message(), HasSubstr("'missing' is undefined"));
+  EXPECT_THAT(render_error("{{ 'abc'() }}").message(), HasSubstr("'str' object is not callable"));
+  EXPECT_THAT(render_error("{{ 1 + 'a' }}").message(), HasSubstr("unsupported operand type(s) for +: 'int' and 'str'"));
+  EXPECT_THAT(render_error("{{ [1] | tojson(indent=[]) }}").message(), HasSubstr("filter 'tojson'"));
+  EXPECT_THAT(render_error("{{ 'a'.strip(1) }}").message(), HasSubstr("strip() argument must be str or None, not int"));
+  EXPECT_THAT(render_error("{% set x = 1 %}{% set x.y = 2 %}").message(), HasSubstr("non-namespace object 'x'"));
+  EXPECT_THAT(render_error("{% set ns = namespace() %}{% set ns._p = 1 %}").message(), HasSubstr("underscore-prefixed"));
+  EXPECT_THAT(render_error("{% for a, b in [1] %}{% endfor %}").message(), HasSubstr("cannot unpack non-iterable int object"));
+  EXPECT_THAT(render_error("{% for a, b in [[1, 2, 3]] %}{% endfor %}").message(),
+              HasSubstr("too many values to unpack (expected 2, got 3)"));
+}
+
+TEST(ChatTemplateLimits, LoopIterations) {
+  ChatTemplateLimits limits;
+  limits.max_loop_iterations = 1000;
+  absl::Status s = render_error("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", {}, limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("1000 loop iterations"));
+  auto t = ChatTemplate::parse("{% for i in range(10) %}{% for j in range(10) %}{% endfor %}{% endfor %}ok");
+  ASSERT_TRUE(t.ok());
+  auto r = t->render(nlohmann::ordered_json::object(), limits);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "ok");
+}
+
+TEST(ChatTemplateLimits, RangeSizeMatchesSandbox) {
+  absl::Status s = render_error("{{ range(100001) | length }}");
+  EXPECT_THAT(s.message(), HasSubstr("MAX_RANGE (100000)"));
+}
+
+TEST(ChatTemplateLimits, OutputSize) {
+  ChatTemplateLimits limits;
+  limits.max_output_bytes = 4096;
+  absl::Status s = render_error("{% for i in range(1000) %}0123456789{% endfor %}", {}, limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("4096 bytes"));
+  // Strings built in expressions are bounded too, before any output.
+  s = render_error("{% set x = 'ab' * 100000 %}", {}, limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  s = render_error("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", {},
+                   limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(ChatTemplateLimits, MacroRecursionDepth) {
+  ChatTemplateLimits limits;
+  limits.max_call_depth = 20;
+  absl::Status s = render_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", {}, limits);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("limit of 20"));
+}
+
+TEST(ChatTemplateLimits, ParseNestingDepth) {
+  std::string deep_expr = "{{ ";
+  deep_expr.append(500, '(');
+  deep_expr += "1";
+  deep_expr.append(500, ')');
+  deep_expr += " }}";
+  EXPECT_THAT(parse_error(deep_expr), HasSubstr("nesting deeper than the limit"));
+  std::string deep_blocks;
+  for (int i = 0; i < 300; ++i) deep_blocks += "{% if true %}";
+  for (int i = 0; i < 300; ++i) deep_blocks += "{% endif %}";
+  EXPECT_THAT(parse_error(deep_blocks), HasSubstr("nesting deeper than the limit"));
+  auto ok = ChatTemplate::parse(deep_blocks, 1000);
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST(ChatTemplateApi, RenderChatDropsNullKeysAndPassesExtras) {
+  auto t = ChatTemplate::parse(
+      "{% for m in messages %}{{ m.role }}:{{ m.content is defined }}:{{ m.thinking | default('-') }};{% endfor %}"
+      "{{ bos_token }}{{ eos_token }}{{ tools is none }}{{ add_generation_prompt }}{{ flavor }}");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto msgs = nlohmann::ordered_json::parse(
+      R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": null, "reasoning_content": "r"}])");
+  auto r = render_chat(*t, msgs, true, "<s>", "</s>", nlohmann::ordered_json{{"flavor", "x"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "user:True:-;assistant:False:r;<s></s>TrueTruex");
+  EXPECT_FALSE(render_chat(*t, nlohmann::ordered_json::object(), false, "", "").ok());
+}
+
+TEST(ChatTemplateApi, SelfReferencesRender) {
+  // Reference cycles (macro <-> its scope, a namespace holding itself) must not leak; the
+  // sanitizer build checks that.
+  auto t = ChatTemplate::parse(
+      "{% macro m(n) %}{% if n %}{{ n }}{{ m(n - 1) }}{% endif %}{% endmacro %}{{ m(3) }}"
+      "{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me.me is defined }}"
+      "{% for i in range(2) %}{% macro inner() %}{{ i }}{% endmacro %}{{ inner() }}{% endfor %}");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto r = t->render(nlohmann::ordered_json::object());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "321True01");
+}
+
+TEST(ChatTemplateApi, StrftimeNowUsesInjectedClock) {
+  auto t = ChatTemplate::parse("{{ strftime_now('%d %b %Y') }}");
+  ASSERT_TRUE(t.ok());
+  ChatTemplateLimits limits;
+  limits.now = testing::fixed_now;
+  auto r = t->render(nlohmann::ordered_json::object(), limits);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "26 Jul 2024");
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,92 @@
+// linear() against a double-precision reference over odd shapes, every weight dtype and every
+// ISA path. Tolerance: |y - ref| <= 1e-5 * sum_k |x w| + 1e-6 (F32 accumulation over k <= 768
+// in a different order than the reference; an indexing error is O(sum |x w|)).
+#include "weft/kernels/linear.h"
+
+#include <cmath>
+
+#include "kernel_test_util.h"
+
+namespace weft::kernels {
+namespace {
+
+class LinearTest : public IsaTest {};
+
+void check_linear(int64_t m, int64_t n, int64_t k, DType wdt, bool with_bias, DType bias_dt,
+                  ThreadPool& pool, uint32_t seed) {
+  std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
+  std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+  std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
+  Tensor x = make_f32(xv, {m, k});
+  Tensor w = make_stored(wv, wdt, {n, k});
+  Tensor b = make_stored(bv, bias_dt, {n});
+  Tensor y = Tensor::zeros(DType::kF32, {m, n});
+  std::fill(y.data_as<float>(), y.data_as<float>() + m * n, 12345.0f);  // must be overwritten
+  const TensorView bias_view = b.view();
+  linear(x, w, with_bias ? &bias_view : nullptr, y, pool);
+  const float* out = y.data_as<float>();
+  int failures = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double ref = with_bias ? bv[j] : 0.0, mag = 0.0;
+      for (int64_t t = 0; t < k; ++t) {
+        const double p = static_cast<double>(xv[i * k + t]) * wv[j * k + t];
+        ref += p;
+        mag += std::fabs(p);
+      }
+      const double err = std::fabs(out[i * n + j] - ref);
+      if (err > 1e-5 * mag + 1e-6 && failures++ < 5) {
+        ADD_FAILURE() << "m=" << m << " n=" << n << " k=" << k << " w=" << dtype_name(wdt)
+                      << " bias=" << with_bias << " y[" << i << "," << j << "]=" << out[i * n + j]
+                      << " ref=" << ref;
+      }
+    }
+  }
+}
+
+TEST_P(LinearTest, OddShapesAllDTypes) {
+  ThreadPool pool(3);
+  uint32_t seed = 1;
+  for (DType wdt : kFloatDTypes) {
+    for (int64_t k : {1, 3, 16, 17, 63, 65, 130}) {
+      for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 33}) {
+        for (int64_t n : {1, 3, 7, 13, 37, 100}) {
+          check_linear(m, n, k, wdt, false, DType::kF32, pool, seed++);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(LinearTest, BiasOfEveryDType) {
+  ThreadPool pool(2);
+  uint32_t seed = 100;
+  for (DType wdt : kFloatDTypes) {
+    for (DType bdt : kFloatDTypes) {
+      check_linear(5, 37, 65, wdt, true, bdt, pool, seed++);
+      check_linear(1, 100, 17, wdt, true, bdt, pool, seed++);
+    }
+  }
+}
+
+// Shapes that split over both m and n into many tasks (row blocks of 64, L2-sized column
+// blocks), on pools of several sizes.
+TEST_P(LinearTest, LargeShapesAcrossThreadCounts) {
+  for (int threads : {1, 2, 5}) {
+    ThreadPool pool(threads);
+    check_linear(70, 300, 520, DType::kBF16, true, DType::kF32, pool, 7 + threads);
+    check_linear(1, 1000, 768, DType::kF16, false, DType::kF32, pool, 17 + threads);
+    check_linear(130, 96, 200, DType::kF32, false, DType::kF32, pool, 27 + threads);
+  }
+}
+
+TEST_P(LinearTest, ZeroK) {
+  ThreadPool pool(1);
+  check_linear(3, 5, 0, DType::kF32, true, DType::kF32, pool, 3);
+  check_linear(3, 5, 0, DType::kBF16, false, DType::kF32, pool, 3);
+}
+
+WEFT_INSTANTIATE_ISA_TESTS(LinearTest);
+
+}  // namespace
+}  // namespace weft::kernels

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Dumps what Hugging Face transformers makes of a set of config.json files: the resolved fields
+(head_dim, defaults, biases, tying) and the RoPE inverse frequencies of the model's rotary
+embedding module. model_loading_test parses the same config.json texts with weft and compares.
+
+Run from the repository root (needs torch + transformers; the output is committed):
+    python3 tests/unit/model/gen_model_config_reference.py
+"""
+import json
+import os
+import tempfile
+
+import torch
+import transformers
+from transformers import AutoConfig, AutoModelForCausalLM
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model_config_reference.json")
+
+BASE = {
+    "vocab_size": 128,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 4,
+    "max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-5,
+}
+
+CASES = {
+    "llama_default": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_key_value_heads": 2,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+        "eos_token_id": 2, "bos_token_id": 1,
+    },
+    "llama_llama3_rope_parameters": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": 256, "num_attention_heads": 2, "num_key_value_heads": 1,
+        "max_position_embeddings": 131072,
+        "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                            "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                            "original_max_position_embeddings": 8192},
+        "eos_token_id": [128001, 128008, 128009], "bos_token_id": 128000,
+        "torch_dtype": "bfloat16", "vocab_size": 128256,
+    },
+    "llama_llama3_legacy_rope_scaling": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": 128, "num_attention_heads": 2, "max_position_embeddings": 16384,
+        "rope_theta": 500000.0,
+        "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+    },
+    "llama_linear_legacy_type_key": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 4.0},
+        "attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True,
+    },
+    "mistral_explicit_head_dim": {
+        "architectures": ["MistralForCausalLM"], "model_type": "mistral", "num_key_value_heads": 2,
+        "head_dim": 32, "rope_theta": 1000000.0, "dtype": "bfloat16",
+    },
+    "mistral_sliding_window_null": {
+        "architectures": ["MistralForCausalLM"], "model_type": "mistral",
+        "sliding_window": None, "head_dim": None, "num_attention_heads": 8,
+    },  # num_key_value_heads absent: MistralConfig's default of 8
+    "qwen2_defaults": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_key_value_heads": 2,
+        "rope_theta": 1000000.0, "use_sliding_window": False, "sliding_window": 4096,
+        "rope_scaling": None,
+    },
+    "qwen3_head_dim_absent": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_key_value_heads": 2,
+        "rope_theta": 1000000.0, "tie_word_embeddings": True,
+    },
+    "qwen3_explicit_head_dim_bias": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_key_value_heads": 1,
+        "head_dim": 32, "attention_bias": True,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
+    },
+    "qwen3_kv_heads_null": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_key_value_heads": None,
+        "head_dim": 16, "use_sliding_window": True, "sliding_window": 512,
+    },
+    "model_type_only": {
+        "model_type": "llama", "rope_theta": 250000.0,
+    },
+}
+
+
+def rotary_module(config):
+    arch = type(config).__name__.replace("Config", "")
+    module = getattr(transformers.models, arch.lower())
+    modeling = getattr(module, f"modeling_{arch.lower()}")
+    return getattr(modeling, f"{arch}RotaryEmbedding")(config=config)
+
+
+def main():
+    out = {"transformers_version": transformers.__version__, "torch_version": torch.__version__,
+           "cases": {}}
+    for name, overrides in CASES.items():
+        config_json = dict(BASE)
+        config_json.update(overrides)
+        text = json.dumps(config_json, indent=2)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                f.write(text)
+            config = AutoConfig.from_pretrained(d)
+        inv_freq = rotary_module(config).inv_freq.to(torch.float32)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+        layer = model.model.layers[0]
+        attn = layer.self_attn
+        rope = config.rope_parameters
+        out["cases"][name] = {
+            "config_json": text,
+            "architecture": type(model).__name__,
+            "head_dim": attn.head_dim,
+            "num_key_value_heads": config.num_key_value_heads,
+            "rope_theta": rope["rope_theta"],
+            "rope_type": rope["rope_type"],
+            "sliding_window": getattr(config, "sliding_window", None),
+            "tie_word_embeddings": model.lm_head.weight is model.model.embed_tokens.weight,
+            "attention_bias": attn.q_proj.bias is not None,
+            "o_proj_bias": attn.o_proj.bias is not None,
+            "mlp_bias": layer.mlp.gate_proj.bias is not None,
+            "qk_norm": hasattr(attn, "q_norm"),
+            "inv_freq": [float(x) for x in inv_freq.tolist()],
+        }
+    with open(OUT, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    print(f"wrote {OUT}: {len(out['cases'])} cases")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+#include "engine/step_plan_codec.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "proto/step_plan.pb.h"
+
+namespace weft {
+namespace {
+
+using ::testing::HasSubstr;
+
+StepPlan sample_plan() {
+  StepPlan plan;
+  plan.step_id = 42;
+  PlannedChunk prefill;
+  prefill.seq_id = 7;
+  prefill.token_ids = {1, 2, 3, 50000, 0};
+  prefill.start_position = 16;
+  prefill.block_table = {4, 9};
+  prefill.logits = LogitsWanted::kNone;
+  PlannedChunk decode;
+  decode.seq_id = 1LL << 40;
+  decode.token_ids = {99};
+  decode.start_position = 300;
+  decode.block_table = {0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+  decode.logits = LogitsWanted::kLast;
+  PlannedChunk scored;
+  scored.seq_id = 0;
+  scored.token_ids = {5, 6, 7};
+  scored.start_position = 0;
+  scored.block_table = {21};
+  scored.logits = LogitsWanted::kAll;
+  plan.chunks = {prefill, decode, scored};
+  return plan;
+}
+
+void expect_same(const StepPlan& a, const StepPlan& b) {
+  EXPECT_EQ(a.step_id, b.step_id);
+  ASSERT_EQ(a.chunks.size(), b.chunks.size());
+  for (size_t i = 0; i < a.chunks.size(); ++i) {
+    EXPECT_EQ(a.chunks[i].seq_id, b.chunks[i].seq_id);
+    EXPECT_EQ(a.chunks[i].token_ids, b.chunks[i].token_ids);
+    EXPECT_EQ(a.chunks[i].start_position, b.chunks[i].start_position);
+    EXPECT_EQ(a.chunks[i].block_table, b.chunks[i].block_table);
+    EXPECT_EQ(a.chunks[i].logits, b.chunks[i].logits);
+  }
+}
+
+// The wire form of `plan` after `edit` changed its protobuf message.
+template <typename Edit>
+std::string edited(const StepPlan& plan, Edit edit) {
+  proto::StepPlan msg;
+  EXPECT_TRUE(msg.ParseFromString(encode_step_plan(plan)));
+  edit(msg);
+  return msg.SerializeAsString();
+}
+
+void expect_rejected(const std::string& bytes, const std::string& needle) {
+  absl::StatusOr<StepPlan> got = decode_step_plan(bytes);
+  ASSERT_FALSE(got.ok()) << "accepted a plan that should fail with: " << needle;
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(got.status().message()), HasSubstr(needle));
+}
+
+TEST(StepPlanCodec, RoundTrip) {
+  const StepPlan plan = sample_plan();
+  absl::StatusOr<StepPlan> back = decode_step_plan(encode_step_plan(plan));
+  ASSERT_TRUE(back.ok()) << back.status();
+  expect_same(plan, *back);
+}
+
+TEST(StepPlanCodec, TokenIdsArePacked) {
+  // Packed repeated int32: one tag + length, then one varint byte per small id (unpacked would
+  // cost a tag byte more per id).
+  StepPlan big = sample_plan();
+  big.chunks[0].token_ids.assign(1000, 5);
+  const std::string bytes = encode_step_plan(big);
+  EXPECT_LT(bytes.size(), 1200u);
+}
+
+TEST(StepPlanCodec, GarbageIsAClearError) {
+  absl::StatusOr<StepPlan> got = decode_step_plan(std::string("\xff\xff\xff\xff\x0f", 5));
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(got.status().message()),
+              HasSubstr("are not a valid weft.proto.StepPlan"));
+}
+
+TEST(StepPlanCodec, TruncatedBytesAreRejected) {
+  const std::string bytes = encode_step_plan(sample_plan());
+  for (size_t cut : {size_t{1}, bytes.size() / 2, bytes.size() - 1}) {
+    EXPECT_FALSE(decode_step_plan(std::string_view(bytes).substr(0, cut)).ok()) << cut;
+  }
+}
+
+TEST(StepPlanCodec, EmptyBytesAreAPlanWithoutChunks) {
+  expect_rejected("", "has no chunks");
+}
+
+TEST(StepPlanCodec, RandomBytesNeverCrash) {
+  std::mt19937 rng(1234);
+  const std::string good = encode_step_plan(sample_plan());
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes = good;
+    // Flip a few bytes of a valid message: mostly invalid, sometimes still valid.
+    for (int k = 0; k < 3; ++k) bytes[rng() % bytes.size()] = static_cast<char>(rng());
+    absl::StatusOr<StepPlan> got = decode_step_plan(bytes);
+    if (got.ok()) {
+      for (const PlannedChunk& c : got->chunks) {
+        EXPECT_GE(c.start_position, 0);
+        EXPECT_FALSE(c.token_ids.empty());
+      }
+    }
+  }
+}
+
+TEST(StepPlanCodec, RejectsInvalidFields) {
+  const StepPlan plan = sample_plan();
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.set_step_id(-1); }),
+                  "step_id is -1");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(1)->set_start_position(-3); }),
+                  "chunk 1 (seq_id 1099511627776): start_position is -3");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->clear_token_ids(); }),
+                  "chunk 0 (seq_id 7): token_ids is empty");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.clear_chunks(); }), "has no chunks");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(2)->set_seq_id(7); }),
+                  "more than one chunk");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_seq_id(-2); }),
+                  "seq_id must be >= 0");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_token_ids(2, -5); }),
+                  "token_ids[2] is -5");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_block_table(1, -1); }),
+                  "block_table[1] is -1");
+  expect_rejected(edited(plan,
+                         [](proto::StepPlan& m) {
+                           m.mutable_chunks(0)->set_logits(static_cast<proto::LogitsWanted>(9));
+                         }),
+                  "logits is 9");
+  expect_rejected(edited(plan,
+                         [](proto::StepPlan& m) {
+                           m.mutable_chunks(0)->set_start_position(
+                               std::numeric_limits<int32_t>::max());
+                         }),
+                  "exceeds");
+  expect_rejected(edited(plan,
+                         [](proto::StepPlan& m) {
+                           for (int i = 0; i < 30; ++i) m.mutable_chunks(2)->add_block_table(1);
+                         }),
+                  "blocks for only 3 positions");
+}
+
+TEST(StepPlanCodec, RejectsTooManyTokens) {
+  proto::StepPlan msg;
+  msg.set_step_id(1);
+  for (int c = 0; c < 5; ++c) {
+    proto::PlannedChunk* pc = msg.add_chunks();
+    pc->set_seq_id(c);
+    for (int64_t i = 0; i < kMaxPlanTokens / 4; ++i) pc->add_token_ids(1);
+  }
+  expect_rejected(msg.SerializeAsString(), "tokens in all");
+}
+
+TEST(StepPlanCodec, CheckAgainstModelLimits) {
+  const StepPlan plan = sample_plan();
+  EXPECT_TRUE(check_step_plan(plan, PlanLimits{}).ok());
+  EXPECT_TRUE(check_step_plan(plan, PlanLimits{50001, 22, 16}).ok());
+  absl::Status vocab = check_step_plan(plan, PlanLimits{50000, 0, 0});
+  EXPECT_THAT(std::string(vocab.message()), HasSubstr("token_ids[3] = 50000 is outside [0, 50000)"));
+  absl::Status blocks = check_step_plan(plan, PlanLimits{0, 21, 0});
+  EXPECT_THAT(std::string(blocks.message()), HasSubstr("block_table[0] = 21 is outside [0, 21)"));
+  // Chunk 0 needs 21 positions = 2 blocks of 16 but 3 of 8.
+  absl::Status cover = check_step_plan(plan, PlanLimits{0, 0, 8});
+  EXPECT_THAT(std::string(cover.message()), HasSubstr("chunk 0 (seq_id 7): block_table has 2 blocks, 3"));
+}
+
+TEST(StepResultCodec, RoundTripLogitsAndSampled) {
+  StepResult r;
+  r.step_id = 9;
+  r.logits = Tensor::empty(DType::kF32, Shape{2, 3});
+  const float values[] = {0.5f, -1.25f, 3e30f, -0.0f, std::numeric_limits<float>::infinity(),
+                          1e-40f};
+  std::copy(values, values + 6, r.logits.data_as<float>());
+  r.sampled = {{7, 11, -0.25f}, {1LL << 40, 0, -std::numeric_limits<float>::infinity()}};
+  absl::StatusOr<StepResult> back = decode_step_result(encode_step_result(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->step_id, 9);
+  ASSERT_TRUE(back->logits.defined());
+  EXPECT_EQ(back->logits.shape(), (Shape{2, 3}));
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(std::memcmp(&back->logits.data_as<float>()[i], &values[i], 4), 0) << i;
+  }
+  EXPECT_EQ(back->sampled, r.sampled);
+  EXPECT_TRUE(back->error.empty());
+}
+
+TEST(StepResultCodec, RoundTripErrorOnly) {
+  StepResult r;
+  r.step_id = 3;
+  r.error = "rank 2: out of KV blocks";
+  absl::StatusOr<StepResult> back = decode_step_result(encode_step_result(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->logits.defined());
+  EXPECT_TRUE(back->sampled.empty());
+  EXPECT_EQ(back->error, r.error);
+}
+
+TEST(StepResultCodec, RejectsInconsistentResults) {
+  auto decode = [](const proto::StepResult& m) {
+    return decode_step_result(m.SerializeAsString());
+  };
+  proto::StepResult m;
+  m.set_step_id(1);
+  m.set_rows(2);
+  m.set_vocab(3);
+  for (int i = 0; i < 5; ++i) m.add_logits(0.0f);
+  EXPECT_THAT(std::string(decode(m).status().message()),
+              HasSubstr("5 logits for rows 2 x vocab 3 = 6"));
+  m.add_logits(0.0f);
+  EXPECT_TRUE(decode(m).ok());
+  m.set_rows(-1);
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("rows is -1"));
+  m.set_rows(2);
+  proto::SampledToken* t = m.add_sampled();
+  t->set_seq_id(1);
+  t->set_token(2);
+  t->set_logprob(std::nanf(""));
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("sampled[0]: logprob is nan"));
+  t->set_logprob(-1.0f);
+  t->set_token(-4);
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("token is -4"));
+  EXPECT_FALSE(decode_step_result(std::string("\x0a\xff", 2)).ok());
+}
+
+TEST(ControlCodec, StepAndShutdown) {
+  ControlMessage step{ControlKind::kStep, sample_plan()};
+  absl::StatusOr<ControlMessage> back = decode_control(encode_control(step));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->kind, ControlKind::kStep);
+  expect_same(step.plan, back->plan);
+
+  absl::StatusOr<ControlMessage> bye = decode_control(encode_control({ControlKind::kShutdown, {}}));
+  ASSERT_TRUE(bye.ok()) << bye.status();
+  EXPECT_EQ(bye->kind, ControlKind::kShutdown);
+}
+
+TEST(ControlCodec, RejectsUnknownKindAndBadPlan) {
+  EXPECT_THAT(std::string(decode_control("").status().message()), HasSubstr("kind is 0"));
+  proto::Control m;
+  m.set_kind(proto::Control::STEP);
+  EXPECT_THAT(std::string(decode_control(m.SerializeAsString()).status().message()),
+              HasSubstr("without a plan"));
+  m.mutable_plan()->set_step_id(4);
+  EXPECT_THAT(std::string(decode_control(m.SerializeAsString()).status().message()),
+              HasSubstr("step plan 4: has no chunks"));
+}
+
+}  // namespace
+}  // namespace weft
