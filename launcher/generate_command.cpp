@@ -109,7 +109,8 @@ int run_generate(const std::vector<std::string>& args) {
     } else {
       result["sequences"] = sequences;
     }
-    std::cout << result.dump() << "\n";
+    // Text is valid UTF-8 by construction; replace (never throw) should a model emit otherwise.
+    std::cout << result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
   if (!stream) {

@@ -13,6 +13,9 @@ constexpr const char* kUsage =
     "  generate   run a prompt through the engine and print the generated tokens\n"
     "  info       print the model's configuration and this machine's CPU features\n"
     "  bench      measure prefill / decode throughput against memory bandwidth\n"
+    "  tokenize   JSON lines {\"text\"} -> {\"ids\"} with the model's tokenizer\n"
+    "  detokenize JSON lines {\"ids\"} -> {\"text\"}\n"
+    "  chat-template  render {\"messages\": [...]} with the model's chat template\n"
     "Run 'weft <command> --help' for its flags.\n";
 
 }  // namespace
@@ -27,6 +30,9 @@ int main(int argc, char** argv) {
   if (command == "generate") return weft::run_generate(args);
   if (command == "info") return weft::run_info(args);
   if (command == "bench") return weft::run_bench(args);
+  if (command == "tokenize") return weft::run_tokenize(args);
+  if (command == "detokenize") return weft::run_detokenize(args);
+  if (command == "chat-template") return weft::run_chat_template(args);
   if (command == "--help" || command == "help" || command == "-h") {
     std::cout << kUsage;
     return 0;

@@ -1,0 +1,218 @@
+// The weft binary driven as a user would: subcommands, their JSON, their errors. References are
+// the committed Hugging Face dumps (tokenizers, jinja2 + transformers, transformers logits).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "model/random_model.h"
+#include "nlohmann/json.hpp"
+
+namespace weft {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs `weft ARGS` with `input` on stdin.
+RunResult weft(const std::string& args, const std::string& input = "") {
+  const fs::path dir = fs::temp_directory_path() / ("weft-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "in") << input;
+  const std::string cmd = std::string(WEFT_BINARY) + " " + args + " < " + (dir / "in").string() +
+                          " > " + (dir / "out").string() + " 2> " + (dir / "err").string();
+  RunResult r;
+  const int status = std::system(cmd.c_str());
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = read_file(dir / "out");
+  r.err = read_file(dir / "err");
+  return r;
+}
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+const fs::path kSource = WEFT_SOURCE_DIR;
+const fs::path kQwen3 = kSource / "tests/tokenizer_data/fixtures/qwen3";
+
+TEST(CliTest, TokenizeAndDetokenizeMatchTokenizersDumps) {
+  const auto ref = nlohmann::json::parse(read_file(kSource / "tests/tokenizer_data/reference.json"));
+  const auto& cases = ref["tokenizers"]["qwen3"]["cases"];
+  std::string input;
+  for (int i = 0; i < 40; ++i) {
+    input += nlohmann::json{{"text", cases[i]["text"]}, {"add_special_tokens", false}}.dump() + "\n";
+  }
+  RunResult r = weft("tokenize --model " + kQwen3.string(), input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line, detok_input;
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(std::getline(lines, line));
+    const auto got = nlohmann::json::parse(line);
+    EXPECT_EQ(got["ids"], cases[i]["ids_plain"]) << cases[i]["text"];
+    detok_input += nlohmann::json{{"ids", cases[i]["ids_plain"]}}.dump() + "\n";
+  }
+  RunResult d = weft("detokenize --model " + kQwen3.string(), detok_input);
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  std::istringstream dlines(d.out);
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_TRUE(std::getline(dlines, line));
+    EXPECT_EQ(nlohmann::json::parse(line)["text"], cases[i]["decode"]);
+  }
+}
+
+TEST(CliTest, TokenizeReportsBadLinesAndKeepsGoing) {
+  RunResult r = weft("tokenize --model " + kQwen3.string(), "not json\n{\"text\": 5}\n{\"text\": \"a\"}\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("not valid JSON"), std::string::npos);
+  EXPECT_NE(r.out.find("text: expected a string"), std::string::npos);
+  EXPECT_NE(r.out.find("{\"ids\":[64]}"), std::string::npos);
+}
+
+TEST(CliTest, ChatTemplateMatchesJinja2) {
+  // ordered_json: tojson in templates prints keys in the order the conversation gives them.
+  const auto ref = nlohmann::ordered_json::parse(read_file(kSource / "tests/unit/chat_template/data/reference.json"));
+  int compared = 0;
+  for (const auto& c : ref["cases"]) {
+    if (c["template"] != "qwen3" || !c.contains("output")) continue;
+    const auto& conversation = ref["conversations"][c["conversation"].get<std::string>()];
+    nlohmann::ordered_json request = {{"messages", conversation["messages"]},
+                                      {"add_generation_prompt", c["add_generation_prompt"]}};
+    for (const auto& [key, value] : conversation["extra"].items()) request[key] = value;
+    RunResult r = weft("chat-template --model " + kQwen3.string(), request.dump());
+    ASSERT_EQ(r.exit_code, 0) << r.err << " conversation " << c["conversation"];
+    EXPECT_EQ(r.out, c["output"].get<std::string>()) << c["conversation"];
+    ++compared;
+  }
+  EXPECT_GE(compared, 8);
+}
+
+// A random model over the Qwen3 tokenizer's vocabulary, so text flows end to end.
+class TextGenerationTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("weft-cli-model-" + std::to_string(::getpid()));
+    RandomModelSpec spec;
+    spec.vocab_size = 151669;
+    spec.hidden_size = 16;
+    spec.intermediate_size = 32;
+    spec.num_layers = 1;
+    spec.num_heads = 2;
+    spec.num_kv_heads = 1;
+    spec.dtype = DType::kBF16;
+    ASSERT_TRUE(write_random_model(dir_, spec).ok());
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+      fs::copy_file(kQwen3 / f, dir_ / f, fs::copy_options::overwrite_existing);
+    }
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static fs::path dir_;
+};
+fs::path TextGenerationTest::dir_;
+
+TEST_F(TextGenerationTest, StreamedTextEqualsTheDecodeOfTheIds) {
+  RunResult r = weft("generate --model " + dir_.string() +
+                     " --prompt 'The capital of France' --max-tokens 24 --json --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.out);
+  ASSERT_EQ(out["output_ids"].size(), 24u);
+  RunResult d = weft("detokenize --model " + dir_.string(),
+                     nlohmann::json{{"ids", out["output_ids"]}, {"skip_special_tokens", true}}.dump());
+  EXPECT_EQ(nlohmann::json::parse(d.out)["text"], out["text"]);
+  EXPECT_EQ(out["finish_reason"], "length");
+}
+
+TEST_F(TextGenerationTest, ChatPromptIsTheTemplateTokenizedWithoutSpecialTokens) {
+  RunResult r = weft("generate --model " + dir_.string() +
+                     " --prompt 'Hi there' --system 'Be brief.' --chat --max-tokens 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  RunResult t = weft("chat-template --model " + dir_.string(),
+                     R"({"messages": [{"role": "system", "content": "Be brief."},
+                                       {"role": "user", "content": "Hi there"}],
+                         "add_generation_prompt": true})");
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  RunResult ids = weft("tokenize --model " + dir_.string(),
+                       nlohmann::json{{"text", t.out}, {"add_special_tokens", false}}.dump());
+  EXPECT_EQ(nlohmann::json::parse(r.out)["prompt_ids"], nlohmann::json::parse(ids.out)["ids"]);
+}
+
+TEST_F(TextGenerationTest, StopStringCutsTheTextAndEndsTheSequence) {
+  RunResult full = weft("generate --model " + dir_.string() + " --prompt 'Once upon' --max-tokens 40 --json");
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  const std::string text = nlohmann::json::parse(full.out)["text"];
+  ASSERT_GT(text.size(), 12u);
+  // A stop string from the middle of the greedy text (whole characters: ASCII bytes): the output
+  // is the text before its first occurrence, and the sequence stops there.
+  size_t pos = text.size() / 3;
+  while (pos + 2 < text.size() && (static_cast<unsigned char>(text[pos]) >= 0x80 ||
+                                    static_cast<unsigned char>(text[pos + 1]) >= 0x80)) {
+    ++pos;
+  }
+  ASSERT_LT(pos + 2, text.size()) << "no ASCII pair in " << text;
+  const std::string stop = text.substr(pos, 2);
+  RunResult cut = weft("generate --model " + dir_.string() + " --prompt 'Once upon' --max-tokens 40 --json --stop " +
+                       quote(stop));
+  ASSERT_EQ(cut.exit_code, 0) << cut.err;
+  const auto out = nlohmann::json::parse(cut.out);
+  EXPECT_EQ(out["text"], text.substr(0, text.find(stop)));
+  EXPECT_EQ(out["finish_reason"], "stop");
+}
+
+TEST(CliErrorTest, TruncatedModelFileIsNamed) {
+  const fs::path dir = fs::temp_directory_path() / ("weft-cli-truncated-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path golden = kSource / "tests/golden/models/llama_gqa";
+  fs::copy_file(golden / "config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+  const std::string bytes = read_file(golden / "model.safetensors");
+  std::ofstream(dir / "model.safetensors", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  RunResult r = weft("generate --model " + dir.string() + " --prompt-ids 1,2,3");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("model.safetensors"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+TEST(CliErrorTest, UnknownFlagAndBadSamplingParameterAreNamed) {
+  const std::string model = (kSource / "tests/golden/models/llama_gqa").string();
+  RunResult r = weft("generate --model " + model + " --prompt-ids 1 --bogus 3");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
+  RunResult p = weft("generate --model " + model + " --prompt-ids 1 --top-p 1.5");
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.err.find("top_p"), std::string::npos) << p.err;
+  RunResult v = weft("generate --model " + model + " --prompt-ids 1,99999");
+  EXPECT_EQ(v.exit_code, 2);
+  EXPECT_NE(v.err.find("99999"), std::string::npos) << v.err;
+}
+
+TEST(CliTest, GenerateJsonMatchesTransformersGreedy) {
+  // llama_gqa prompt 0 (ids from tests/golden/models/llama_gqa/reference.safetensors).
+  const std::string model = (kSource / "tests/golden/models/llama_gqa").string();
+  RunResult r = weft("generate --model " + model + " --prompt-ids 1,2,3 --max-tokens 8 --json --ignore-eos");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["output_ids"].size(), 8u);
+  EXPECT_EQ(out["steps"][0]["top_logprobs"].size(), 5u);
+  EXPECT_EQ(out["steps"][0]["token"], out["output_ids"][0]);
+}
+
+}  // namespace
+}  // namespace weft
