@@ -8,7 +8,8 @@ namespace weft {
 std::set<std::string> engine_value_flags() {
   return {"model",         "threads",      "block-size",   "kv-cache-memory",
           "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "max-model-len",
-          "seed",          "cpu-isa",      "kv-cache-blocks"};
+          "seed",          "cpu-isa",      "kv-cache-blocks", "tp", "pp", "layers-per-stage",
+          "step-timeout"};
 }
 
 std::set<std::string> engine_bool_flags() { return {"no-chunked-prefill"}; }
@@ -25,7 +26,10 @@ const char* engine_flags_help() {
          "  --no-chunked-prefill         never split a prompt over steps\n"
          "  --max-model-len N            prompt + output limit (default: the model's)\n"
          "  --seed N                     base seed for requests without one\n"
-         "  --cpu-isa native|avx2|portable  cap the CPU kernels' instruction set\n";
+         "  --cpu-isa native|avx2|portable  cap the CPU kernels' instruction set\n"
+         "  --tp T --pp P                tensor x pipeline parallel ranks (run under mpirun -np T*P)\n"
+         "  --layers-per-stage 6,6       uneven pipeline split (default: even)\n"
+         "  --step-timeout S             a step running longer ends the job (default 300)\n";
 }
 
 absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,

@@ -7,7 +7,9 @@
 
 #include "engine/text_detokenizer.h"
 #include "launcher/commands.h"
+#include "absl/strings/str_cat.h"
 #include "launcher/engine_flags.h"
+#include "launcher/engine_session.h"
 #include "launcher/prompt_input.h"
 #include "launcher/sampling_flags.h"
 #include "nlohmann/json.hpp"
@@ -23,6 +25,9 @@ int fail(const absl::Status& status) {
   std::cerr << "weft generate: " << status.message() << "\n";
   return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
+
+int generate(EngineSession& session, const CliArgs& cli, const absl::StatusOr<PromptInput>& prompt,
+             const SamplingParams& sampling, bool json);
 
 struct SequenceResult {
   std::vector<int32_t> ids;
@@ -57,28 +62,40 @@ int run_generate(const std::vector<std::string>& args) {
   if (!params.ok()) return fail(params.status());
   const bool json = cli.has("json");
   if (json && !params->logprobs) params->logprobs = 5;
-  auto options = engine_options_from(cli);
-  if (!options.ok()) return fail(options.status());
-  auto prompt = prompt_from_flags(cli, options->model_dir);
-  if (!prompt.ok()) return fail(prompt.status());
-
+  auto started = EngineSession::start(cli);
+  if (!started.ok()) return fail(started.status());
+  EngineSession& session = **started;
+  // Only the coordinator reads the prompt and talks to the user.
+  absl::StatusOr<PromptInput> prompt = PromptInput{};
+  if (session.is_coordinator()) prompt = prompt_from_flags(cli, session.options().model_dir);
   DetokenizerFactory detokenizers;
-  if (prompt->tokenizer) detokenizers = text_detokenizers(prompt->tokenizer);
-  auto local = LocalEngine::create(*options, detokenizers);
-  if (!local.ok()) return fail(local.status());
-  Engine& engine = (*local)->engine();
+  if (prompt.ok() && prompt->tokenizer) detokenizers = text_detokenizers(prompt->tokenizer);
+  if (absl::Status s = session.load(detokenizers); !s.ok()) return fail(s);
+  return run_session(session, [&] { return generate(session, cli, prompt, *params, json); });
+}
+
+namespace {
+
+int generate(EngineSession& session, const CliArgs& cli, const absl::StatusOr<PromptInput>& prompt,
+             const SamplingParams& sampling, bool json) {
+  if (!prompt.ok()) return fail(prompt.status());
+  const SamplingParams& params = sampling;
+  Engine& engine = session.engine();
   Request request;
   request.prompt_ids = prompt->ids;
-  request.params = *params;
+  request.params = params;
   auto id = engine.add_request(request);
   if (!id.ok()) return fail(id.status());
 
   // One sequence streams as it goes; several are printed whole at the end.
-  const bool stream = !json && params->n == 1;
-  std::vector<SequenceResult> results(params->n);
+  const bool stream = !json && params.n == 1;
+  std::vector<SequenceResult> results(params.n);
   while (engine.has_unfinished()) {
     auto outputs = engine.step();
-    if (!outputs.ok()) return fail(outputs.status());
+    if (!outputs.ok()) {
+      session.abort(1, absl::StrCat("rank 0: ", outputs.status().message()));
+      return 1;
+    }
     for (const SequenceOutput& out : *outputs) {
       SequenceResult& r = results[out.index];
       for (size_t i = 0; i < out.token_ids.size(); ++i) {
@@ -104,7 +121,7 @@ int run_generate(const std::vector<std::string>& args) {
       sequences.push_back(s);
     }
     nlohmann::json result = {{"prompt_ids", prompt->ids}};
-    if (params->n == 1) {
+    if (params.n == 1) {
       result.update(sequences[0]);
     } else {
       result["sequences"] = sequences;
@@ -127,4 +144,5 @@ int run_generate(const std::vector<std::string>& args) {
   return 0;
 }
 
+}  // namespace
 }  // namespace weft

@@ -11,7 +11,7 @@ namespace weft {
 Engine::Engine(const EngineConfig& config, int64_t num_kv_blocks, int block_size,
                StepExecutor& executor, ThreadPool& pool, DetokenizerFactory detokenizers)
     : config_(config),
-      blocks_(num_kv_blocks, block_size),
+      blocks_(num_kv_blocks, block_size, config.enable_prefix_caching),
       scheduler_(config.scheduler, blocks_),
       executor_(executor),
       pool_(pool),
@@ -61,7 +61,11 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
     }
     s.stop = std::make_unique<StopChecker>(info.params, config_.eos_token_ids);
     info.seq_ids.push_back(seq.id);
-    scheduler_.add(std::move(seq));
+    if (i == 0) {
+      scheduler_.add(std::move(seq));
+    } else {
+      info.forks.push_back(std::move(seq));
+    }
   }
   return request_id;
 }
@@ -107,6 +111,14 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     if (chunk.start_position + len == seq->num_tokens() && rows > 0) {
       sample_rows.push_back(row - 1);
       sample_seqs.push_back(seq);
+      // The prompt is done: the request's other sequences fork here, sampling from this row.
+      const RequestInfo& request = requests_.at(sequences_.at(seq->id).request_id);
+      if (seq->output_ids.empty()) {
+        for (const Sequence& child : request.forks) {
+          sample_rows.push_back(row - 1);
+          sample_seqs.push_back(&child);
+        }
+      }
     }
   }
   if (row != logits.dim(0)) {
@@ -136,6 +148,18 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   std::vector<SampledToken> sampled;
   for (size_t i = 0; i < samples.size(); ++i) sampled.push_back({sample_seqs[i]->id, samples[i].token});
   scheduler_.on_step_done(plan, sampled);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (scheduler_.find(sampled[i].seq_id) != nullptr) continue;
+    // A fork waiting for its parent's prompt: it joins now with its own first token.
+    SequenceInfo& info = sequences_.at(sampled[i].seq_id);
+    RequestInfo& request = requests_.at(info.request_id);
+    auto it = std::find_if(request.forks.begin(), request.forks.end(),
+                           [&](const Sequence& s) { return s.id == sampled[i].seq_id; });
+    Sequence child = std::move(*it);
+    request.forks.erase(it);
+    child.output_ids.push_back(sampled[i].token);
+    scheduler_.fork(request.seq_ids.front(), std::move(child));
+  }
 
   for (size_t i = 0; i < samples.size(); ++i) {
     const int64_t seq_id = sampled[i].seq_id;

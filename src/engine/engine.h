@@ -4,6 +4,10 @@
 // draws one token per finishing chunk, and each sequence's stop checker decides whether it
 // ends (eos / stop tokens / stop strings / max_tokens / the model's context). Owned by one
 // thread (DESIGN.md section 2); no locks inside.
+//
+// A request with n > 1 runs its prompt once: sequence 0 prefills it, and when the prompt is
+// done the other n - 1 sequences fork from it (sharing its KV blocks, copy-on-write) and each
+// samples its own first token from the same logits.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +36,7 @@ struct EngineConfig {
   int64_t max_model_len = 0;         // prompt + output tokens at most
   std::vector<int32_t> eos_token_ids;
   std::optional<uint64_t> seed;      // base of seeds for unseeded requests (random if absent)
+  bool enable_prefix_caching = true; // reuse cached KV blocks of identical token prefixes
 };
 
 struct Request {
@@ -73,7 +78,15 @@ class Engine {
 
   const Scheduler& scheduler() const { return scheduler_; }
   const BlockManager& blocks() const { return blocks_; }
+  const EngineConfig& config() const { return config_; }
+  // Prompt tokens run through the model (a prefix taken from the cache is not counted).
   int64_t num_prefilled_tokens() const { return num_prefilled_tokens_; }
+  // Prefix-cache statistics: prompt tokens looked up and found (BlockManager).
+  int64_t num_prefix_query_tokens() const { return blocks_.prefix_query_tokens(); }
+  int64_t num_prefix_hit_tokens() const { return blocks_.prefix_hit_tokens(); }
+  // Fraction of KV blocks held by sequences.
+  double kv_usage() const { return blocks_.usage(); }
+  int64_t num_requests() const { return static_cast<int64_t>(requests_.size()); }
 
  private:
   struct SequenceInfo {
@@ -86,6 +99,7 @@ class Engine {
   struct RequestInfo {
     SamplingParams params;
     std::vector<int64_t> seq_ids;
+    std::vector<Sequence> forks;  // n > 1: sequences 1..n-1 until sequence 0's prompt is done
   };
 
   EngineConfig config_;

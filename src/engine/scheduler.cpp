@@ -39,10 +39,68 @@ PlannedChunk Scheduler::make_chunk(const Sequence& seq, int64_t num_new) const {
   return chunk;
 }
 
+void Scheduler::match_cached_prefix(Sequence& seq) {
+  seq.num_prefix_hit_tokens = 0;
+  if (!blocks_.prefix_caching() || !seq.block_table.empty() || seq.num_computed_tokens != 0) return;
+  auto all = all_logits_.find(seq.id);
+  if (all != all_logits_.end() && all->second) return;
+  const int64_t matched =
+      blocks_.match_prefix(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes, seq.block_table);
+  seq.num_computed_tokens = matched;
+  seq.num_cached_blocks = matched / blocks_.block_size();
+  seq.num_prefix_hit_tokens = matched;
+}
+
+void Scheduler::unshare_partial_block(Sequence& seq) {
+  const int bs = blocks_.block_size();
+  if (seq.num_computed_tokens % bs == 0) return;
+  const int64_t index = seq.num_computed_tokens / bs;
+  if (index + 1 != static_cast<int64_t>(seq.block_table.size())) return;
+  if (blocks_.ref_count(seq.block_table[index]) <= 1) return;
+  blocks_.release_last(seq.block_table);
+  seq.num_computed_tokens = index * bs;
+  seq.num_cached_blocks = std::min(seq.num_cached_blocks, index);
+}
+
+void Scheduler::cache_computed_blocks(Sequence& seq) {
+  if (!blocks_.prefix_caching()) return;
+  const int bs = blocks_.block_size();
+  const int64_t full = std::min<int64_t>(seq.num_computed_tokens / bs,
+                                         static_cast<int64_t>(seq.block_table.size()));
+  if (seq.num_cached_blocks >= full) return;
+  std::vector<int32_t> tokens(static_cast<size_t>(bs));
+  for (int64_t b = seq.num_cached_blocks; b < full; ++b) {
+    for (int i = 0; i < bs; ++i) tokens[i] = seq.token_at(b * bs + i);
+    if (static_cast<int64_t>(seq.block_hashes.size()) == b) {
+      const uint64_t parent = b == 0 ? BlockManager::kRootHash : seq.block_hashes[b - 1];
+      seq.block_hashes.push_back(BlockManager::hash_block(parent, tokens.data(), bs));
+    }
+    const uint64_t parent = b == 0 ? BlockManager::kRootHash : seq.block_hashes[b - 1];
+    blocks_.cache_block(seq.block_table[b], seq.block_hashes[b], parent, tokens.data());
+  }
+  seq.num_cached_blocks = full;
+}
+
+void Scheduler::fork(int64_t parent_id, Sequence child) {
+  const Sequence& parent = sequences_.at(parent_id);
+  child.state = SequenceState::kRunning;
+  child.num_computed_tokens = parent.num_computed_tokens;
+  child.block_table = parent.block_table;
+  child.block_hashes = parent.block_hashes;
+  child.num_cached_blocks = parent.num_cached_blocks;
+  blocks_.share(child.block_table);
+  if (auto all = all_logits_.find(parent_id); all != all_logits_.end()) {
+    all_logits_[child.id] = all->second;
+  }
+  running_.push_back(child.id);
+  sequences_.emplace(child.id, std::move(child));
+}
+
 void Scheduler::preempt(int64_t seq_id) {
   Sequence& seq = sequences_.at(seq_id);
   blocks_.release(seq.block_table);
   seq.num_computed_tokens = 0;
+  seq.num_cached_blocks = 0;
   seq.state = SequenceState::kWaiting;
   ++seq.num_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), seq_id));
@@ -69,8 +127,9 @@ StepPlan Scheduler::schedule() {
     Sequence& seq = sequences_.at(id);
     if (seq.state != SequenceState::kRunning) continue;  // preempted earlier in this loop
     if (budget <= 0) break;
+    if (seq.num_uncomputed_tokens() == 0) continue;  // nothing new until a token is appended
+    unshare_partial_block(seq);
     const int64_t uncomputed = seq.num_uncomputed_tokens();
-    if (uncomputed == 0) continue;  // nothing new until a token is appended
     const int64_t num_new = std::min(uncomputed, budget);
     if (num_new < uncomputed && !config_.chunked_prefill) continue;
     bool self_preempted = false;
@@ -105,12 +164,20 @@ StepPlan Scheduler::schedule() {
   bool admitting = last_preempted_.empty();  // no admissions in a step that had to preempt
   for (int64_t id : waiting_) {
     Sequence& seq = sequences_.at(id);
+    admitting = admitting && static_cast<int>(running_.size()) < config_.max_num_seqs && budget > 0;
+    if (admitting) match_cached_prefix(seq);
     const int64_t uncomputed = seq.num_uncomputed_tokens();
     const int64_t num_new = std::min(uncomputed, budget);
-    admitting = admitting && static_cast<int>(running_.size()) < config_.max_num_seqs &&
-                num_new > 0 && (num_new == uncomputed || config_.chunked_prefill) &&
+    admitting = admitting && num_new > 0 && (num_new == uncomputed || config_.chunked_prefill) &&
                 blocks_.grow_to(seq.block_table, seq.num_computed_tokens + num_new);
     if (!admitting) {
+      // Cached blocks taken for a sequence that must wait go back (they stay cached).
+      if (seq.num_prefix_hit_tokens > 0) {
+        blocks_.release(seq.block_table);
+        seq.num_computed_tokens = 0;
+        seq.num_cached_blocks = 0;
+        seq.num_prefix_hit_tokens = 0;
+      }
       still_waiting.push_back(id);
       continue;
     }
@@ -128,6 +195,7 @@ void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToke
     auto it = sequences_.find(chunk.seq_id);
     if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
     it->second.num_computed_tokens += static_cast<int64_t>(chunk.token_ids.size());
+    cache_computed_blocks(it->second);
   }
   for (const SampledToken& s : sampled) {
     auto it = sequences_.find(s.seq_id);

@@ -7,6 +7,17 @@
 // free KV blocks allow. When a running sequence needs a block and none is free, the
 // lowest-priority running sequence not yet in this step is preempted by recompute: its blocks are
 // freed and it returns to WAITING with num_computed_tokens = 0 (possibly the sequence itself).
+//
+// With prefix caching enabled in the BlockManager, a sequence admitted with no KV (new, or
+// preempted earlier) first takes the cached blocks matching its leading full blocks: its
+// num_computed_tokens starts at the cached prefix (at most num_tokens - 1, so one token is always
+// computed to give logits; sequences wanting every token's logits take none), and only the rest
+// is planned. Full blocks are registered in the cache once a step has computed them.
+//
+// Forks (n > 1) share their parent's blocks. A sequence about to write into a partially filled
+// block that another sequence also holds first gives that block up and recomputes its tokens
+// into a block of its own (copy-on-write by recompute: at most block_size - 1 tokens, and no
+// device copy in the step plan); the last holder writes in place.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +52,11 @@ class Scheduler {
   StepPlan schedule();
   // Records that `plan` ran: advances each chunk's computed tokens and appends sampled tokens.
   void on_step_done(const StepPlan& plan, const std::vector<SampledToken>& sampled);
+  // Adds `child` as a fork of running sequence `parent_id`: RUNNING at once, sharing the
+  // parent's blocks and computed tokens. The caller guarantees the child's first
+  // num_computed_tokens tokens equal the parent's (same prompt; outputs may differ after). The
+  // running cap does not apply (the child belongs to an admitted request).
+  void fork(int64_t parent_id, Sequence child);
   // Ends a sequence (whatever the reason: the engine records it) and frees its blocks.
   // Unknown or already finished ids are ignored.
   void finish(int64_t seq_id);
@@ -59,6 +75,12 @@ class Scheduler {
 
  private:
   void preempt(int64_t seq_id);
+  // Takes cached prefix blocks for a waiting sequence holding none (prefix caching only).
+  void match_cached_prefix(Sequence& seq);
+  // Gives up a shared partial block the sequence is about to write into (copy-on-write).
+  void unshare_partial_block(Sequence& seq);
+  // Registers the sequence's newly computed full blocks in the prefix cache.
+  void cache_computed_blocks(Sequence& seq);
   PlannedChunk make_chunk(const Sequence& seq, int64_t num_new) const;
 
   SchedulerConfig config_;

@@ -20,6 +20,13 @@ struct Sequence {
   std::vector<int32_t> block_table;
   SequenceState state = SequenceState::kWaiting;
   int num_preemptions = 0;
+  // Prefix caching: chained hashes of the full blocks of the tokens hashed so far (a cache: the
+  // tokens decide them), and how many leading blocks of block_table are registered in (or were
+  // taken from) the prefix cache.
+  std::vector<uint64_t> block_hashes;
+  int64_t num_cached_blocks = 0;
+  // Tokens the last admission took from the prefix cache instead of computing them.
+  int64_t num_prefix_hit_tokens = 0;
 
   int64_t num_tokens() const {
     return static_cast<int64_t>(prompt_ids.size() + output_ids.size());
@@ -30,6 +37,11 @@ struct Sequence {
   }
   // Tokens known but not yet in the cache (the rest of the prompt, or the last sampled token).
   int64_t num_uncomputed_tokens() const { return num_tokens() - num_computed_tokens; }
+  std::vector<int32_t> all_tokens() const {
+    std::vector<int32_t> out(prompt_ids);
+    out.insert(out.end(), output_ids.begin(), output_ids.end());
+    return out;
+  }
   bool is_prefilling() const { return num_computed_tokens < static_cast<int64_t>(prompt_ids.size()); }
 };
 

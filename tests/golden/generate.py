@@ -106,6 +106,12 @@ SPECS = [
               rope_scaling=dict(rope_type="linear", factor=2.0), tie_word_embeddings=False),
          base_seed=600,
          covers="Llama, linear RoPE scaling factor 2"),
+    Spec("llama_4layers", LlamaForCausalLM, LlamaConfig,
+         dict(num_hidden_layers=4, intermediate_size=150, num_attention_heads=4,
+              num_key_value_heads=2, rope_theta=10000.0, tie_word_embeddings=False),
+         base_seed=800,
+         covers="Llama with 4 layers for 4 pipeline stages; intermediate 150 (not divisible by "
+                "TP 4: padded shards); 2 kv heads (replicated at TP 4)"),
     Spec("llama_bf16", LlamaForCausalLM, LlamaConfig,
          dict(num_attention_heads=8, num_key_value_heads=2, rope_theta=10000.0,
               tie_word_embeddings=False),

@@ -1,12 +1,11 @@
 #include "golden_harness.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
+#include "engine/local_executor.h"
 #include "engine/scheduler.h"
 #include "model/safetensors.h"
 
@@ -49,8 +48,15 @@ Reference load_reference(const std::string& name) {
 
 std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
                                   int64_t token_budget) {
-  const int64_t vocab = engine.model().config.vocab_size;
-  BlockManager blocks(engine.kv_cache().num_blocks(), engine.kv_cache().shape().block_size);
+  LocalExecutor executor(engine.runner());
+  return score_prompts(executor, engine.kv_cache().num_blocks(), engine.kv_cache().shape().block_size,
+                       engine.model().config.vocab_size, prompts, token_budget);
+}
+
+std::vector<Tensor> score_prompts(StepExecutor& executor, int64_t num_blocks, int block_size,
+                                  int64_t vocab, const std::vector<std::vector<int32_t>>& prompts,
+                                  int64_t token_budget) {
+  BlockManager blocks(num_blocks, block_size);
   SchedulerConfig config;
   config.max_num_batched_tokens = token_budget;
   Scheduler scheduler(config, blocks);
@@ -68,7 +74,7 @@ std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::ve
   for (int step = 0; step < 1000; ++step) {
     const StepPlan plan = scheduler.schedule();
     if (plan.chunks.empty()) break;
-    auto logits = engine.runner().execute(plan);
+    auto logits = executor.execute(plan);
     if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
     int64_t row = 0;
     for (const PlannedChunk& chunk : plan.chunks) {
@@ -81,12 +87,14 @@ std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::ve
     scheduler.on_step_done(plan, {});
   }
   for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(filled[i], static_cast<int64_t>(prompts[i].size())) << "prompt " << i;
+    if (filled[i] != static_cast<int64_t>(prompts[i].size())) {
+      throw std::runtime_error("prompt " + std::to_string(i) + " was not scored completely");
+    }
   }
   return out;
 }
 
-GreedyRun greedy(LocalEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
+GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                  int num_tokens) {
   GreedyRun run;
   run.ids.resize(prompts.size());
@@ -99,12 +107,12 @@ GreedyRun greedy(LocalEngine& engine, const std::vector<std::vector<int32_t>>& p
     request.params.max_tokens = num_tokens;
     request.params.ignore_eos = true;
     request.params.logprobs = 5;
-    auto id = engine.engine().add_request(request);
+    auto id = engine.add_request(request);
     if (!id.ok()) throw std::runtime_error(std::string(id.status().message()));
     index_of[*id] = i;
   }
-  while (engine.engine().has_unfinished()) {
-    auto outputs = engine.engine().step();
+  while (engine.has_unfinished()) {
+    auto outputs = engine.step();
     if (!outputs.ok()) throw std::runtime_error(std::string(outputs.status().message()));
     for (const SequenceOutput& o : *outputs) {
       const size_t i = index_of.at(o.request_id);
@@ -119,7 +127,9 @@ GreedyRun greedy(LocalEngine& engine, const std::vector<std::vector<int32_t>>& p
 }
 
 float max_abs_diff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
+  if (!(a.shape() == b.shape())) {
+    throw std::runtime_error("shape " + a.shape().to_string() + " vs " + b.shape().to_string());
+  }
   float m = 0.0f;
   const int64_t n = std::min(a.numel(), b.numel());
   for (int64_t i = 0; i < n; ++i) {

@@ -28,7 +28,11 @@ struct Reference {
 Reference load_reference(const std::string& name);
 
 // Scores the given prompts with all-position logits, scheduled together under a per-step token
-// budget (so long prompts are prefilled in chunks). Returns [len, vocab] logits per prompt.
+// budget (so long prompts are prefilled in chunks) and run by `executor` (one process or a whole
+// job). Returns [len, vocab] logits per prompt.
+std::vector<Tensor> score_prompts(StepExecutor& executor, int64_t num_blocks, int block_size,
+                                  int64_t vocab, const std::vector<std::vector<int32_t>>& prompts,
+                                  int64_t token_budget);
 std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
                                   int64_t token_budget);
 
@@ -38,7 +42,7 @@ struct GreedyRun {
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::vector<std::vector<std::pair<int32_t, float>>>> top_logprobs;
 };
-GreedyRun greedy(LocalEngine& engine, const std::vector<std::vector<int32_t>>& prompts,
+GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                  int num_tokens);
 
 // max |a - b| over two F32 tensors of the same shape.

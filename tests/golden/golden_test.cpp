@@ -68,10 +68,10 @@ TEST_P(GoldenModelTest, GreedyTokensMatchTransformers) {
   auto engine = make_engine(GetParam());
   ASSERT_NE(engine, nullptr);
   // Together (one continuous batch) and one prompt at a time must both match.
-  GreedyRun batched = greedy(*engine, ref.prompts, kGreedyTokens);
+  GreedyRun batched = greedy(engine->engine(), ref.prompts, kGreedyTokens);
   for (int i = 0; i < kNumPrompts; ++i) {
     EXPECT_EQ(batched.ids[i], ref.greedy_ids[i]) << "prompt " << i;
-    GreedyRun alone = greedy(*engine, {ref.prompts[i]}, kGreedyTokens);
+    GreedyRun alone = greedy(engine->engine(), {ref.prompts[i]}, kGreedyTokens);
     EXPECT_EQ(alone.ids[0], ref.greedy_ids[i]) << "prompt " << i << " alone";
     // The reported top-5 raw logprobs agree with log_softmax of the reference logits.
     for (int t = 0; t < kGreedyTokens && t < static_cast<int>(batched.top_logprobs[i].size()); ++t) {
@@ -85,7 +85,8 @@ TEST_P(GoldenModelTest, GreedyTokensMatchTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenModelTest,
                          ::testing::Values("llama_gqa", "llama3_tied", "mistral", "qwen2_bias",
-                                           "qwen3_qknorm", "llama_linear_rope", "llama_bf16"));
+                                           "qwen3_qknorm", "llama_linear_rope", "llama_bf16",
+                                           "llama_4layers"));
 
 TEST(GoldenBf16Test, Bf16KvCacheStaysCloseToTheF32Reference) {
   const Reference ref = load_reference("llama_bf16");

@@ -1,0 +1,136 @@
+#include "launcher/engine_session.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "launcher/engine_flags.h"
+
+namespace weft {
+namespace {
+
+// mpirun (OpenMPI), srun --mpi=pmix and other PMI launchers set one of these in every rank.
+bool launched_by_mpi() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"}) {
+    if (std::getenv(var) != nullptr) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArgs& args,
+                                                                    const std::string& default_model) {
+  std::unique_ptr<EngineSession> s(new EngineSession());
+  WEFT_ASSIGN_OR_RETURN(s->options_, engine_options_from(args, default_model));
+  WEFT_ASSIGN_OR_RETURN(int64_t tp, args.get_int("tp", 1));
+  WEFT_ASSIGN_OR_RETURN(int64_t pp, args.get_int("pp", 1));
+  if (tp < 1 || pp < 1) return absl::InvalidArgumentError("--tp and --pp must be at least 1");
+  const bool distributed = launched_by_mpi() || tp * pp > 1;
+#ifdef WEFT_HAVE_MPI
+  if (distributed) {
+    s->distributed_.engine = s->options_;
+    s->distributed_.tp = static_cast<int>(tp);
+    s->distributed_.pp = static_cast<int>(pp);
+    WEFT_ASSIGN_OR_RETURN(s->distributed_.layers_per_stage, args.get_int_list("layers-per-stage"));
+    WEFT_ASSIGN_OR_RETURN(int64_t timeout_s, args.get_int("step-timeout", 300));
+    s->distributed_.step_deadline = std::chrono::seconds(timeout_s);
+    WEFT_ASSIGN_OR_RETURN(s->world_, MpiWorld::init(nullptr, nullptr));
+    if (s->world_->size() != tp * pp) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the job has ", s->world_->size(), " rank(s) but --tp ", tp, " x --pp ", pp, " = ", tp * pp,
+          " are needed; start it with mpirun -np ", tp * pp, " (or srun -n ", tp * pp, ")"));
+    }
+  }
+#else
+  if (distributed) {
+    return absl::FailedPreconditionError("this weft was built without MPI (WEFT_MPI=OFF): --tp/--pp need it");
+  }
+#endif
+  return s;
+}
+
+EngineSession::~EngineSession() {
+#ifdef WEFT_HAVE_MPI
+  distributed_engine_.reset();  // before MPI_Finalize
+#endif
+}
+
+int EngineSession::rank() const {
+#ifdef WEFT_HAVE_MPI
+  if (world_) return world_->rank();
+#endif
+  return 0;
+}
+
+absl::Status EngineSession::load(DetokenizerFactory detokenizers) {
+#ifdef WEFT_HAVE_MPI
+  if (world_) {
+    WEFT_ASSIGN_OR_RETURN(distributed_engine_,
+                          DistributedEngine::create(*world_, distributed_, std::move(detokenizers)));
+    return absl::OkStatus();
+  }
+#endif
+  WEFT_ASSIGN_OR_RETURN(local_, LocalEngine::create(options_, std::move(detokenizers)));
+  return absl::OkStatus();
+}
+
+Engine& EngineSession::engine() {
+#ifdef WEFT_HAVE_MPI
+  if (distributed_engine_) return distributed_engine_->engine();
+#endif
+  return local_->engine();
+}
+
+const RankModel& EngineSession::model() const {
+#ifdef WEFT_HAVE_MPI
+  if (distributed_engine_) return distributed_engine_->model();
+#endif
+  return local_->model();
+}
+
+int64_t EngineSession::num_kv_blocks() const {
+#ifdef WEFT_HAVE_MPI
+  if (distributed_engine_) return distributed_engine_->kv_cache().num_blocks();
+#endif
+  return local_->kv_cache().num_blocks();
+}
+
+absl::Status EngineSession::serve() {
+#ifdef WEFT_HAVE_MPI
+  if (distributed_engine_) return distributed_engine_->serve();
+#endif
+  return absl::OkStatus();
+}
+
+absl::Status EngineSession::finish() {
+#ifdef WEFT_HAVE_MPI
+  if (distributed_engine_ && distributed_engine_->is_coordinator()) return distributed_engine_->shutdown();
+#endif
+  return absl::OkStatus();
+}
+
+void EngineSession::abort(int code, const std::string& message) {
+#ifdef WEFT_HAVE_MPI
+  if (world_ && world_->size() > 1) world_->abort(code, message);
+#endif
+  std::cerr << "weft: " << message << "\n";
+}
+
+int run_session(EngineSession& session, const std::function<int()>& coordinator) {
+  if (!session.is_coordinator()) {
+    absl::Status s = session.serve();
+    if (!s.ok()) session.abort(1, absl::StrCat("rank ", session.rank(), ": ", s.message()));
+    return s.ok() ? 0 : 1;
+  }
+  const int code = coordinator();
+  absl::Status s = session.finish();
+  if (!s.ok()) {
+    session.abort(1, absl::StrCat("rank 0: ", s.message()));
+    return 1;
+  }
+  return code;
+}
+
+}  // namespace weft

@@ -1,0 +1,66 @@
+#include "engine/distributed_engine.h"
+
+#include "core/status_macros.h"
+#include "parallel/world_agreement.h"
+
+namespace weft {
+
+absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
+    MpiWorld& world, const DistributedOptions& options, DetokenizerFactory detokenizers) {
+  std::unique_ptr<DistributedEngine> e(new DistributedEngine());
+  WEFT_ASSIGN_OR_RETURN(e->config_, WorldConfig::create(world.rank(), world.size(), options.tp, options.pp));
+  WEFT_ASSIGN_OR_RETURN(e->groups_, world.split(e->config_));
+  e->pool_ = std::make_unique<ThreadPool>(options.engine.num_threads);
+
+  // Every rank loads its part; a failure anywhere stops every rank with the same message.
+  absl::Status loaded = [&]() -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(options.engine.model_dir));
+    WEFT_ASSIGN_OR_RETURN(StageLayout layout,
+                          stage_layout(static_cast<int>(config.num_hidden_layers), options.pp,
+                                       e->config_.pp_rank(), options.layers_per_stage));
+    WEFT_ASSIGN_OR_RETURN(e->model_, load_rank_model(options.engine.model_dir, *e->groups_.tp, layout));
+    return absl::OkStatus();
+  }();
+  WEFT_RETURN_IF_ERROR(agree_on_status(world, loaded));
+
+  const KvCacheOptions& kv = options.engine.kv;
+  WEFT_ASSIGN_OR_RETURN(int64_t blocks, agree_on_minimum(e->model_->blocks_fitting(kv)));
+  absl::Status allocated = [&]() -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(kv), blocks));
+    return absl::OkStatus();
+  }();
+  WEFT_RETURN_IF_ERROR(agree_on_status(world, allocated));
+
+  e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, *e->groups_.tp, *e->pool_);
+  WEFT_ASSIGN_OR_RETURN(e->pipeline_, PipelineChannel::create(e->config_));
+  e->watchdog_ = world.make_watchdog();
+  e->worker_ = std::make_unique<StageWorker>(e->config_, *e->runner_, *e->groups_.tp, *e->pipeline_,
+                                             e->watchdog_.get(), options.step_deadline);
+  if (e->config_.is_coordinator()) {
+    e->executor_ = std::make_unique<DistributedExecutor>(e->config_, *e->worker_, *e->groups_.tp,
+                                                         *e->pipeline_);
+    EngineConfig config;
+    config.scheduler = options.engine.scheduler;
+    config.vocab_size = e->model_->config.vocab_size;
+    config.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len
+                                                            : e->model_->config.max_position_embeddings;
+    config.eos_token_ids = model_eos_ids(*e->model_);
+    config.seed = options.engine.seed;
+    e->engine_ = std::make_unique<Engine>(config, blocks, kv.block_size, *e->executor_, *e->pool_,
+                                          std::move(detokenizers));
+  }
+  return e;
+}
+
+DistributedEngine::~DistributedEngine() {
+  if (is_coordinator() && !shut_down_) (void)shutdown();
+}
+
+absl::Status DistributedEngine::serve() { return worker_->serve(); }
+
+absl::Status DistributedEngine::shutdown() {
+  shut_down_ = true;
+  return executor_->shutdown();
+}
+
+}  // namespace weft

@@ -1,0 +1,68 @@
+// One model over the ranks of an MPI job (`mpirun -np T*P weft ... --tp T --pp P`): every rank
+// loads its shard (its pipeline stage's layers, its TP slice) and its slice of the KV cache; the
+// job agrees on the number of KV blocks (the minimum over ranks); rank 0 gets the Engine and the
+// other ranks serve steps until rank 0 shuts the job down.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/thread_pool.h"
+#include "engine/distributed_executor.h"
+#include "engine/engine.h"
+#include "engine/local_engine.h"
+#include "engine/rank_model.h"
+#include "engine/stage_worker.h"
+#include "parallel/mpi_world.h"
+#include "parallel/pipeline_channel.h"
+
+namespace weft {
+
+struct DistributedOptions {
+  LocalEngineOptions engine;         // model, threads, KV cache, scheduler (as for one process)
+  int tp = 1;
+  int pp = 1;
+  std::vector<int> layers_per_stage;  // empty: even split
+  std::chrono::milliseconds step_deadline{std::chrono::minutes(5)};
+};
+
+class DistributedEngine {
+ public:
+  // Collective over the world. Errors (on every rank, naming the failing ranks) when the world
+  // size is not tp * pp, or any rank fails to load its shard.
+  static absl::StatusOr<std::unique_ptr<DistributedEngine>> create(
+      MpiWorld& world, const DistributedOptions& options, DetokenizerFactory detokenizers = {});
+  ~DistributedEngine();
+
+  bool is_coordinator() const { return config_.is_coordinator(); }
+  // Coordinator only.
+  Engine& engine() { return *engine_; }
+  StepExecutor& executor() { return *executor_; }
+  const RankModel& model() const { return *model_; }
+  const KvCache& kv_cache() const { return kv_; }
+  const WorldConfig& world_config() const { return config_; }
+
+  // Workers: serve steps until the coordinator shuts the job down.
+  absl::Status serve();
+  // Coordinator: tell every rank to stop (also done by the destructor if not called).
+  absl::Status shutdown();
+
+ private:
+  DistributedEngine() = default;
+  WorldConfig config_;
+  GroupComms groups_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<RankModel> model_;
+  KvCache kv_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<PipelineChannel> pipeline_;
+  std::unique_ptr<StepWatchdog> watchdog_;
+  std::unique_ptr<StageWorker> worker_;
+  std::unique_ptr<DistributedExecutor> executor_;
+  std::unique_ptr<Engine> engine_;
+  bool shut_down_ = false;
+};
+
+}  // namespace weft

@@ -1,0 +1,45 @@
+#include "engine/distributed_executor.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "engine/step_plan_codec.h"
+
+namespace weft {
+
+DistributedExecutor::DistributedExecutor(const WorldConfig& world, StageWorker& worker,
+                                         Communicator& tp, PipelineChannel& pipeline)
+    : world_(world), worker_(worker), tp_(tp), pipeline_(pipeline) {}
+
+absl::StatusOr<Tensor> DistributedExecutor::distribute(std::string bytes) {
+  WEFT_RETURN_IF_ERROR(broadcast_bytes(tp_, bytes, 0));
+  Tensor logits;
+  WEFT_ASSIGN_OR_RETURN(bool stepped, worker_.handle(bytes, &logits));
+  (void)stepped;
+  return logits;
+}
+
+absl::StatusOr<Tensor> DistributedExecutor::execute(const StepPlan& plan) {
+  WEFT_ASSIGN_OR_RETURN(Tensor logits, distribute(encode_control({ControlKind::kStep, plan})));
+  if (world_.pp == 1) return logits;
+  WEFT_ASSIGN_OR_RETURN(std::string bytes, pipeline_.recv_result());
+  WEFT_ASSIGN_OR_RETURN(StepResult result, decode_step_result(bytes));
+  if (!result.error.empty()) {
+    return absl::InternalError(absl::StrCat("step ", plan.step_id, " failed on the last stage: ", result.error));
+  }
+  if (result.step_id != plan.step_id) {
+    return absl::InternalError(absl::StrCat("expected the result of step ", plan.step_id,
+                                            ", the last stage returned step ", result.step_id));
+  }
+  if (!result.logits.defined()) {  // a step in which no chunk wanted logits
+    return Tensor::empty(DType::kF32, Shape{0, worker_.vocab_size()});
+  }
+  return result.logits;
+}
+
+absl::Status DistributedExecutor::shutdown() {
+  ControlMessage message;
+  message.kind = ControlKind::kShutdown;
+  return distribute(encode_control(message)).status();
+}
+
+}  // namespace weft

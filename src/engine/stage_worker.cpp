@@ -1,0 +1,86 @@
+#include "engine/stage_worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "engine/step_plan_codec.h"
+
+namespace weft {
+
+absl::Status broadcast_bytes(Communicator& comm, std::string& bytes, int root) {
+  Tensor size = Tensor::empty(DType::kI64, Shape{1});
+  size.data_as<int64_t>()[0] = static_cast<int64_t>(bytes.size());
+  WEFT_RETURN_IF_ERROR(comm.broadcast(size.view(), root));
+  const int64_t n = size.data_as<int64_t>()[0];
+  if (n < 0 || n > (int64_t{1} << 34)) {
+    return absl::DataLossError(absl::StrCat("broadcast of an absurd size ", n));
+  }
+  bytes.resize(static_cast<size_t>(n));
+  if (n == 0) return absl::OkStatus();
+  TensorView payload{bytes.data(), DType::kU8, Shape{n}, Device::kCpu};
+  return comm.broadcast(payload, root);
+}
+
+StageWorker::StageWorker(const WorldConfig& world, ModelRunner& runner, Communicator& tp,
+                         PipelineChannel& pipeline, StepWatchdog* watchdog,
+                         std::chrono::milliseconds step_deadline)
+    : world_(world),
+      runner_(runner),
+      tp_(tp),
+      pipeline_(pipeline),
+      watchdog_(watchdog),
+      step_deadline_(step_deadline) {}
+
+absl::StatusOr<std::string> StageWorker::receive_control() {
+  if (world_.is_first_stage()) {
+    std::string bytes;
+    WEFT_RETURN_IF_ERROR(broadcast_bytes(tp_, bytes, 0));
+    return bytes;
+  }
+  return pipeline_.recv_control();
+}
+
+absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, Tensor* logits) {
+  WEFT_ASSIGN_OR_RETURN(ControlMessage message, decode_control(control_bytes));
+  if (message.kind == ControlKind::kShutdown) {
+    if (pipeline_.has_next()) WEFT_RETURN_IF_ERROR(pipeline_.send_control(control_bytes));
+    WEFT_RETURN_IF_ERROR(pipeline_.flush_results());
+    return false;
+  }
+  const StepPlan& plan = message.plan;
+  if (watchdog_) watchdog_->arm(plan.step_id, step_deadline_);
+  WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, runner_.prepare(plan));
+  Tensor hidden;
+  if (world_.is_first_stage()) {
+    WEFT_ASSIGN_OR_RETURN(hidden, runner_.embed(batch));
+  } else {
+    hidden = Tensor::empty(DType::kF32, Shape{batch.num_tokens, runner_.model().config().hidden_size});
+    WEFT_RETURN_IF_ERROR(pipeline_.recv_hidden(hidden.view()));
+  }
+  WEFT_RETURN_IF_ERROR(runner_.run_layers(batch, hidden));
+  if (pipeline_.has_next()) {
+    WEFT_RETURN_IF_ERROR(pipeline_.send_control(control_bytes));
+    WEFT_RETURN_IF_ERROR(pipeline_.send_hidden(hidden.view()));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(Tensor step_logits, runner_.logits(batch, hidden));
+    if (world_.is_coordinator()) {
+      *logits = std::move(step_logits);
+    } else if (pipeline_.returns_results()) {
+      StepResult result;
+      result.step_id = plan.step_id;
+      result.logits = std::move(step_logits);
+      WEFT_RETURN_IF_ERROR(pipeline_.post_result(encode_step_result(result)));
+    }
+  }
+  if (watchdog_) watchdog_->disarm();
+  return true;
+}
+
+absl::Status StageWorker::serve() {
+  for (;;) {
+    WEFT_ASSIGN_OR_RETURN(std::string bytes, receive_control());
+    WEFT_ASSIGN_OR_RETURN(bool keep_going, handle(bytes, nullptr));
+    if (!keep_going) return absl::OkStatus();
+  }
+}
+
+}  // namespace weft

@@ -1,0 +1,53 @@
+// One rank's part of every step of a multi-rank job (DESIGN.md section 1).
+//
+// The coordinator's control message (a step plan, or shutdown) reaches the ranks of stage 0 by a
+// broadcast in their TP group (world rank 0 is stage 0's tp_rank 0), and every later stage from
+// the previous stage's rank with the same tp_rank, together with the hidden states. Each rank
+// embeds (first stage) or receives the hidden states, runs its layers, and hands both on; the
+// last stage computes the logits (gathered over its TP group) and its tp_rank 0 returns them to
+// the coordinator.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/model_runner.h"
+#include "parallel/communicator.h"
+#include "parallel/pipeline_channel.h"
+#include "parallel/step_watchdog.h"
+#include "parallel/world_config.h"
+
+namespace weft {
+
+// Broadcasts bytes from `root` over a communicator (size, then payload).
+absl::Status broadcast_bytes(Communicator& comm, std::string& bytes, int root);
+
+class StageWorker {
+ public:
+  // Borrows everything. `watchdog` may be null (no step deadline).
+  StageWorker(const WorldConfig& world, ModelRunner& runner, Communicator& tp,
+              PipelineChannel& pipeline, StepWatchdog* watchdog,
+              std::chrono::milliseconds step_deadline);
+
+  // Runs one control message on this rank. Returns false for shutdown (after passing it on).
+  // On the coordinator of a single-stage job, `logits` receives the step's logits.
+  absl::StatusOr<bool> handle(const std::string& control_bytes, Tensor* logits);
+
+  // Every rank but the coordinator: receive and handle control messages until shutdown.
+  absl::Status serve();
+
+  int64_t vocab_size() const { return runner_.model().config().vocab_size; }
+
+ private:
+  absl::StatusOr<std::string> receive_control();
+
+  WorldConfig world_;
+  ModelRunner& runner_;
+  Communicator& tp_;
+  PipelineChannel& pipeline_;
+  StepWatchdog* watchdog_;
+  std::chrono::milliseconds step_deadline_;
+};
+
+}  // namespace weft

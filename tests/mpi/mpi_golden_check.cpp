@@ -1,0 +1,124 @@
+// The golden models under a real MPI job: `mpirun -np T*P mpi_golden_check MODEL T P` must give
+// transformers' greedy tokens and logits within the single-rank tolerance, for the four prompts
+// batched together with chunked prefill, and every rank must hold only its share of the weights.
+// Rank 0 prints "N passed, M failed" and the job exits non-zero on any failure.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "engine/distributed_engine.h"
+#include "golden_harness.h"
+#include "parallel/world_agreement.h"
+
+namespace weft {
+namespace {
+
+using golden::Reference;
+
+constexpr float kTolerance = 2e-3f;  // the single-rank golden tolerance (tests/golden)
+
+struct Checks {
+  int passed = 0;
+  int failed = 0;
+  void expect(bool ok, const std::string& what) {
+    (ok ? passed : failed)++;
+    if (!ok) std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+  }
+};
+
+// The weight bytes rank (pp_rank, tp_rank) must hold: its stage's layers sharded over TP (KV heads
+// replicated when fewer than TP ranks; the MLP padded to ceil(i / tp)), the norms whole, and the
+// vocabulary shards of the embedding (first stage, and last when tied) and LM head (last).
+int64_t expected_weight_bytes(const ModelConfig& c, const WorldConfig& w, const StageLayout& layout) {
+  const int64_t t = w.tp, d = c.head_dim, h = c.hidden_size;
+  const int64_t q = c.num_attention_heads / t * d;
+  const int64_t kv = (c.num_key_value_heads >= t ? c.num_key_value_heads / t : 1) * d;
+  const int64_t inter = (c.intermediate_size + t - 1) / t;
+  int64_t per_layer = h * (q + 2 * kv) + h * q + 3 * h * inter + 2 * h;
+  if (c.attention_bias) per_layer += q + 2 * kv;
+  if (c.qk_norm) per_layer += 2 * d;
+  const int64_t vocab_shard = (c.vocab_size + t - 1) / t * h;
+  int64_t elements = per_layer * layout.num_layers();
+  if (layout.has_embedding || (layout.has_head && c.tie_word_embeddings)) elements += vocab_shard;
+  if (layout.has_head) elements += h + (c.tie_word_embeddings ? 0 : vocab_shard);
+  return elements * static_cast<int64_t>(dtype_size(c.torch_dtype));
+}
+
+int run(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: mpi_golden_check MODEL TP PP\n");
+    return 2;
+  }
+  const std::string name = argv[1];
+  auto world = MpiWorld::init(&argc, &argv);
+  if (!world.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(world.status().message()).c_str());
+    return 1;
+  }
+  DistributedOptions options;
+  options.engine.model_dir = golden::model_dir(name);
+  options.engine.num_threads = 1;
+  options.engine.kv.block_size = 4;
+  options.engine.kv.dtype = DType::kF32;
+  options.engine.kv.max_blocks = 128;
+  options.tp = std::atoi(argv[2]);
+  options.pp = std::atoi(argv[3]);
+  auto created = DistributedEngine::create(**world, options);
+  if (!created.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", (*world)->rank(), std::string(created.status().message()).c_str());
+    return 1;
+  }
+  DistributedEngine& engine = **created;
+
+  // Every rank reports its weight bytes to rank 0.
+  const ModelConfig& config = engine.model().config;
+  const StageLayout& layout = engine.model().model->layout();
+  const int64_t held = static_cast<int64_t>(engine.model().model->weight_bytes());
+  const int64_t expected = expected_weight_bytes(config, engine.world_config(), layout);
+  auto sizes = (*world)->gather_bytes(std::to_string(held) + " " + std::to_string(expected), 0);
+
+  if (!engine.is_coordinator()) {
+    absl::Status s = engine.serve();
+    if (!s.ok()) (*world)->abort(1, std::string(s.message()));
+    return 0;
+  }
+
+  Checks checks;
+  for (size_t r = 0; sizes.ok() && r < sizes->size(); ++r) {
+    long long h = 0, e = 0;
+    std::sscanf((*sizes)[r].c_str(), "%lld %lld", &h, &e);
+    checks.expect(h == e, "rank " + std::to_string(r) + " holds " + std::to_string(h) +
+                              " weight bytes, expected " + std::to_string(e));
+  }
+  try {
+    const Reference ref = golden::load_reference(name);
+    for (int64_t budget : {4096, 7}) {
+      auto logits = golden::score_prompts(engine.executor(), engine.kv_cache().num_blocks(),
+                                          engine.kv_cache().shape().block_size, config.vocab_size,
+                                          ref.prompts, budget);
+      for (int i = 0; i < golden::kNumPrompts; ++i) {
+        const float diff = golden::max_abs_diff(logits[i], ref.prompt_logits[i]);
+        checks.expect(diff < kTolerance, name + " prompt " + std::to_string(i) + " budget " +
+                                             std::to_string(budget) + ": max |logit diff| " +
+                                             std::to_string(diff));
+      }
+    }
+    golden::GreedyRun run = golden::greedy(engine.engine(), ref.prompts, golden::kGreedyTokens);
+    for (int i = 0; i < golden::kNumPrompts; ++i) {
+      checks.expect(run.ids[i] == ref.greedy_ids[i], name + " prompt " + std::to_string(i) + " greedy tokens");
+    }
+  } catch (const std::exception& e) {
+    checks.expect(false, e.what());
+  }
+  absl::Status s = engine.shutdown();
+  checks.expect(s.ok(), "shutdown: " + std::string(s.message()));
+  std::printf("%s tp=%d pp=%d: %d passed, %d failed\n", name.c_str(), options.tp, options.pp,
+              checks.passed, checks.failed);
+  return checks.failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) { return weft::run(argc, argv); }
