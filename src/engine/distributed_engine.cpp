@@ -38,7 +38,8 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
                                              e->watchdog_.get(), options.step_deadline);
   if (e->config_.is_coordinator()) {
     e->executor_ = std::make_unique<DistributedExecutor>(e->config_, *e->worker_, *e->groups_.tp,
-                                                         *e->pipeline_);
+                                                         *e->pipeline_, e->watchdog_.get(),
+                                                         options.step_deadline);
     EngineConfig config;
     config.scheduler = options.engine.scheduler;
     config.vocab_size = e->model_->config.vocab_size;

@@ -7,8 +7,15 @@
 namespace weft {
 
 DistributedExecutor::DistributedExecutor(const WorldConfig& world, StageWorker& worker,
-                                         Communicator& tp, PipelineChannel& pipeline)
-    : world_(world), worker_(worker), tp_(tp), pipeline_(pipeline) {}
+                                         Communicator& tp, PipelineChannel& pipeline,
+                                         StepWatchdog* watchdog,
+                                         std::chrono::milliseconds step_deadline)
+    : world_(world),
+      worker_(worker),
+      tp_(tp),
+      pipeline_(pipeline),
+      watchdog_(watchdog),
+      step_deadline_(step_deadline) {}
 
 absl::StatusOr<Tensor> DistributedExecutor::distribute(std::string bytes) {
   WEFT_RETURN_IF_ERROR(broadcast_bytes(tp_, bytes, 0));
@@ -19,6 +26,13 @@ absl::StatusOr<Tensor> DistributedExecutor::distribute(std::string bytes) {
 }
 
 absl::StatusOr<Tensor> DistributedExecutor::execute(const StepPlan& plan) {
+  if (watchdog_) watchdog_->arm(plan.step_id, step_deadline_);
+  absl::StatusOr<Tensor> logits = run_step(plan);
+  if (watchdog_) watchdog_->disarm();
+  return logits;
+}
+
+absl::StatusOr<Tensor> DistributedExecutor::run_step(const StepPlan& plan) {
   WEFT_ASSIGN_OR_RETURN(Tensor logits, distribute(encode_control({ControlKind::kStep, plan})));
   if (world_.pp == 1) return logits;
   WEFT_ASSIGN_OR_RETURN(std::string bytes, pipeline_.recv_result());

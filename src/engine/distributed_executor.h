@@ -10,19 +10,25 @@ namespace weft {
 
 class DistributedExecutor final : public StepExecutor {
  public:
+  // `watchdog` (may be null) is armed with `step_deadline` from the plan's hand-over until its
+  // logits are back: a rank that dies or stalls cannot leave the coordinator waiting forever.
   DistributedExecutor(const WorldConfig& world, StageWorker& worker, Communicator& tp,
-                      PipelineChannel& pipeline);
+                      PipelineChannel& pipeline, StepWatchdog* watchdog,
+                      std::chrono::milliseconds step_deadline);
   absl::StatusOr<Tensor> execute(const StepPlan& plan) override;
   // Tells every rank to leave its step loop. Call once, at the end.
   absl::Status shutdown();
 
  private:
   absl::StatusOr<Tensor> distribute(std::string bytes);
+  absl::StatusOr<Tensor> run_step(const StepPlan& plan);
 
   WorldConfig world_;
   StageWorker& worker_;
   Communicator& tp_;
   PipelineChannel& pipeline_;
+  StepWatchdog* watchdog_;
+  std::chrono::milliseconds step_deadline_;
 };
 
 }  // namespace weft

@@ -47,7 +47,9 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, Tenso
     return false;
   }
   const StepPlan& plan = message.plan;
-  if (watchdog_) watchdog_->arm(plan.step_id, step_deadline_);
+  // The coordinator's executor arms its watchdog around the whole step, result included.
+  const bool watched = watchdog_ != nullptr && !world_.is_coordinator();
+  if (watched) watchdog_->arm(plan.step_id, step_deadline_);
   WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, runner_.prepare(plan));
   Tensor hidden;
   if (world_.is_first_stage()) {
@@ -71,7 +73,7 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, Tenso
       WEFT_RETURN_IF_ERROR(pipeline_.post_result(encode_step_result(result)));
     }
   }
-  if (watchdog_) watchdog_->disarm();
+  if (watched) watchdog_->disarm();
   return true;
 }
 
