@@ -8,10 +8,12 @@
 namespace weft {
 
 int run_generate(const std::vector<std::string>& args);
+int run_batch_command(const std::vector<std::string>& args);
 int run_info(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);
 int run_tokenize(const std::vector<std::string>& args);
 int run_detokenize(const std::vector<std::string>& args);
 int run_chat_template(const std::vector<std::string>& args);
+int run_serve(const std::vector<std::string>& args);
 
 }  // namespace weft

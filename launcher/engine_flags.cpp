@@ -1,5 +1,6 @@
 #include "launcher/engine_flags.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/cpu_features.h"
 #include "core/status_macros.h"
 
@@ -8,28 +9,33 @@ namespace weft {
 std::set<std::string> engine_value_flags() {
   return {"model",         "threads",      "block-size",   "kv-cache-memory",
           "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "max-model-len",
-          "seed",          "cpu-isa",      "kv-cache-blocks", "tp", "pp", "layers-per-stage",
-          "step-timeout"};
+          "seed",          "cpu-isa",      "kv-cache-blocks", "kv-cache-memory-fraction", "tp", "pp", "layers-per-stage",
+          "step-timeout", "pipeline-micro-batches"};
 }
 
-std::set<std::string> engine_bool_flags() { return {"no-chunked-prefill"}; }
+std::set<std::string> engine_bool_flags() { return {"no-chunked-prefill", "no-prefix-caching"}; }
 
 const char* engine_flags_help() {
   return "  --model DIR                  Hugging Face model directory\n"
          "  --threads N                  kernel threads (default: all cores)\n"
          "  --block-size N               tokens per KV block (default 16)\n"
          "  --kv-cache-memory SIZE       KV cache budget, e.g. 512MiB (default 1GiB)\n"
+         "  --kv-cache-memory-fraction F KV cache budget as a fraction (0, 1] of the memory still\n"
+         "                               available after loading the model (instead of the size)\n"
          "  --kv-cache-blocks N          cap on KV blocks (default: what the budget holds)\n"
-         "  --kv-cache-dtype T           auto|float32|bfloat16|float16 (default auto = model dtype)\n"
+         "  --kv-cache-dtype T           auto|float32|bfloat16|float16|int8 (default auto = model\n"
+         "                               dtype; int8: per-token-per-head scales)\n"
          "  --max-num-seqs N             running sequences per step (default 64)\n"
          "  --max-num-batched-tokens N   tokens per step (default 2048)\n"
          "  --no-chunked-prefill         never split a prompt over steps\n"
+         "  --no-prefix-caching          never reuse the KV of a shared prompt prefix\n"
          "  --max-model-len N            prompt + output limit (default: the model's)\n"
          "  --seed N                     base seed for requests without one\n"
          "  --cpu-isa native|avx2|portable  cap the CPU kernels' instruction set\n"
          "  --tp T --pp P                tensor x pipeline parallel ranks (run under mpirun -np T*P)\n"
          "  --layers-per-stage 6,6       uneven pipeline split (default: even)\n"
-         "  --step-timeout S             a step running longer ends the job (default 300)\n";
+         "  --step-timeout S             a step running longer ends the job (default 300)\n"
+         "  --pipeline-micro-batches N   steps in flight through the pipeline (default pp; 1 = off)\n";
 }
 
 absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
@@ -46,10 +52,22 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   o.kv.block_size = static_cast<int>(block_size);
   WEFT_ASSIGN_OR_RETURN(o.kv.memory_bytes, args.get_bytes("kv-cache-memory", 1ll << 30));
   WEFT_ASSIGN_OR_RETURN(o.kv.max_blocks, args.get_int("kv-cache-blocks", 0));
+  WEFT_ASSIGN_OR_RETURN(o.kv.memory_fraction, args.get_double("kv-cache-memory-fraction", 0.0));
+  if (args.has("kv-cache-memory-fraction") &&
+      (o.kv.memory_fraction <= 0 || o.kv.memory_fraction > 1)) {
+    return absl::InvalidArgumentError("--kv-cache-memory-fraction: must be in (0, 1]");
+  }
   const std::string kv_dtype = args.get_or("kv-cache-dtype", "auto");
-  if (kv_dtype != "auto") {
-    WEFT_ASSIGN_OR_RETURN(DType dtype, dtype_from_string(kv_dtype));
-    o.kv.dtype = dtype;
+  if (kv_dtype == "int8" || kv_dtype == "i8") {
+    o.kv.dtype = DType::kI8;
+  } else if (kv_dtype != "auto") {
+    auto dtype = dtype_from_string(kv_dtype);
+    if (!dtype.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--kv-cache-dtype: expected auto, float32, bfloat16, float16 or int8, got '", kv_dtype,
+          "'"));
+    }
+    o.kv.dtype = *dtype;
   }
   WEFT_ASSIGN_OR_RETURN(int64_t max_seqs, args.get_int("max-num-seqs", 64));
   WEFT_ASSIGN_OR_RETURN(o.scheduler.max_num_batched_tokens,
@@ -59,6 +77,7 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   }
   o.scheduler.max_num_seqs = static_cast<int>(max_seqs);
   o.scheduler.chunked_prefill = !args.has("no-chunked-prefill");
+  o.scheduler.enable_prefix_caching = !args.has("no-prefix-caching");
   WEFT_ASSIGN_OR_RETURN(o.max_model_len, args.get_int("max-model-len", 0));
   if (args.has("seed")) {
     WEFT_ASSIGN_OR_RETURN(int64_t seed, args.get_int("seed", 0));

@@ -14,7 +14,7 @@ namespace weft {
 // Names of the shared value flags: model, threads, block-size, kv-cache-memory,
 // kv-cache-dtype, max-num-seqs, max-num-batched-tokens, max-model-len, seed, cpu-isa.
 std::set<std::string> engine_value_flags();
-// Shared boolean flags: no-chunked-prefill.
+// Shared boolean flags: no-chunked-prefill, no-prefix-caching.
 std::set<std::string> engine_bool_flags();
 
 // Reads the shared flags; applies --cpu-isa at once. `default_model` is used when --model is

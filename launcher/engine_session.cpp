@@ -36,6 +36,8 @@ absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArg
     WEFT_ASSIGN_OR_RETURN(s->distributed_.layers_per_stage, args.get_int_list("layers-per-stage"));
     WEFT_ASSIGN_OR_RETURN(int64_t timeout_s, args.get_int("step-timeout", 300));
     s->distributed_.step_deadline = std::chrono::seconds(timeout_s);
+    WEFT_ASSIGN_OR_RETURN(int64_t micro_batches, args.get_int("pipeline-micro-batches", 0));
+    s->distributed_.micro_batches = static_cast<int>(micro_batches);
     WEFT_ASSIGN_OR_RETURN(s->world_, MpiWorld::init(nullptr, nullptr));
     if (s->world_->size() != tp * pp) {
       return absl::InvalidArgumentError(absl::StrCat(

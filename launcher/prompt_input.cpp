@@ -14,21 +14,30 @@ const char* prompt_flags_help() {
          "  --prompt-ids 1,2,3              token ids instead of text\n";
 }
 
+absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& tokenizer,
+                                                          const nlohmann::ordered_json& messages) {
+  if (tokenizer.chat_template().empty()) {
+    return absl::InvalidArgumentError("the model's tokenizer_config.json has no chat_template");
+  }
+  if (!messages.is_array()) return absl::InvalidArgumentError("messages: expected an array");
+  WEFT_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::parse(tokenizer.chat_template()));
+  WEFT_ASSIGN_OR_RETURN(std::string text,
+                        render_chat(tmpl, messages, /*add_generation_prompt=*/true,
+                                    tokenizer.bos_token().value_or(""),
+                                    tokenizer.eos_token().value_or("")));
+  return tokenizer.encode(text, /*add_special_tokens=*/false);
+}
+
 absl::StatusOr<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer,
                                                  const std::string& user_text,
                                                  const std::string& system_text) {
   if (tokenizer.chat_template().empty()) {
     return absl::InvalidArgumentError("--chat: the model's tokenizer_config.json has no chat_template");
   }
-  WEFT_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::parse(tokenizer.chat_template()));
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!system_text.empty()) messages.push_back({{"role", "system"}, {"content", system_text}});
   messages.push_back({{"role", "user"}, {"content", user_text}});
-  WEFT_ASSIGN_OR_RETURN(std::string text,
-                        render_chat(tmpl, messages, /*add_generation_prompt=*/true,
-                                    tokenizer.bos_token().value_or(""),
-                                    tokenizer.eos_token().value_or("")));
-  return tokenizer.encode(text, /*add_special_tokens=*/false);
+  return encode_chat_messages(tokenizer, messages);
 }
 
 absl::StatusOr<PromptInput> prompt_from_flags(const CliArgs& args,

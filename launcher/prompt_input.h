@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "launcher/cli_args.h"
+#include "nlohmann/json.hpp"
 #include "tokenizer/tokenizer.h"
 
 namespace weft {
@@ -31,5 +32,11 @@ absl::StatusOr<PromptInput> prompt_from_flags(const CliArgs& args,
 absl::StatusOr<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer,
                                                  const std::string& user_text,
                                                  const std::string& system_text);
+
+// Renders an OpenAI messages array ([{"role", "content"}, ...]) with the model's chat template
+// (add_generation_prompt) and encodes it the same way. InvalidArgument when the tokenizer has no
+// chat template, `messages` is not an array, or the template fails (its message says where).
+absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& tokenizer,
+                                                          const nlohmann::ordered_json& messages);
 
 }  // namespace weft

@@ -8,8 +8,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libabsl-dev libprotobuf-dev protobuf-compiler
-  libopenmpi-dev openmpi-bin
+  libabsl-dev libprotobuf-dev protobuf-compiler libgrpc++-dev protobuf-compiler-grpc
+  libopenmpi-dev openmpi-bin slurm-wlm munge
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev

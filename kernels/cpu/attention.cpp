@@ -74,9 +74,19 @@ struct Scratch {
   std::vector<float> acc, row_max, row_sum, k, v, scores;
 };
 
+// Int8 cache rows: per (slot, kv head) scales; null for float caches.
+struct Scales {
+  const float* k = nullptr;
+  const float* v = nullptr;
+};
+
+void dequantize_row(const int8_t* src, float scale, float* dst, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale;
+}
+
 void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
-              const TensorView& v_cache, const AttentionBatch& batch, const Geometry& g,
-              float scale, float* out, const cpu::VecOps& ops, Scratch& sc) {
+              const TensorView& v_cache, const Scales& scales, const AttentionBatch& batch,
+              const Geometry& g, float scale, float* out, const cpu::VecOps& ops, Scratch& sc) {
   const int64_t d = g.head_dim;
   const int64_t bs = g.block_size;
   const int64_t ql = batch.query_start[it.seq + 1] - batch.query_start[it.seq];
@@ -119,8 +129,16 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
       const char* vc = static_cast<const char*>(v_cache.data);
       for (int64_t t = 0; t < nt; ++t) {
         const size_t off = static_cast<size_t>(base + t * kv_stride) * esize;
-        ops.widen(k_cache.dtype, kc + off, sc.k.data() + t * d, d);
-        ops.widen(v_cache.dtype, vc + off, sc.v.data() + t * d, d);
+        if (scales.k != nullptr) {
+          const int64_t s = (block * bs + t) * g.num_kv_heads + it.kv_head;
+          dequantize_row(reinterpret_cast<const int8_t*>(kc + off), scales.k[s],
+                         sc.k.data() + t * d, d);
+          dequantize_row(reinterpret_cast<const int8_t*>(vc + off), scales.v[s],
+                         sc.v.data() + t * d, d);
+        } else {
+          ops.widen(k_cache.dtype, kc + off, sc.k.data() + t * d, d);
+          ops.widen(v_cache.dtype, vc + off, sc.v.data() + t * d, d);
+        }
       }
       kp = sc.k.data();
       vp = sc.v.data();
@@ -198,9 +216,90 @@ void write_kv_cache(const TensorView& k, const TensorView& v, const TensorView& 
   (void)cache_slots;
 }
 
+namespace {
+
+// Symmetric per-row int8: scale = max |x| / 127, q = round(x / scale).
+float quantize_row(const float* src, int8_t* dst, int64_t n) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));
+  if (amax == 0.0f) {
+    std::fill(dst, dst + n, int8_t{0});
+    return 0.0f;
+  }
+  const float scale = amax / 127.0f;
+  const float inv = 127.0f / amax;
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = std::nearbyint(src[i] * inv);
+    dst[i] = static_cast<int8_t>(std::clamp(r, -127.0f, 127.0f));
+  }
+  return scale;
+}
+
+void paged_attention_impl(const TensorView& q, const TensorView& k_cache,
+                          const TensorView& v_cache, const Scales& scales,
+                          const AttentionBatch& batch, float scale, const TensorView& out,
+                          ThreadPool& pool);
+
+}  // namespace
+
+void write_kv_cache(const TensorView& k, const TensorView& v, const TensorView& slots,
+                    const TensorView& k_cache, const TensorView& v_cache,
+                    const TensorView& k_scale, const TensorView& v_scale, ThreadPool& pool) {
+  const int64_t tokens = k.shape[0];
+  assert(k.dtype == DType::kF32 && v.dtype == DType::kF32 && v.numel() == k.numel());
+  assert(k_cache.dtype == DType::kI8 && v_cache.dtype == DType::kI8);
+  assert(k_scale.dtype == DType::kF32 && v_scale.dtype == DType::kF32);
+  assert(slots.dtype == DType::kI64 && slots.numel() == tokens);
+  const int64_t heads = k_cache.shape[2];
+  const int64_t d = k_cache.shape[3];
+  assert(tokens == 0 || k.numel() == tokens * heads * d);
+  const int64_t* slot = slots.as<const int64_t>();
+  int8_t* kc = k_cache.as<int8_t>();
+  int8_t* vc = v_cache.as<int8_t>();
+  float* ks = k_scale.as<float>();
+  float* vs = v_scale.as<float>();
+  const float* kp = k.as<const float>();
+  const float* vp = v.as<const float>();
+  pool.parallel_for(
+      tokens,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          if (slot[t] < 0) continue;
+          for (int64_t h = 0; h < heads; ++h) {
+            const int64_t src = (t * heads + h) * d;
+            const int64_t row = slot[t] * heads + h;
+            ks[row] = quantize_row(kp + src, kc + row * d, d);
+            vs[row] = quantize_row(vp + src, vc + row * d, d);
+          }
+        }
+      },
+      std::max<int64_t>(1, 8192 / std::max<int64_t>(1, heads * d)));
+}
+
 void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
                      const AttentionBatch& batch, float scale, const TensorView& out,
                      ThreadPool& pool) {
+  assert(k_cache.dtype != DType::kI8);
+  paged_attention_impl(q, k_cache, v_cache, Scales{}, batch, scale, out, pool);
+}
+
+void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const TensorView& k_scale, const TensorView& v_scale,
+                     const AttentionBatch& batch, float scale, const TensorView& out,
+                     ThreadPool& pool) {
+  assert(k_cache.dtype == DType::kI8 && k_scale.dtype == DType::kF32 &&
+         v_scale.dtype == DType::kF32);
+  paged_attention_impl(q, k_cache, v_cache,
+                       Scales{k_scale.as<const float>(), v_scale.as<const float>()}, batch, scale,
+                       out, pool);
+}
+
+namespace {
+
+void paged_attention_impl(const TensorView& q, const TensorView& k_cache,
+                          const TensorView& v_cache, const Scales& scales,
+                          const AttentionBatch& batch, float scale, const TensorView& out,
+                          ThreadPool& pool) {
   Geometry g;
   g.num_heads = q.shape[1];
   g.head_dim = q.shape[2];
@@ -220,9 +319,12 @@ void paged_attention(const TensorView& q, const TensorView& k_cache, const Tenso
   pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t begin, int64_t end) {
     Scratch sc;
     for (int64_t i = begin; i < end; ++i) {
-      run_item(items[static_cast<size_t>(i)], qp, k_cache, v_cache, batch, g, scale, op, ops, sc);
+      run_item(items[static_cast<size_t>(i)], qp, k_cache, v_cache, scales, batch, g, scale, op,
+               ops, sc);
     }
   });
 }
+
+}  // namespace
 
 }  // namespace weft::kernels

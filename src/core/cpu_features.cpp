@@ -14,12 +14,13 @@ CpuFeatures detect() {
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
-  f.avx512fp16 = __builtin_cpu_supports("avx512fp16");
-  // f16c and amx are not known to every gcc's __builtin_cpu_supports: read CPUID directly.
+  // f16c, avx512fp16 and amx are not known to every compiler's __builtin_cpu_supports (gcc 12
+  // lacks f16c/amx, clang 14 avx512fp16): read CPUID directly.
   unsigned a, b, c, d;
   __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
   f.f16c = (c >> 29) & 1u;
   __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+  f.avx512fp16 = f.avx512f && ((d >> 23) & 1u);  // avx512f also implies OS support (XCR0)
   f.amx_bf16 = (d >> 22) & 1u;
 #endif
   return f;

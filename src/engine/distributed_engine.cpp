@@ -39,7 +39,9 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   if (e->config_.is_coordinator()) {
     e->executor_ = std::make_unique<DistributedExecutor>(e->config_, *e->worker_, *e->groups_.tp,
                                                          *e->pipeline_, e->watchdog_.get(),
-                                                         options.step_deadline);
+                                                         options.step_deadline,
+                                                         options.micro_batches > 0 ? options.micro_batches
+                                                                                   : options.pp);
     EngineConfig config;
     config.scheduler = options.engine.scheduler;
     config.vocab_size = e->model_->config.vocab_size;

@@ -26,6 +26,7 @@ struct DistributedOptions {
   int pp = 1;
   std::vector<int> layers_per_stage;  // empty: even split
   std::chrono::milliseconds step_deadline{std::chrono::minutes(5)};
+  int micro_batches = 0;  // plans in flight through the pipeline; 0: pp (1 disables pipelining)
 };
 
 class DistributedEngine {

@@ -11,7 +11,7 @@ namespace weft {
 Engine::Engine(const EngineConfig& config, int64_t num_kv_blocks, int block_size,
                StepExecutor& executor, ThreadPool& pool, DetokenizerFactory detokenizers)
     : config_(config),
-      blocks_(num_kv_blocks, block_size, config.enable_prefix_caching),
+      blocks_(num_kv_blocks, block_size, config.scheduler.enable_prefix_caching),
       scheduler_(config.scheduler, blocks_),
       executor_(executor),
       pool_(pool),
@@ -89,13 +89,21 @@ void Engine::abort(int64_t request_id) {
 absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   std::vector<SequenceOutput> outputs = std::move(pending_);
   pending_.clear();
-  if (!scheduler_.has_unfinished()) return outputs;
+  if (!scheduler_.has_unfinished() && in_flight_.empty()) return outputs;
 
-  const StepPlan plan = scheduler_.schedule();
-  if (plan.chunks.empty()) {
+  // Keep up to max_in_flight() plans going (pipeline micro-batches over disjoint sequences).
+  while (static_cast<int>(in_flight_.size()) < executor_.max_in_flight()) {
+    StepPlan next = scheduler_.schedule();
+    if (next.chunks.empty()) break;
+    WEFT_RETURN_IF_ERROR(executor_.submit(next));
+    in_flight_.push_back(std::move(next));
+  }
+  if (in_flight_.empty()) {
     return absl::InternalError("the scheduler planned an empty step with requests waiting");
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor logits, executor_.execute(plan));
+  WEFT_ASSIGN_OR_RETURN(Tensor logits, executor_.collect());
+  const StepPlan plan = std::move(in_flight_.front());
+  in_flight_.pop_front();
 
   // Which logits rows sample: the last row of each chunk that reaches its sequence's end.
   std::vector<int64_t> sample_rows;
@@ -104,10 +112,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   for (const PlannedChunk& chunk : plan.chunks) {
     const Sequence* seq = scheduler_.find(chunk.seq_id);
     const int64_t len = static_cast<int64_t>(chunk.token_ids.size());
-    if (seq->is_prefilling()) num_prefilled_tokens_ += len;
     const int64_t rows = chunk.logits == LogitsWanted::kAll ? len
                          : chunk.logits == LogitsWanted::kLast ? 1 : 0;
     row += rows;
+    if (seq == nullptr) continue;  // aborted while its step was in flight
+    if (seq->is_prefilling()) num_prefilled_tokens_ += len;
     if (chunk.start_position + len == seq->num_tokens() && rows > 0) {
       sample_rows.push_back(row - 1);
       sample_seqs.push_back(seq);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -36,7 +37,6 @@ struct EngineConfig {
   int64_t max_model_len = 0;         // prompt + output tokens at most
   std::vector<int32_t> eos_token_ids;
   std::optional<uint64_t> seed;      // base of seeds for unseeded requests (random if absent)
-  bool enable_prefix_caching = true; // reuse cached KV blocks of identical token prefixes
 };
 
 struct Request {
@@ -74,7 +74,9 @@ class Engine {
   // One engine step. Returns the outputs of the sequences that produced something or finished
   // (aborted sequences report once, in the next step).
   absl::StatusOr<std::vector<SequenceOutput>> step();
-  bool has_unfinished() const { return scheduler_.has_unfinished() || !pending_.empty(); }
+  bool has_unfinished() const {
+    return scheduler_.has_unfinished() || !pending_.empty() || !in_flight_.empty();
+  }
 
   const Scheduler& scheduler() const { return scheduler_; }
   const BlockManager& blocks() const { return blocks_; }
@@ -113,6 +115,7 @@ class Engine {
   std::map<int64_t, RequestInfo> requests_;
   std::map<int64_t, SequenceInfo> sequences_;
   std::vector<SequenceOutput> pending_;  // abort reports
+  std::deque<StepPlan> in_flight_;       // submitted, not yet collected (oldest first)
   int64_t next_request_id_ = 0;
   int64_t next_seq_id_ = 0;
   int64_t num_prefilled_tokens_ = 0;

@@ -3,18 +3,19 @@
 #include <algorithm>
 
 #include "core/status_macros.h"
+#include "kv/memory_budget.h"
 
 namespace weft {
 
 KvCacheShape RankModel::kv_shape(const KvCacheOptions& options) const {
   DType dtype = options.dtype.value_or(config.torch_dtype);
-  if (!is_float_dtype(dtype)) dtype = DType::kF32;
+  if (!is_float_dtype(dtype) && dtype != DType::kI8) dtype = DType::kF32;
   return model->kv_cache_shape(options.block_size, dtype);
 }
 
 int64_t RankModel::blocks_fitting(const KvCacheOptions& options) const {
   const int64_t per_block = std::max<int64_t>(1, kv_shape(options).bytes_per_block());
-  int64_t blocks = options.memory_bytes / per_block;
+  int64_t blocks = kv_budget_bytes(options.memory_bytes, options.memory_fraction) / per_block;
   if (options.max_blocks > 0) blocks = std::min(blocks, options.max_blocks);
   return blocks;
 }

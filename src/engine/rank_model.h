@@ -19,8 +19,11 @@ namespace weft {
 
 struct KvCacheOptions {
   int block_size = 16;
-  std::optional<DType> dtype;        // absent: the model's dtype (F32 for F32 models, else BF16/F16)
+  std::optional<DType> dtype;        // absent: the model's dtype (F32 for F32 models, else BF16/F16);
+                                     // I8: int8 with per-token-per-head F32 scales
   int64_t memory_bytes = 1ll << 30;  // this rank's budget for KV blocks
+  double memory_fraction = 0;        // > 0: the budget is this fraction of the available memory
+                                     // (kv/memory_budget.h) instead of memory_bytes
   int64_t max_blocks = 0;            // > 0: at most this many blocks (tests, small runs)
 };
 

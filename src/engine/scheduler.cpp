@@ -126,6 +126,7 @@ StepPlan Scheduler::schedule() {
   for (int64_t id : order) {
     Sequence& seq = sequences_.at(id);
     if (seq.state != SequenceState::kRunning) continue;  // preempted earlier in this loop
+    if (in_flight_.count(id)) continue;  // its previous step has not come back yet
     if (budget <= 0) break;
     if (seq.num_uncomputed_tokens() == 0) continue;  // nothing new until a token is appended
     unshare_partial_block(seq);
@@ -138,7 +139,7 @@ StepPlan Scheduler::schedule() {
       int64_t victim = -1;
       for (auto it = order.rbegin(); it != order.rend(); ++it) {
         const Sequence& v = sequences_.at(*it);
-        if (v.state == SequenceState::kRunning && !in_plan.count(*it)) {
+        if (v.state == SequenceState::kRunning && !in_plan.count(*it) && !in_flight_.count(*it)) {
           victim = *it;
           break;
         }
@@ -187,10 +188,12 @@ StepPlan Scheduler::schedule() {
     budget -= num_new;
   }
   waiting_ = std::move(still_waiting);
+  for (const PlannedChunk& chunk : plan.chunks) in_flight_.insert(chunk.seq_id);
   return plan;
 }
 
 void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToken>& sampled) {
+  for (const PlannedChunk& chunk : plan.chunks) in_flight_.erase(chunk.seq_id);
   for (const PlannedChunk& chunk : plan.chunks) {
     auto it = sequences_.find(chunk.seq_id);
     if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
@@ -218,6 +221,7 @@ void Scheduler::finish(int64_t seq_id) {
 }
 
 void Scheduler::remove(int64_t seq_id) {
+  in_flight_.erase(seq_id);
   finish(seq_id);
   sequences_.erase(seq_id);
   all_logits_.erase(seq_id);

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "engine/sequence.h"
@@ -34,6 +35,9 @@ struct SchedulerConfig {
   int max_num_seqs = 64;                   // running sequences at most
   int64_t max_num_batched_tokens = 2048;   // tokens per step at most
   bool chunked_prefill = true;             // split prompts longer than the remaining budget
+  // Engine only: build its BlockManager with prefix caching (reuse the KV of identical leading
+  // blocks across requests). The Scheduler itself follows the BlockManager it is given.
+  bool enable_prefix_caching = true;
 };
 
 // A token sampled for a sequence by the step that ran `plan`.
@@ -48,7 +52,9 @@ class Scheduler {
 
   // Takes a new sequence in WAITING. Its id must be unique.
   void add(Sequence seq);
-  // Plans the next step; sequences it preempts are listed by last_preempted().
+  // Plans the next step; sequences it preempts are listed by last_preempted(). Sequences of
+  // earlier plans still in flight (no on_step_done yet) are left out, so successive plans hold
+  // disjoint sequences (pipeline micro-batches).
   StepPlan schedule();
   // Records that `plan` ran: advances each chunk's computed tokens and appends sampled tokens.
   void on_step_done(const StepPlan& plan, const std::vector<SampledToken>& sampled);
@@ -90,6 +96,9 @@ class Scheduler {
   std::vector<int64_t> waiting_;
   std::map<int64_t, bool> all_logits_;
   std::vector<int64_t> last_preempted_;
+  // Sequences in a planned step whose on_step_done has not come yet (several steps may be in
+  // flight through a pipeline): they are neither planned again nor preempted until it does.
+  std::set<int64_t> in_flight_;
   int64_t next_step_id_ = 0;
 };
 

@@ -1,6 +1,10 @@
-// Runs a step plan on every rank of the job and returns the logits the coordinator samples
-// from. The single-process executor calls the ModelRunner directly; the distributed one
-// broadcasts the plan and collects the last stage's logits.
+// Runs step plans on every rank of the job and returns the logits the coordinator samples from.
+// The single-process executor calls the ModelRunner directly; the distributed one hands the plan
+// to every rank and collects the last stage's logits.
+//
+// Plans may be pipelined: up to max_in_flight() plans submitted before the oldest is collected
+// (a pipeline of P stages works on P micro-batches at once). Results come back in submission
+// order. Plans in flight together must hold disjoint sequences (Scheduler guarantees it).
 #pragma once
 
 #include "absl/status/statusor.h"
@@ -12,9 +16,19 @@ namespace weft {
 class StepExecutor {
  public:
   virtual ~StepExecutor() = default;
-  // F32 [rows, vocab]: for each chunk in order, one row for LogitsWanted::kLast, one per token
-  // for kAll, none for kNone.
-  virtual absl::StatusOr<Tensor> execute(const StepPlan& plan) = 0;
+
+  // Starts `plan` on every rank.
+  virtual absl::Status submit(const StepPlan& plan) = 0;
+  // The logits of the oldest submitted plan not yet collected, F32 [rows, vocab]: for each chunk
+  // in order, one row for LogitsWanted::kLast, one per token for kAll, none for kNone.
+  virtual absl::StatusOr<Tensor> collect() = 0;
+  // How many plans may be in flight at once (1: each is collected before the next is submitted).
+  virtual int max_in_flight() const { return 1; }
+
+  absl::StatusOr<Tensor> execute(const StepPlan& plan) {
+    if (absl::Status s = submit(plan); !s.ok()) return s;
+    return collect();
+  }
 };
 
 }  // namespace weft

@@ -1,24 +1,48 @@
 // Logical KV blocks on the coordinator: which block ids are free, and how many sequences hold
 // each one. Physical storage lives on every rank under the same ids (kv/kv_cache.h).
 //
-// Reference counts let sequences share blocks (the prompt blocks of an n > 1 request; prefix
-// caching builds on this). A block returns to the free list when its count drops to zero.
+// Reference counts let sequences share blocks (forked n > 1 sequences share their prompt's
+// blocks; prefix caching shares full blocks between requests). A block returns to the free pool
+// when its count drops to zero.
+//
+// Automatic prefix caching (optional): a *full* block whose KV has been computed can be
+// registered under the chained hash of its tokens, hash_i = H(hash_{i-1}, tokens of block i), so
+// the hash names the whole prefix up to the block's end. A later sequence with the same leading
+// tokens takes those blocks instead of recomputing them (match_prefix). A registered block whose
+// count drops to zero stays in the cache as a *free cached* block: it counts as free, and is
+// evicted (its hash forgotten) only when an allocation finds no never-cached free block left,
+// least recently freed first. Full blocks are never written again, so sharing them is safe; a
+// registered block also keeps its tokens and parent hash, and a lookup checks both, so a 64-bit
+// hash collision cannot hand out the wrong KV.
+//
 // Plain data: no device, no locks (owned by the engine thread).
 #pragma once
 
 #include <cstdint>
+#include <list>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 namespace weft {
 
 class BlockManager {
  public:
-  BlockManager(int64_t num_blocks, int block_size);
+  // Hash of the empty prefix (the parent of a sequence's first block).
+  static constexpr uint64_t kRootHash = 0x6a09e667f3bcc908ULL;
+
+  BlockManager(int64_t num_blocks, int block_size, bool enable_prefix_caching = false);
 
   int block_size() const { return block_size_; }
+  bool prefix_caching() const { return prefix_caching_; }
   int64_t num_blocks() const { return static_cast<int64_t>(ref_counts_.size()); }
-  int64_t num_free_blocks() const { return static_cast<int64_t>(free_.size()); }
-  // Fraction of blocks in use, in [0, 1].
+  // Blocks no sequence holds (never-cached ones plus free cached ones).
+  int64_t num_free_blocks() const {
+    return static_cast<int64_t>(free_.size() + lru_.size());
+  }
+  // Blocks registered in the prefix cache (held or free).
+  int64_t num_cached_blocks() const { return static_cast<int64_t>(cached_.size()); }
+  // Fraction of blocks held by sequences, in [0, 1] (free cached blocks count as free).
   double usage() const;
   // Blocks a sequence of `num_tokens` tokens occupies.
   int64_t blocks_for_tokens(int64_t num_tokens) const {
@@ -28,16 +52,65 @@ class BlockManager {
   // Grows `block_table` so it covers `num_tokens` tokens. Returns false, changing nothing, when
   // not enough blocks are free.
   bool grow_to(std::vector<int32_t>& block_table, int64_t num_tokens);
-  // Drops one reference to each block of the table and clears it.
+  // Drops one reference to each block of the table and clears it. Blocks reaching zero return
+  // to the free pool; cached ones become evictable, the table's last blocks first (a shared
+  // prefix's first blocks outlive its tails).
   void release(std::vector<int32_t>& block_table);
+  // Drops one reference to the table's last block and removes it from the table.
+  void release_last(std::vector<int32_t>& block_table);
   // Adds a reference to each block (a forked sequence sharing them).
   void share(const std::vector<int32_t>& block_table);
   int ref_count(int32_t block) const { return ref_counts_[block]; }
 
+  // --- prefix caching (no-ops / zero matches when disabled) ---
+
+  // The chained hash of one block of tokens.
+  static uint64_t hash_block(uint64_t parent, const int32_t* tokens, int n);
+
+  // Extends `block_hashes` (the chained hashes of a sequence's full blocks, a cache its owner
+  // keeps) to cover the first min(num_tokens, tokens.size()) / block_size blocks of `tokens`.
+  void hash_full_blocks(const std::vector<int32_t>& tokens, int64_t num_tokens,
+                        std::vector<uint64_t>& block_hashes) const;
+
+  // For a sequence holding no blocks yet: takes the longest run of cached blocks matching the
+  // leading full blocks of `tokens`, covering at most `max_tokens` tokens, appends them to
+  // `block_table` (adding a reference each) and returns the number of tokens they cover (a
+  // multiple of block_size). `block_hashes` is extended as in hash_full_blocks. Counts the
+  // query and its hit in the statistics below.
+  int64_t match_prefix(const std::vector<int32_t>& tokens, int64_t max_tokens,
+                       std::vector<uint64_t>& block_hashes, std::vector<int32_t>& block_table);
+
+  // Registers `block` (full, its KV computed; `tokens` are its block_size tokens) under `hash`,
+  // the chained hash of the prefix ending with it (`parent`: the previous block's hash, or
+  // kRootHash). Does nothing when the block is already registered or another block holds that
+  // hash (two sequences computed the same prefix at once: one copy is enough).
+  void cache_block(int32_t block, uint64_t hash, uint64_t parent, const int32_t* tokens);
+
+  // Prompt tokens looked up in / found in the prefix cache since construction.
+  int64_t prefix_query_tokens() const { return prefix_query_tokens_; }
+  int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
+
  private:
+  struct CachedInfo {
+    uint64_t hash = 0;
+    uint64_t parent = 0;
+    std::vector<int32_t> tokens;
+  };
+  int32_t take_free_block();
+  void take_ref(int32_t block);
+  void drop_ref(int32_t block);
+
   int block_size_;
+  bool prefix_caching_;
   std::vector<int> ref_counts_;
-  std::vector<int32_t> free_;  // a stack: recently freed blocks are reused first
+  std::vector<int32_t> free_;  // never-cached free blocks, a stack: recently freed reused first
+  std::list<int32_t> lru_;     // free cached blocks, least recently freed first
+  std::vector<std::list<int32_t>::iterator> lru_pos_;
+  std::vector<bool> in_lru_;
+  std::vector<std::optional<CachedInfo>> info_;  // per block: its registration
+  std::unordered_map<uint64_t, int32_t> cached_;  // hash -> block
+  int64_t prefix_query_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
 };
 
 }  // namespace weft

@@ -77,8 +77,10 @@ absl::Status DecoderModel::run_layers(const ForwardContext& fc, const KvCache& k
     } else {
       layer.input_norm.add_forward(hidden, delta.view(), x.view(), fc.pool);
     }
-    WEFT_RETURN_IF_ERROR(layer.attention.forward(fc, x.view(), kv.keys(static_cast<int>(i)),
-                                                 kv.values(static_cast<int>(i)), delta.view()));
+    const int li = static_cast<int>(i);
+    WEFT_RETURN_IF_ERROR(layer.attention.forward(fc, x.view(), kv.keys(li), kv.values(li),
+                                                 delta.view(), &kv.key_scales(li),
+                                                 &kv.value_scales(li)));
     layer.post_attention_norm.add_forward(hidden, delta.view(), x.view(), fc.pool);
     WEFT_RETURN_IF_ERROR(layer.mlp.forward(fc, x.view(), delta.view()));
   }

@@ -20,6 +20,7 @@ struct DuplicateKeyFinder {
   };
   std::vector<Level> stack;
   std::optional<std::string> duplicate_path;
+  bool too_deep = false;
 
   std::string path_with(const std::string& key) const {
     std::string path;
@@ -30,7 +31,13 @@ struct DuplicateKeyFinder {
     return path + key;
   }
 
-  bool on_event(json::parse_event_t event, const json& parsed) {
+  bool on_event(int depth, json::parse_event_t event, const json& parsed) {
+    if (depth >= kMaxJsonNestingDepth && (event == json::parse_event_t::object_start ||
+                                          event == json::parse_event_t::array_start)) {
+      // Returning false drops the container from the result, so nothing deeper is built.
+      too_deep = true;
+      return false;
+    }
     switch (event) {
       case json::parse_event_t::object_start:
         stack.push_back(Level{true, {}, {}});
@@ -61,14 +68,19 @@ struct DuplicateKeyFinder {
 
 absl::StatusOr<json> parse_json_strict(std::string_view text, const std::string& source) {
   DuplicateKeyFinder finder;
-  json::parser_callback_t callback = [&finder](int, json::parse_event_t event, json& parsed) {
-    return finder.on_event(event, parsed);
+  json::parser_callback_t callback = [&finder](int depth, json::parse_event_t event,
+                                               json& parsed) {
+    return finder.on_event(depth, event, parsed);
   };
   json value;
   try {
     value = json::parse(text.begin(), text.end(), callback);
   } catch (const json::exception& e) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
+  }
+  if (finder.too_deep) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": arrays/objects nested deeper than ", kMaxJsonNestingDepth, " levels"));
   }
   if (finder.duplicate_path) {
     return absl::InvalidArgumentError(

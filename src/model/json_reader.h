@@ -14,8 +14,14 @@
 
 namespace weft {
 
-// Parses `text`. Errors (InvalidArgument) name `source`: not JSON (with the byte position), or an
-// object that repeats a key (the key and its path) — nlohmann would silently keep the last one.
+// Deepest nesting of arrays/objects parse_json_strict accepts. Model files nest a few levels;
+// the limit keeps hostile files from overflowing the stack in nlohmann's recursive copy, dump
+// and comparison (about 100k levels crash them).
+inline constexpr int kMaxJsonNestingDepth = 128;
+
+// Parses `text`. Errors (InvalidArgument) name `source`: not JSON (with the byte position), an
+// object that repeats a key (the key and its path) — nlohmann would silently keep the last one —
+// or nesting deeper than kMaxJsonNestingDepth.
 absl::StatusOr<nlohmann::json> parse_json_strict(std::string_view text, const std::string& source);
 
 // "string", "integer", "number", "boolean", "object", "array" or "null": for error messages.

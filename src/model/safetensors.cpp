@@ -244,6 +244,13 @@ absl::StatusOr<Tensor> SafetensorsFile::tensor(const std::string& name) const {
   const SafetensorsEntry& entry = it->second;
   // The mapping is read-only: writing through this tensor faults.
   void* data = const_cast<uint8_t*>(map_ + data_offset_ + entry.begin);
+  // The format allows any byte offset; reading elements through a misaligned pointer is
+  // undefined behaviour (and faults in aligned vector loads), so such tensors are copied.
+  if (reinterpret_cast<uintptr_t>(data) % dtype_size(entry.dtype) != 0) {
+    Tensor copy = Tensor::empty(entry.dtype, shape_from_dims(entry.shape));
+    std::memcpy(copy.data(), data, entry.end - entry.begin);
+    return copy;
+  }
   return Tensor::wrap(data, entry.dtype, shape_from_dims(entry.shape),
                       std::static_pointer_cast<const void>(self_.lock()));
 }

@@ -40,7 +40,9 @@ class SafetensorsFile {
   const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
   bool contains(const std::string& name) const { return entries_.count(name) != 0; }
   // A Tensor viewing the mapped bytes (no copy); it keeps the mapping alive. The mapping is
-  // read-only: writing through the tensor faults. Error: NotFound naming the file and tensor.
+  // read-only: writing through the tensor faults. A tensor whose data is not aligned to its
+  // element size (the format allows any offset) is returned as an aligned, writable copy
+  // instead. Error: NotFound naming the file and tensor.
   // The object is immutable after open(), so any thread may call this.
   absl::StatusOr<Tensor> tensor(const std::string& name) const;
 

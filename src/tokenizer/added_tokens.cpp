@@ -83,8 +83,9 @@ absl::StatusOr<AddedVocabulary> AddedVocabulary::from_json(const nlohmann::json&
     const auto& t = tokens[i];
     if (!t.is_object()) return p.error("expected an object");
     AddedToken tok;
-    if (!t.contains("id") || !t["id"].is_number_integer() || t["id"].get<int64_t>() < 0) {
-      return p.child("id").error("expected a non-negative integer");
+    if (!t.contains("id") || !t["id"].is_number_integer() || t["id"].get<int64_t>() < 0 ||
+        t["id"].get<int64_t>() > kMaxTokenId) {
+      return p.child("id").error(str_cat("expected an integer in [0, ", kMaxTokenId, "]"));
     }
     tok.id = static_cast<int32_t>(t["id"].get<int64_t>());
     auto content = p.get_string(t, "content");

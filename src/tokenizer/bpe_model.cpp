@@ -38,9 +38,9 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::from_json(const nlohmann::js
   int32_t max_id = -1;
   m->vocab_.reserve(vit->size());
   for (const auto& [token, id] : vit->items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-      return where.child("vocab").error(
-          str_cat("id of token \"", token, "\" is not a non-negative integer"));
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId) {
+      return where.child("vocab").error(str_cat("id of token \"", token,
+                                                "\" is not an integer in [0, ", kMaxTokenId, "]"));
     }
     const auto i = static_cast<int32_t>(id.get<int64_t>());
     m->vocab_.emplace(token, i);
@@ -72,7 +72,7 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::from_json(const nlohmann::js
   if (!ignore.ok()) return ignore.status();
   m->ignore_merges_ = *ignore;
   if (model.contains("dropout") && !model["dropout"].is_null() &&
-      model["dropout"].get<double>() != 0.0) {
+      (!model["dropout"].is_number() || model["dropout"].get<double>() != 0.0)) {
     return where.child("dropout").error(
         "BPE dropout is not supported for inference (expected null)");
   }

@@ -13,6 +13,11 @@
 
 namespace weft {
 
+// Largest token id a tokenizer file may use (vocabulary, added tokens, post-processor ids):
+// ids index tables sized by the largest id, so a file must not be able to ask for billions of
+// entries. The largest published vocabularies are about 256k tokens.
+inline constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+
 namespace str_cat_detail {
 inline void append(std::string& out, std::string_view s) { out.append(s); }
 template <typename T>

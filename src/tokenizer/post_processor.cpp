@@ -63,8 +63,10 @@ absl::StatusOr<std::unique_ptr<PostProcessor>> make_template(const nlohmann::jso
       }
       std::vector<int32_t> ids;
       for (const auto& id : spec["ids"]) {
-        if (!id.is_number_integer()) return p.child("ids").error("expected integer ids");
-        ids.push_back(id.get<int32_t>());
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > kMaxTokenId) {
+          return p.child("ids").error(str_cat("expected integer ids in [0, ", kMaxTokenId, "]"));
+        }
+        ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
       }
       specials[name] = std::move(ids);
     }

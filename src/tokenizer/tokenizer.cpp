@@ -1,5 +1,6 @@
 #include "tokenizer/tokenizer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -19,6 +20,11 @@ absl::StatusOr<std::string> read_file(const std::filesystem::path& path) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     return absl::NotFoundError(str_cat(path.string(), ": no such file"));
   }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > Tokenizer::kMaxFileBytes) {
+    return absl::InvalidArgumentError(str_cat(path.string(), ": ", size, " bytes is larger than the ",
+                                              Tokenizer::kMaxFileBytes, "-byte limit"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(str_cat(path.string(), ": cannot open for reading"));
   std::ostringstream ss;
@@ -26,11 +32,41 @@ absl::StatusOr<std::string> read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+// Deepest array/object nesting in JSON `text` (strings skipped); stops counting past `limit`.
+int json_nesting_depth(std::string_view text, int limit) {
+  int depth = 0;
+  int deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 absl::StatusOr<nlohmann::json> parse_json(const std::string& text,
                                           const std::filesystem::path& path) {
+  if (json_nesting_depth(text, Tokenizer::kMaxJsonNestingDepth) >
+      Tokenizer::kMaxJsonNestingDepth) {
+    return absl::InvalidArgumentError(str_cat(path.string(),
+                                              ": arrays/objects nested deeper than ",
+                                              Tokenizer::kMaxJsonNestingDepth, " levels"));
+  }
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
     return absl::InvalidArgumentError(str_cat(path.string(), ": malformed JSON: ", e.what()));
   }
 }
@@ -54,7 +90,8 @@ absl::StatusOr<std::string> chat_template_of(const nlohmann::json& config, const
   if (it->is_string()) return it->get<std::string>();
   if (it->is_array()) {
     for (const auto& entry : *it) {
-      if (entry.is_object() && entry.value("name", "") == "default" && entry.contains("template") &&
+      if (entry.is_object() && entry.contains("name") && entry["name"] == "default" &&
+          entry.contains("template") &&
           entry["template"].is_string()) {
         return entry["template"].get<std::string>();
       }

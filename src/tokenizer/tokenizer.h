@@ -33,10 +33,17 @@ class PreTokenizer;
 
 class Tokenizer {
  public:
+  // Limits load() enforces on each file: the largest published tokenizer.json files are tens of
+  // MB; JSON nesting deeper than a few levels is never needed and deep nesting overflows the
+  // stack in nlohmann's recursive copy/dump.
+  static constexpr size_t kMaxFileBytes = size_t{512} << 20;
+  static constexpr int kMaxJsonNestingDepth = 128;
+
   // Loads `model_dir`/tokenizer.json (required) and `model_dir`/tokenizer_config.json
   // (optional). Errors name the file and field: missing/unreadable file, malformed JSON,
   // unsupported model ("unsupported tokenizer model type X in <file>"), unknown normalizer,
-  // pre-tokenizer, decoder or post-processor type, invalid regex.
+  // pre-tokenizer, decoder or post-processor type, invalid regex, a file larger than
+  // kMaxFileBytes or nested deeper than kMaxJsonNestingDepth.
   static absl::StatusOr<std::shared_ptr<Tokenizer>> load(const std::filesystem::path& model_dir);
 
   ~Tokenizer();

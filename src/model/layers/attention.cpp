@@ -42,7 +42,13 @@ absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::str
 
 absl::Status Attention::forward(const ForwardContext& fc, const TensorView& x,
                                 const Tensor& k_cache, const Tensor& v_cache,
-                                const TensorView& out) const {
+                                const TensorView& out, const Tensor* k_scale,
+                                const Tensor* v_scale) const {
+  const bool int8 = k_cache.dtype() == DType::kI8;
+  if (int8 && (k_scale == nullptr || v_scale == nullptr || !k_scale->defined() ||
+               !v_scale->defined())) {
+    return absl::InvalidArgumentError("attention: an I8 KV cache needs its scale tensors");
+  }
   const int64_t tokens = fc.batch.num_tokens;
   const int64_t q_width = num_heads_ * head_dim_;
   const int64_t kv_width = num_kv_heads_ * head_dim_;
@@ -73,12 +79,19 @@ absl::Status Attention::forward(const ForwardContext& fc, const TensorView& x,
                       fc.rope_attention_scaling, fc.pool);
   kernels::apply_rope(k.view(), fc.batch.positions.view(), fc.rope_inv_freq.view(),
                       fc.rope_attention_scaling, fc.pool);
-  kernels::write_kv_cache(k.view(), v.view(), fc.batch.slots.view(), k_cache.view(),
-                          v_cache.view(), fc.pool);
-
   Tensor attn_out = Tensor::empty(DType::kF32, Shape{tokens, num_heads_, head_dim_});
-  kernels::paged_attention(q.view(), k_cache.view(), v_cache.view(), fc.batch.attention(), scale_,
-                           attn_out.view(), fc.pool);
+  if (int8) {
+    kernels::write_kv_cache(k.view(), v.view(), fc.batch.slots.view(), k_cache.view(),
+                            v_cache.view(), k_scale->view(), v_scale->view(), fc.pool);
+    kernels::paged_attention(q.view(), k_cache.view(), v_cache.view(), k_scale->view(),
+                             v_scale->view(), fc.batch.attention(), scale_, attn_out.view(),
+                             fc.pool);
+  } else {
+    kernels::write_kv_cache(k.view(), v.view(), fc.batch.slots.view(), k_cache.view(),
+                            v_cache.view(), fc.pool);
+    kernels::paged_attention(q.view(), k_cache.view(), v_cache.view(), fc.batch.attention(),
+                             scale_, attn_out.view(), fc.pool);
+  }
   return o_proj_.forward(attn_out.view().reshaped(Shape{tokens, q_width}), out, fc.tp, fc.pool);
 }
 

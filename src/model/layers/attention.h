@@ -20,9 +20,11 @@ class Attention {
   static absl::StatusOr<Attention> load(const LoadContext& ctx, const std::string& prefix);
 
   // x: F32 [tokens, hidden] (normalised input); out: F32 [tokens, hidden], the all-reduced
-  // o_proj output. k_cache / v_cache: this layer's cache tensors (see kv/kv_cache.h).
+  // o_proj output. k_cache / v_cache: this layer's cache tensors (see kv/kv_cache.h);
+  // k_scale / v_scale: their per-(slot, head) scales, required when the cache is I8.
   absl::Status forward(const ForwardContext& fc, const TensorView& x, const Tensor& k_cache,
-                       const Tensor& v_cache, const TensorView& out) const;
+                       const Tensor& v_cache, const TensorView& out,
+                       const Tensor* k_scale = nullptr, const Tensor* v_scale = nullptr) const;
 
   int64_t num_heads() const { return num_heads_; }        // on this rank
   int64_t num_kv_heads() const { return num_kv_heads_; }  // on this rank

@@ -212,6 +212,9 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
       if (!(*b)[0] || !(*b)[1] || !(*b)[0]->is_string() || !(*b)[1]->is_string()) {
         return absl::InvalidArgumentError("replace() takes two str arguments");
       }
+      if ((*b)[2] && !(*b)[2]->is_int() && !(*b)[2]->is_bool()) {
+        return absl::InvalidArgumentError("replace() count must be an integer");
+      }
       std::string r = replace_all(s, (*b)[0]->as_string(), (*b)[1]->as_string(), (*b)[2] ? (*b)[2]->as_int() : -1);
       if (auto st = in.check_size(r.size()); !st.ok()) return st;
       return Value(std::move(r));

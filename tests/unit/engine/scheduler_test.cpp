@@ -138,5 +138,108 @@ TEST(BlockManagerTest, RefCountsShareAndRelease) {
   EXPECT_DOUBLE_EQ(blocks.usage(), 0.0);
 }
 
+// Prefix caching: each row is one step; a sequence admitted with cached leading blocks starts at
+// the cached prefix (at most its length - 1), so only the suffix is planned.
+TEST(SchedulerPrefixCacheTest, NewSequencesStartAtTheirCachedPrefix) {
+  BlockManager blocks(32, 4, /*enable_prefix_caching=*/true);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 10));
+  EXPECT_EQ(step(s), "0@0+10");
+  EXPECT_EQ(blocks.num_cached_blocks(), 2);  // tokens 0..7; the third block is partial
+  s.add(make_seq(1, 10));                    // same 10 tokens: 8 cached, 2 to compute
+  s.add(make_seq(2, 8));                     // 8 tokens, all cached: the last block is recomputed
+  Sequence diverging = make_seq(3, 10);
+  diverging.prompt_ids[5] = 999;             // shares only the first block
+  s.add(diverging);
+  s.add(make_seq(4, 3));                     // shorter than a block: nothing to share
+  EXPECT_EQ(step(s), "0@10+1 1@8+2 2@4+4 3@4+6 4@0+3");
+  EXPECT_EQ(s.find(1)->num_prefix_hit_tokens, 8);
+  EXPECT_EQ(s.find(2)->num_prefix_hit_tokens, 4);
+  EXPECT_EQ(s.find(3)->num_prefix_hit_tokens, 4);
+  EXPECT_EQ(s.find(4)->num_prefix_hit_tokens, 0);
+  EXPECT_EQ(blocks.ref_count(s.find(0)->block_table[0]), 4);  // sequences 0, 1, 2, 3
+  EXPECT_EQ(s.find(1)->block_table[1], s.find(0)->block_table[1]);
+  EXPECT_EQ(blocks.prefix_query_tokens(), 8 + 8 + 4 + 8 + 0);  // sequences 0..4
+  EXPECT_EQ(blocks.prefix_hit_tokens(), 8 + 4 + 4);
+  EXPECT_EQ(step(s), "0@11+1 1@10+1 2@8+1 3@10+1 4@3+1");
+}
+
+TEST(SchedulerPrefixCacheTest, ScoringSequencesTakeNoCachedPrefix) {
+  BlockManager blocks(32, 4, true);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 8));
+  EXPECT_EQ(step(s), "0@0+8");
+  s.add(make_seq(1, 8));
+  s.set_return_all_logits(1, true);
+  EXPECT_EQ(step(s), "0@8+1 1@0+8");
+}
+
+TEST(SchedulerPrefixCacheTest, FreedCachedBlocksAreReusedThenEvictedLeastRecentFirst) {
+  BlockManager blocks(4, 2, true);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 4));
+  EXPECT_EQ(step(s), "0@0+4");  // blocks 0, 1; both full and cached
+  s.finish(0);
+  EXPECT_EQ(blocks.num_free_blocks(), 4);
+  EXPECT_EQ(blocks.num_cached_blocks(), 2);
+  // A finished request's prefix is still there for the next one.
+  s.add(make_seq(1, 4));
+  EXPECT_EQ(step(s), "1@2+2");
+  // Block 2 comes from the never-cached free blocks (a stack), not from the cached block 1.
+  EXPECT_EQ(s.find(1)->block_table, (std::vector<int32_t>{0, 2}));
+  s.finish(1);
+  // Block 2 held a prefix block 1 already caches, so it went back uncached. Six other tokens
+  // need three blocks: the never-cached ones (2, 3), then an eviction of the least recently
+  // freed cached block. A table is freed tail first, so block 1 (the second half of the prefix)
+  // goes before block 0.
+  Sequence other = make_seq(2, 6);
+  for (int32_t& t : other.prompt_ids) t += 50;
+  s.add(other);
+  EXPECT_EQ(step(s), "2@0+6");
+  EXPECT_EQ(s.find(2)->block_table, (std::vector<int32_t>{2, 3, 1}));
+  s.finish(2);
+  s.add(make_seq(3, 4));
+  EXPECT_EQ(step(s), "3@2+2");  // block 0 survived
+  EXPECT_EQ(s.find(3)->block_table[0], 0);
+}
+
+TEST(SchedulerPrefixCacheTest, PreemptedSequenceResumesFromItsCachedBlocks) {
+  BlockManager blocks(4, 2, true);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 3));
+  s.add(make_seq(1, 3));
+  EXPECT_EQ(step(s), "0@0+3 1@0+3");
+  EXPECT_EQ(step(s), "0@3+1 1@3+1");
+  EXPECT_EQ(step(s), "0@4+1");  // sequence 1 preempted; its full blocks stay cached
+  EXPECT_EQ(s.last_preempted(), std::vector<int64_t>{1});
+  s.finish(0);
+  // Sequence 1 has 5 tokens (3 prompt + 2 sampled); its 2 full blocks are still cached.
+  EXPECT_EQ(step(s), "1@4+1");
+  EXPECT_EQ(s.find(1)->num_prefix_hit_tokens, 4);
+}
+
+// Forks share the parent's blocks; the first to write into the shared partial block gives it up
+// and recomputes its tokens into a block of its own, the last holder writes in place.
+TEST(SchedulerForkTest, CopyOnWriteByRecomputeOfTheSharedPartialBlock) {
+  BlockManager blocks(16, 4);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 6));
+  EXPECT_EQ(step(s), "0@0+6");  // samples token 7: 7 tokens, 6 computed
+  Sequence child = make_seq(1, 6);
+  child.output_ids = {8};
+  s.fork(0, child);
+  EXPECT_EQ(s.find(1)->block_table, s.find(0)->block_table);
+  EXPECT_EQ(blocks.ref_count(1), 2);
+  EXPECT_EQ(step(s), "0@4+3 1@6+1");
+  EXPECT_EQ(s.find(0)->block_table, (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(s.find(1)->block_table, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(blocks.ref_count(0), 2);
+  EXPECT_EQ(blocks.ref_count(1), 1);
+  EXPECT_EQ(step(s), "0@7+1 1@7+1");
+  s.finish(0);
+  s.finish(1);
+  EXPECT_EQ(blocks.num_free_blocks(), 16);
+}
+
 }  // namespace
 }  // namespace weft

@@ -146,6 +146,38 @@ TEST(SafetensorsTest, AcceptsMetadataOfStrings) {
   EXPECT_EQ((*file)->entries().size(), 1u);
 }
 
+// Regression (UBSan, scripts/sanitize.sh): the format allows any data offset; a tensor that is
+// not aligned to its element size must not come back as a misaligned view.
+TEST(SafetensorsTest, MisalignedTensorIsReturnedAsAlignedCopy) {
+  TempDir dir;
+  std::string header = R"({"u":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+                       R"("i":{"dtype":"I64","shape":[1],"data_offsets":[1,9]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');  // the data section starts 8-aligned
+  std::string data(16, '\0');
+  const int64_t value = -(1LL << 40);
+  std::memcpy(data.data() + 1, &value, 8);
+  write_bytes(dir / "m.safetensors", safetensors_bytes(header, data));
+  auto file = SafetensorsFile::open(dir / "m.safetensors");
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto t = (*file)->tensor("i");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->data()) % alignof(int64_t), 0u);
+  EXPECT_EQ(t->data_as<int64_t>()[0], value);
+}
+
+// Regression: a deeply nested value used to overflow the stack when the error message dumped it
+// (nlohmann's dump and copy recurse); the header parser now refuses deep nesting up front.
+TEST(SafetensorsErrorTest, DeeplyNestedHeader) {
+  TempDir dir;
+  const int depth = 200000;
+  const std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":)" +
+                             std::string(depth, '[') + std::string(depth, ']') + "}}";
+  std::string path;
+  absl::Status status = open_error(dir, safetensors_bytes(header, kSixteenBytes), &path);
+  EXPECT_THAT(status.message(), HasSubstr("nested deeper than 128"));
+  EXPECT_THAT(status.message(), HasSubstr(path));
+}
+
 TEST(SafetensorsErrorTest, TruncatedFile) {
   TempDir dir;
   std::string path;

@@ -59,6 +59,17 @@ TEST_F(LoadErrorTest, TinyTokenizerLoadsAndEncodes) {
   EXPECT_EQ((*tok)->vocab_size(), 6);
 }
 
+// Regression: nlohmann's copy and dump recurse, so a deeply nested tokenizer.json used to crash
+// load() with a stack overflow; nesting is now limited before parsing.
+TEST_F(LoadErrorTest, DeeplyNestedJson) {
+  json t = tiny_tokenizer();
+  const int depth = 200000;
+  std::string text = t.dump();
+  text.insert(text.size() - 1, ",\"x\":" + std::string(depth, '[') + std::string(depth, ']'));
+  write(text);
+  expect_error({"nested deeper than 128"});
+}
+
 TEST_F(LoadErrorTest, MissingFile) {
   auto tok = Tokenizer::load(dir_);
   ASSERT_FALSE(tok.ok());

@@ -1,7 +1,10 @@
 // Paged causal attention over a ragged batch, and the KV-cache write that precedes it.
 //
 // KV cache layout (one tensor per layer for K and one for V):
-//   [num_blocks, block_size, num_kv_heads, head_dim], dtype F32, F16 or BF16.
+//   [num_blocks, block_size, num_kv_heads, head_dim], dtype F32, F16 or BF16,
+//   or I8 with one F32 scale per (slot, kv head) in a scale tensor per cache
+//   [num_blocks, block_size, num_kv_heads]: element = int8 * scale (symmetric, scale =
+//   max |x| / 127 over the head's head_dim values of that token, 0 for an all-zero row).
 // A token's slot is block_id * block_size + offset_in_block.
 #pragma once
 
@@ -16,6 +19,12 @@ namespace weft::kernels {
 // a negative slot skips the token).
 void write_kv_cache(const TensorView& k, const TensorView& v, const TensorView& slots,
                     const TensorView& k_cache, const TensorView& v_cache, ThreadPool& pool);
+
+// The I8 cache variant: quantizes each (token, kv head) row of k and v to int8 with its own
+// scale, written to k_scale / v_scale (F32 [num_blocks, block_size, num_kv_heads]).
+void write_kv_cache(const TensorView& k, const TensorView& v, const TensorView& slots,
+                    const TensorView& k_cache, const TensorView& v_cache,
+                    const TensorView& k_scale, const TensorView& v_scale, ThreadPool& pool);
 
 // Describes the sequences of one ragged batch. Sequence s owns query rows
 // [query_start[s], query_start[s+1]) of q; those are its newest tokens, so query row j of s sits
@@ -36,6 +45,13 @@ struct AttentionBatch {
 // Softmax in F32 with a running max (online softmax); threads split over (sequence, head, query
 // tile), so one long sequence still uses every thread.
 void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const AttentionBatch& batch, float scale, const TensorView& out,
+                     ThreadPool& pool);
+
+// The I8 cache variant: dequantizes each cached row with its scale (k_scale / v_scale as in
+// write_kv_cache above) and otherwise computes exactly as the float variant.
+void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
+                     const TensorView& k_scale, const TensorView& v_scale,
                      const AttentionBatch& batch, float scale, const TensorView& out,
                      ThreadPool& pool);
 

@@ -1,0 +1,184 @@
+// weft serve: the OpenAI-compatible HTTP server (and optionally the gRPC service) over one engine.
+//
+// Threads: the engine loop runs on the main thread (so a future MPI-coordinated engine keeps its
+// communicator calls on the thread that initialised MPI); the HTTP event loop, the signal
+// watcher and gRPC's own pool run beside it. SIGTERM / SIGINT drain: /ready turns 503, new
+// requests get 503, running ones finish (those still running after --drain-timeout seconds are
+// aborted), then the process exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "engine/async_engine.h"
+#include "engine/text_detokenizer.h"
+#include "launcher/commands.h"
+#include "launcher/engine_flags.h"
+#include "launcher/engine_session.h"
+#include "serving/metrics.h"
+#include "serving/openai_server.h"
+#ifdef WEFT_HAVE_GRPC
+#include "serving/grpc_server.h"
+#endif
+
+namespace weft {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: weft serve --model DIR [--host H] [--port P] [--api-key KEY] [--max-waiting N]\n"
+    "                  [--served-model-name NAME] [--grpc-port P] [--drain-timeout S] [engine flags]\n"
+    "  --host H                  address to listen on (default 127.0.0.1)\n"
+    "  --port P                  HTTP port (default 8000; 0 picks a free one, printed on stderr)\n"
+    "  --api-key KEY             require 'Authorization: Bearer KEY' on /v1/*, /tokenize, /detokenize\n"
+    "  --max-waiting N           waiting requests before 429 (default 1024; 0 unbounded)\n"
+    "  --served-model-name NAME  the model name clients send (default: the model directory's name)\n"
+    "  --grpc-port P             also serve weft.serving.Generation over gRPC (0 picks a free port)\n"
+    "  --drain-timeout S         seconds running requests may take after SIGTERM (default 30)\n"
+    "  --max-connections N       open HTTP connections at most (default 10000)\n";
+
+int fail(const absl::Status& status) {
+  std::cerr << "weft serve: " << status.message() << "\n";
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Tokenizer> tokenizer, int port,
+          int max_waiting, int drain_s, size_t max_connections, sigset_t signals);
+
+}  // namespace
+
+int run_serve(const std::vector<std::string>& args) {
+  std::set<std::string> value_flags = engine_value_flags();
+  value_flags.insert({"host", "port", "api-key", "max-waiting", "served-model-name", "grpc-port",
+                      "drain-timeout", "max-connections"});
+  std::set<std::string> bool_flags = engine_bool_flags();
+  bool_flags.insert("help");
+  auto parsed = CliArgs::parse(args, value_flags, bool_flags);
+  if (!parsed.ok()) {
+    std::cerr << kUsage;
+    return fail(parsed.status());
+  }
+  const CliArgs& cli = *parsed;
+  if (cli.has("help")) {
+    std::cout << kUsage << engine_flags_help();
+    return 0;
+  }
+  auto port = cli.get_int("port", 8000);
+  auto max_waiting = cli.get_int("max-waiting", 1024);
+  auto drain_s = cli.get_int("drain-timeout", 30);
+  auto max_connections = cli.get_int("max-connections", 10000);
+  for (const auto* v : {&port, &max_waiting, &drain_s, &max_connections}) {
+    if (!v->ok()) return fail(v->status());
+  }
+  if (*port < 0 || *port > 65535) return fail(absl::InvalidArgumentError("--port: must be in [0, 65535]"));
+
+  // Signals go to the watcher thread only: block them before any thread (MPI's included) starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  auto started = EngineSession::start(cli);
+  if (!started.ok()) return fail(started.status());
+  EngineSession& session = **started;
+  absl::StatusOr<std::shared_ptr<Tokenizer>> tokenizer = std::shared_ptr<Tokenizer>();
+  DetokenizerFactory detokenizers;
+  if (session.is_coordinator()) {
+    tokenizer = Tokenizer::load(session.options().model_dir);
+    if (tokenizer.ok()) detokenizers = text_detokenizers(*tokenizer);
+  }
+  if (absl::Status s = session.load(detokenizers); !s.ok()) return fail(s);
+  return run_session(session, [&] {
+    if (!tokenizer.ok()) return fail(tokenizer.status());
+    return serve(session, cli, *tokenizer, static_cast<int>(*port), static_cast<int>(*max_waiting),
+                 static_cast<int>(*drain_s), static_cast<size_t>(*max_connections), signals);
+  });
+}
+
+namespace {
+
+int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Tokenizer> tokenizer, int port,
+          int max_waiting, int drain_s, size_t max_connections, sigset_t signals) {
+  const LocalEngineOptions& options = session.options();
+  ServedModel model;
+  std::string default_name = options.model_dir.filename().string();
+  if (default_name.empty()) default_name = options.model_dir.parent_path().filename().string();
+  model.name = cli.get_or("served-model-name", default_name);
+  model.max_model_len = options.max_model_len > 0 ? options.max_model_len
+                                                  : session.model().config.max_position_embeddings;
+  model.vocab_size = session.model().config.vocab_size;
+  model.tokenizer = tokenizer;
+  if (!tokenizer->chat_template().empty()) {
+    auto tmpl = ChatTemplate::parse(tokenizer->chat_template());
+    if (!tmpl.ok()) return fail(tmpl.status());
+    model.chat_template = std::make_shared<ChatTemplate>(std::move(*tmpl));
+  }
+  Engine& core = session.engine();
+
+  AsyncEngine engine(nullptr, core, {max_waiting});
+  ServingMetrics metrics;
+  OpenAiServerOptions http_options;
+  http_options.http.host = cli.get_or("host", "127.0.0.1");
+  http_options.http.port = port;
+  http_options.http.max_connections = max_connections;
+  http_options.api_key = cli.get_or("api-key", "");
+  OpenAiServer http(http_options, engine, model, metrics);
+  if (auto s = http.listen(); !s.ok()) return fail(s);
+  std::cerr << "weft serve: model " << model.name << " (max_model_len " << model.max_model_len << ", "
+            << core.blocks().num_blocks() << " KV blocks of " << core.blocks().block_size()
+            << " tokens), listening on http://" << http_options.http.host << ":" << http.port() << std::endl;
+
+#ifdef WEFT_HAVE_GRPC
+  std::unique_ptr<GrpcServer> grpc;
+  if (cli.has("grpc-port")) {
+    auto grpc_port = cli.get_int("grpc-port", 0);
+    if (!grpc_port.ok()) return fail(grpc_port.status());
+    auto started = GrpcServer::start(absl::StrCat(http_options.http.host, ":", *grpc_port), engine, model, metrics,
+                                     http_options.api_key);
+    if (!started.ok()) return fail(started.status());
+    grpc = std::move(*started);
+    std::cerr << "weft serve: gRPC on " << http_options.http.host << ":" << grpc->port() << std::endl;
+  }
+#else
+  if (cli.has("grpc-port")) return fail(absl::UnimplementedError("--grpc-port: this build has no gRPC"));
+#endif
+
+  std::thread http_thread([&] { http.run(); });
+  std::thread watcher([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    std::cerr << "weft serve: signal " << sig << ", draining (up to " << drain_s << " s)" << std::endl;
+    http.begin_drain();
+#ifdef WEFT_HAVE_GRPC
+    if (grpc) grpc->begin_drain();
+#endif
+    using Clock = std::chrono::steady_clock;
+    auto idle = [&] { return http.num_in_flight() == 0 && engine.gauges().num_active_requests == 0; };
+    const auto deadline = Clock::now() + std::chrono::seconds(drain_s);
+    while (!idle() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (!idle()) {
+      std::cerr << "weft serve: drain timeout; aborting " << http.num_in_flight() << " requests" << std::endl;
+      http.abort_all();
+      const auto hard = Clock::now() + std::chrono::seconds(5);
+      while (!idle() && Clock::now() < hard) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+#ifdef WEFT_HAVE_GRPC
+    if (grpc) grpc->shutdown(std::chrono::milliseconds(100));
+#endif
+    // Let the last responses leave the socket buffers before the loop closes connections.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    http.stop();
+    engine.stop();
+  });
+  engine.run();
+  watcher.join();
+  http_thread.join();
+  std::cerr << "weft serve: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Sanitizer build + tests (docs/hardening.md).
+#   scripts/sanitize.sh [asan|tsan] [ctest arguments]
+# asan (default): AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), g++, in
+#   build-asan/; runs the unit, tokenizer and golden labels. Any report fails the test
+#   (-fno-sanitize-recover=all, halt_on_error).
+# tsan: ThreadSanitizer in build-tsan/; runs the tests that start threads (thread pool, engine,
+#   sampling, parallel).
+# Builds are RelWithDebInfo at -O1 (assertions on, line tables for reports), no CUDA, no MPI
+# (the mpi label needs mpirun and is not run here), no benchmarks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-asan}"
+[ $# -gt 0 ] && shift
+jobs="${WEFT_JOBS:-$(nproc)}"
+
+case "$mode" in
+  asan)
+    dir=build-asan
+    sanitize=address,undefined
+    default_tests=(-L "unit|tokenizer|golden")
+    ;;
+  tsan)
+    dir=build-tsan
+    sanitize=thread
+    default_tests=(-R "ThreadPool|Engine|Scheduler|ModelRunner|Sampler|StepWatchdog")
+    ;;
+  *)
+    echo "usage: scripts/sanitize.sh [asan|tsan] [ctest arguments]" >&2
+    exit 2
+    ;;
+esac
+
+mkdir -p "$dir"
+cmake -S . -B "$dir" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+  -DCMAKE_CXX_FLAGS="-fno-sanitize-recover=all" \
+  -DWEFT_SANITIZE="$sanitize" \
+  -DWEFT_CUDA=OFF -DWEFT_MPI=OFF -DWEFT_BUILD_BENCH=OFF >"$dir/configure.log" 2>&1 || {
+  cat "$dir/configure.log"; exit 1; }
+ninja -C "$dir" -j"$jobs"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1:abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}"
+if [ $# -gt 0 ]; then
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "$@"
+else
+  ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${default_tests[@]}"
+fi

@@ -1,0 +1,65 @@
+// One line of an OpenAI Batch input file, and the output / error records written for it.
+//
+// Input line: {"custom_id": string, "method": "POST", "url": "/v1/chat/completions" |
+// "/v1/completions", "body": {...}} where body is an OpenAI request: chat has "messages";
+// completions has "prompt" (a string, or an array of token ids). Sampling fields are read by
+// sampling_params_from_json (sampling/sampling_params_json.h).
+//
+// Output record (one JSON line): {"id", "custom_id", "response": {"status_code": 200,
+// "request_id", "body": <an OpenAI chat.completion / text_completion object>}, "error": null}.
+// Error record: {"id", "custom_id" (null when unreadable), "response": {"status_code": 400,
+// "body": {"error": {...}}} or null, "error": {"code", "message"}, "line": <1-based input line>}.
+// Ids derive from the custom_id (stable across restarts); "created" is the time of writing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace weft {
+
+enum class BatchEndpoint { kChatCompletions, kCompletions };
+
+struct BatchLine {
+  std::string custom_id;
+  BatchEndpoint endpoint = BatchEndpoint::kCompletions;
+  nlohmann::json body;  // an object
+};
+
+// Parses one input line. InvalidArgument naming the field on any shape error; when the line is
+// JSON with a string custom_id, `*custom_id` receives it even if the rest is bad.
+absl::StatusOr<BatchLine> parse_batch_line(const std::string& line, std::optional<std::string>* custom_id);
+
+// What one request produced, per choice (n of them).
+struct BatchChoice {
+  std::string text;
+  std::vector<int32_t> token_ids;
+  std::string finish_reason;  // "stop" | "length" | "abort"
+};
+
+struct BatchResult {
+  BatchEndpoint endpoint = BatchEndpoint::kCompletions;
+  std::string custom_id;
+  std::string model;
+  int64_t prompt_tokens = 0;
+  std::vector<BatchChoice> choices;
+  bool include_token_ids = false;  // "token_ids" in each choice (token-id mode or asked for)
+};
+
+// "batch_req_<16 hex digits>" from a hash of the custom_id.
+std::string batch_request_id(const std::string& custom_id);
+
+// The output record of a finished request (no trailing newline).
+nlohmann::ordered_json output_record(const BatchResult& result, int64_t created);
+// The error record of input line `line` (1-based).
+nlohmann::ordered_json error_record(const std::optional<std::string>& custom_id, int64_t line,
+                            const std::string& code, const std::string& message);
+
+// The line as written: compact JSON, invalid UTF-8 replaced (never throws), plus '\n'.
+std::string record_line(const nlohmann::ordered_json& record);
+
+}  // namespace weft

@@ -1,0 +1,246 @@
+#include "batch/batch_runner.h"
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "batch/batch_journal.h"
+#include "batch/batch_record.h"
+#include "core/status_macros.h"
+#include "sampling/sampling_params_json.h"
+
+namespace weft {
+namespace {
+
+struct InFlight {
+  BatchResult result;
+  int remaining = 0;  // sequences not finished
+};
+
+// A request ready for the engine, or the reason the line gets an error record.
+struct Prepared {
+  Request request;
+  BatchResult result;
+};
+
+absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line,
+                                                   const BatchPromptEncoder& encoder) {
+  if (line.endpoint == BatchEndpoint::kChatCompletions) {
+    if (!encoder.encode_chat) {
+      return absl::InvalidArgumentError("body.messages: chat requests need the model's tokenizer and chat template");
+    }
+    return encoder.encode_chat(line.body.at("messages"));
+  }
+  const nlohmann::json& prompt = line.body.at("prompt");
+  if (prompt.is_string()) {
+    if (!encoder.encode_text) {
+      return absl::InvalidArgumentError(
+          "body.prompt: a text prompt needs the model's tokenizer.json; give an array of token ids");
+    }
+    return encoder.encode_text(prompt.get<std::string>());
+  }
+  std::vector<int32_t> ids;
+  for (const nlohmann::json& v : prompt) {
+    if (!v.is_number_integer()) {
+      return absl::InvalidArgumentError(
+          "body.prompt: expected a string or an array of integer token ids (one prompt per line)");
+    }
+    ids.push_back(v.get<int32_t>());
+  }
+  return ids;
+}
+
+absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder& encoder,
+                                 const Engine& engine, const std::string& model) {
+  Prepared p;
+  nlohmann::json body = line.body;
+  const bool chat = line.endpoint == BatchEndpoint::kChatCompletions;
+  if (chat) {
+    // Chat's logprobs is a boolean with top_logprobs beside it; the shared reader wants N.
+    auto lp = body.find("logprobs");
+    if (lp != body.end() && lp->is_boolean()) {
+      const bool on = lp->get<bool>();
+      auto top = body.find("top_logprobs");
+      nlohmann::json n = top != body.end() && top->is_number_integer() ? *top : nlohmann::json(0);
+      body.erase("top_logprobs");
+      if (on) {
+        body["logprobs"] = n;
+      } else {
+        body.erase("logprobs");
+      }
+    }
+  }
+  WEFT_ASSIGN_OR_RETURN(p.request.params, sampling_params_from_json(body));
+  WEFT_ASSIGN_OR_RETURN(p.request.prompt_ids, prompt_ids_of(line, encoder));
+  const int64_t prompt_len = static_cast<int64_t>(p.request.prompt_ids.size());
+  const bool has_max = body.contains("max_tokens") || body.contains("max_completion_tokens");
+  if (chat && !has_max) {
+    // OpenAI chat has no default cap: generate until a stop or the context is full.
+    const int64_t room = engine.config().max_model_len - prompt_len;
+    if (room >= 1) p.request.params.max_tokens = static_cast<int>(room);
+  }
+  auto priority = body.find("priority");
+  if (priority != body.end() && priority->is_number_integer()) p.request.priority = priority->get<int>();
+  p.result.endpoint = line.endpoint;
+  p.result.custom_id = line.custom_id;
+  auto requested_model = body.find("model");
+  p.result.model = requested_model != body.end() && requested_model->is_string()
+                       ? requested_model->get<std::string>()
+                       : model;
+  p.result.prompt_tokens = prompt_len;
+  p.result.choices.resize(static_cast<size_t>(std::max(1, p.request.params.n)));
+  p.result.include_token_ids = !encoder.encode_text || body.value("return_token_ids", false);
+  return p;
+}
+
+int64_t count_nonempty_lines(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder& encoder,
+                                        const BatchOptions& options, const std::atomic<int>& stop,
+                                        const std::function<void(const BatchProgress&)>& on_progress) {
+  const auto start = std::chrono::steady_clock::now();
+  std::ifstream in(options.input);
+  if (!in) return absl::NotFoundError(absl::StrCat("--input ", options.input.string(), ": cannot open"));
+  const bool separate_errors = !options.errors.empty() && options.errors != options.output;
+  WEFT_ASSIGN_OR_RETURN(JournalState journal,
+                        scan_journal(options.output, separate_errors ? options.errors : ""));
+  if (!separate_errors) {
+    // Error records in the output file carry "line": scan_journal counted them as outputs.
+    WEFT_ASSIGN_OR_RETURN(JournalState again, scan_journal("", options.output));
+    journal.done_lines = again.done_lines;
+  }
+  WEFT_ASSIGN_OR_RETURN(RecordFile output, RecordFile::open(options.output));
+  std::optional<RecordFile> errors_file;
+  if (separate_errors) {
+    WEFT_ASSIGN_OR_RETURN(RecordFile f, RecordFile::open(options.errors));
+    errors_file = std::move(f);
+  }
+  RecordFile& errors = errors_file ? *errors_file : output;
+
+  BatchProgress progress;
+  progress.total_lines = count_nonempty_lines(options.input);
+  std::map<int64_t, InFlight> in_flight;  // by engine request id
+  std::set<std::string> seen;             // custom_ids of earlier lines (duplicates)
+  std::string pending_outputs, pending_errors;
+  int64_t line_no = 0;
+  bool input_done = false;
+
+  auto flush = [&]() -> absl::Status {
+    if (!pending_errors.empty()) {
+      WEFT_RETURN_IF_ERROR(errors.append(pending_errors));
+      pending_errors.clear();
+    }
+    if (!pending_outputs.empty()) {
+      WEFT_RETURN_IF_ERROR(output.append(pending_outputs));
+      pending_outputs.clear();
+    }
+    return absl::OkStatus();
+  };
+  auto report = [&](bool finished) {
+    progress.in_flight = static_cast<int64_t>(in_flight.size());
+    progress.elapsed_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress.kv_usage = engine.kv_usage();
+    progress.prefix_hit_tokens = engine.num_prefix_hit_tokens();
+    progress.finished = finished;
+    if (on_progress) on_progress(progress);
+  };
+  auto fail_line = [&](const std::optional<std::string>& id, const std::string& code,
+                       const std::string& message) {
+    pending_errors += record_line(error_record(id, line_no, code, message));
+    ++progress.failed;
+  };
+
+  while (true) {
+    // Admit lines while there is room (and no stop request).
+    while (!input_done && stop.load() == kBatchRun &&
+           static_cast<int>(in_flight.size()) < options.max_in_flight) {
+      std::string text;
+      if (!std::getline(in, text)) {
+        input_done = true;
+        break;
+      }
+      ++line_no;
+      if (!text.empty() && text.back() == '\r') text.pop_back();
+      if (text.find_first_not_of(" \t") == std::string::npos) continue;
+      std::optional<std::string> custom_id;
+      absl::StatusOr<BatchLine> line = parse_batch_line(text, &custom_id);
+      const bool duplicate = custom_id && !seen.insert(*custom_id).second;
+      if (journal.done_lines.count(line_no) ||
+          (!duplicate && custom_id && journal.done_ids.count(*custom_id))) {
+        ++progress.already_done;
+        continue;
+      }
+      if (!line.ok()) {
+        fail_line(custom_id, "invalid_request", std::string(line.status().message()));
+        continue;
+      }
+      if (duplicate) {
+        fail_line(custom_id, "duplicate_custom_id",
+                  absl::StrCat("custom_id \"", *custom_id, "\" appears on an earlier line"));
+        continue;
+      }
+      absl::StatusOr<Prepared> prepared = prepare(*line, encoder, engine, options.model_name);
+      if (!prepared.ok()) {
+        fail_line(custom_id, "invalid_request", std::string(prepared.status().message()));
+        continue;
+      }
+      absl::StatusOr<int64_t> id = engine.add_request(prepared->request);
+      if (!id.ok()) {
+        fail_line(custom_id, "invalid_request", std::string(id.status().message()));
+        continue;
+      }
+      InFlight& f = in_flight[*id];
+      f.result = std::move(prepared->result);
+      f.remaining = static_cast<int>(f.result.choices.size());
+    }
+    if (stop.load() == kBatchAbandon || in_flight.empty()) break;
+
+    WEFT_ASSIGN_OR_RETURN(std::vector<SequenceOutput> outputs, engine.step());
+    for (const SequenceOutput& out : outputs) {
+      auto it = in_flight.find(out.request_id);
+      if (it == in_flight.end()) continue;
+      BatchChoice& choice = it->second.result.choices.at(static_cast<size_t>(out.index));
+      choice.token_ids.insert(choice.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
+      choice.text += out.text;
+      progress.completion_tokens += static_cast<int64_t>(out.token_ids.size());
+      if (!out.finished) continue;
+      choice.finish_reason = std::string(finish_reason_name(out.finish_reason));
+      if (--it->second.remaining > 0) continue;
+      pending_outputs += record_line(output_record(it->second.result, std::time(nullptr)));
+      progress.prompt_tokens += it->second.result.prompt_tokens;
+      ++progress.completed;
+      in_flight.erase(it);
+    }
+    WEFT_RETURN_IF_ERROR(flush());
+    report(false);
+  }
+  WEFT_RETURN_IF_ERROR(flush());
+  // Requests left in flight (abandoned) get no record: the next run redoes them.
+  for (const auto& [id, f] : in_flight) engine.abort(id);
+  while (engine.has_unfinished()) {
+    // Drain the abort reports so the engine is idle again (no model steps remain).
+    WEFT_ASSIGN_OR_RETURN(std::vector<SequenceOutput> ignored, engine.step());
+    (void)ignored;
+  }
+  progress.interrupted = !input_done || !in_flight.empty();
+  in_flight.clear();
+  report(true);
+  return progress;
+}
+
+}  // namespace weft

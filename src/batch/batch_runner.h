@@ -1,0 +1,69 @@
+// weft batch's driver: reads an OpenAI Batch input file line by line, keeps up to
+// max_in_flight requests in the engine (continuous batching over the whole file), and appends
+// each finished request's record to the output file (bad lines and rejected requests to the
+// errors file) through the crash-safe journal (batch_journal.h).
+//
+// Resumable: lines whose custom_id already has an output record, or whose line number already
+// has an error record, are skipped, so a job killed at any moment (kill -9 included) and started
+// again with the same files ends with every line answered exactly once.
+//
+// Independent of how the engine was built (one process, or the coordinator of an MPI job): it
+// only needs the Engine and a prompt encoder. Runs on the engine's thread; `stop` may be set by
+// a signal handler: kDrain stops reading new lines and finishes those in flight, kAbandon stops
+// at the next step boundary and leaves the unfinished ones for the next run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/engine.h"
+#include "nlohmann/json.hpp"
+
+namespace weft {
+
+struct BatchPromptEncoder {
+  // Text -> ids with the model's tokenizer (adding its special tokens as transformers does).
+  // Empty when the model has no tokenizer: only token-id prompts are accepted then, and choices
+  // carry token_ids instead of text.
+  std::function<absl::StatusOr<std::vector<int32_t>>(const std::string& text)> encode_text;
+  // messages (an OpenAI messages array) -> ids through the model's chat template.
+  std::function<absl::StatusOr<std::vector<int32_t>>(const nlohmann::json& messages)> encode_chat;
+};
+
+struct BatchOptions {
+  std::filesystem::path input;
+  std::filesystem::path output;
+  std::filesystem::path errors;  // empty: error records go to the output file
+  std::string model_name;        // the "model" field of responses
+  int max_in_flight = 256;       // requests submitted to the engine and not yet finished
+};
+
+enum BatchStop : int { kBatchRun = 0, kBatchDrain = 1, kBatchAbandon = 2 };
+
+struct BatchProgress {
+  int64_t total_lines = 0;      // non-empty input lines
+  int64_t already_done = 0;     // answered by an earlier run (skipped)
+  int64_t completed = 0;        // output records written by this run
+  int64_t failed = 0;           // error records written by this run
+  int64_t in_flight = 0;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double elapsed_s = 0;
+  double kv_usage = 0;          // fraction of KV blocks in use
+  int64_t prefix_hit_tokens = 0;
+  bool finished = false;        // the last report
+  bool interrupted = false;     // stopped by `stop` with lines left for a later run
+};
+
+// Runs the whole file. Errors only when the engine or a file fails (never for a bad line); the
+// records written until then stay valid for a restart.
+absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder& encoder,
+                                        const BatchOptions& options, const std::atomic<int>& stop,
+                                        const std::function<void(const BatchProgress&)>& on_progress);
+
+}  // namespace weft

@@ -1,0 +1,64 @@
+// An HTTP/1.x request parser for untrusted input: a pure function from the bytes received so far
+// to "need more", "one complete request (and how many bytes it used)" or "reject with status S".
+//
+// Accepted: request line `METHOD SP request-target SP HTTP/1.0|HTTP/1.1 CRLF` (method a token,
+// target in origin form starting with '/' or "*", visible ASCII only), header fields
+// `name ":" OWS value OWS CRLF` (name a token, value without CR/LF/NUL or other control bytes
+// except tab), an empty line, then a body of exactly Content-Length bytes (no Content-Length:
+// empty body). Header names are lower-cased; values keep their case, trimmed of spaces/tabs.
+//
+// Rejected (with the status a server should answer):
+//   400  malformed request line / header line, bare LF or CR, obsolete line folding, a header
+//        name that is not a token, an invalid or conflicting Content-Length, a missing Host in
+//        HTTP/1.1;
+//   413  Content-Length above limits.max_body_bytes;
+//   414  request target longer than limits.max_target_bytes;
+//   431  header section longer than limits.max_header_bytes or more than limits.max_headers;
+//   501  a Transfer-Encoding in the request (chunked request bodies are not supported);
+//   505  any HTTP version other than 1.0 and 1.1.
+// Never reads past `bytes`, never allocates more than the limits allow, never throws.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace weft {
+
+struct HttpLimits {
+  size_t max_header_bytes = 16 * 1024;  // request line + headers + the blank line
+  size_t max_headers = 100;
+  size_t max_target_bytes = 8 * 1024;
+  size_t max_body_bytes = 8 * 1024 * 1024;
+};
+
+struct HttpRequest {
+  std::string method;   // "GET", "POST", ... (case-sensitive, as sent)
+  std::string target;   // "/v1/completions?x=1"
+  std::string path;     // target up to '?'
+  std::string query;    // after '?', without it
+  int version_minor = 1;  // HTTP/1.<minor>
+  std::vector<std::pair<std::string, std::string>> headers;  // lower-case names, in order
+  std::string body;
+  bool keep_alive = true;  // from the version and the Connection header
+
+  // The first value of header `name` (lower-case).
+  std::optional<std::string_view> header(std::string_view name) const;
+};
+
+struct HttpParseResult {
+  enum class State { kIncomplete, kComplete, kError };
+  State state = State::kIncomplete;
+  size_t consumed = 0;       // kComplete: bytes of `bytes` this request used
+  HttpRequest request;       // kComplete
+  int error_status = 0;      // kError: 400, 413, 414, 431, 501 or 505
+  std::string error;         // kError: what was wrong, for the response body
+};
+
+HttpParseResult parse_http_request(std::string_view bytes, const HttpLimits& limits = {});
+
+}  // namespace weft

@@ -1,0 +1,121 @@
+#include "serving/metrics.h"
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+
+namespace weft {
+namespace {
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.9g", v);
+  return buf;
+}
+
+const std::vector<double> kTtftBuckets = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+                                          0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
+const std::vector<double> kItlBuckets = {0.001, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075,
+                                         0.1,   0.15,  0.2,  0.3,   0.4,  0.5,   0.75, 1.0,  2.5, 5.0};
+const std::vector<double> kE2eBuckets = {0.3,  0.5,  0.8,  1.0,  1.5,  2.0,   2.5,   5.0,  10.0,
+                                         15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0};
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) ++i;
+  std::lock_guard<std::mutex> lock(mu_);
+  ++counts_[i];
+  sum_ += value;
+  ++count_;
+}
+
+void Histogram::render(std::string& out, std::string_view name, std::string_view help) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string n(name);
+  absl::StrAppend(&out, "# HELP ", n, " ", std::string(help), "\n# TYPE ", n, " histogram\n");
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    absl::StrAppend(&out, n, "_bucket{le=\"", number(bounds_[i]), "\"} ", cumulative, "\n");
+  }
+  cumulative += counts_.back();
+  absl::StrAppend(&out, n, "_bucket{le=\"+Inf\"} ", cumulative, "\n", n, "_sum ", number(sum_), "\n", n,
+                  "_count ", count_, "\n");
+}
+
+ServingMetrics::ServingMetrics() : ttft_(kTtftBuckets), itl_(kItlBuckets), e2e_(kE2eBuckets) {}
+
+void ServingMetrics::count_request(std::string_view finished_reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++requests_[std::string(finished_reason)];
+}
+
+std::string ServingMetrics::render(const EngineGauges& g) const {
+  std::string out;
+  auto gauge = [&](const char* name, const char* help, const std::string& value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n", name, " ", value, "\n");
+  };
+  auto counter = [&](const char* name, const char* help, int64_t value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, " ", value, "\n");
+  };
+  gauge("weft:num_requests_running", "Sequences running in the engine.", std::to_string(g.num_running));
+  gauge("weft:num_requests_waiting", "Sequences waiting to run.", std::to_string(g.num_waiting));
+  const double usage = g.num_kv_blocks > 0
+                           ? static_cast<double>(g.num_kv_blocks - g.num_free_kv_blocks) / g.num_kv_blocks
+                           : 0.0;
+  gauge("weft:kv_cache_usage_perc", "Fraction of KV cache blocks in use (1 = full).", number(usage));
+  gauge("weft:num_active_requests", "Requests submitted and not yet finished.",
+        std::to_string(g.num_active_requests));
+  counter("weft:prompt_tokens_total", "Prompt tokens of admitted requests.", prompt_tokens_.load());
+  counter("weft:generation_tokens_total", "Generated tokens.", generation_tokens_.load());
+  counter("weft:engine_steps_total", "Engine steps run.", g.num_steps);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::StrAppend(&out, "# HELP weft:request_success_total Finished requests by finish reason.\n",
+                    "# TYPE weft:request_success_total counter\n");
+    for (const auto& [reason, count] : requests_) {
+      absl::StrAppend(&out, "weft:request_success_total{finished_reason=\"", reason, "\"} ", count, "\n");
+    }
+  }
+  ttft_.render(out, "weft:time_to_first_token_seconds", "Time from request arrival to its first token.");
+  itl_.render(out, "weft:inter_token_latency_seconds", "Time between consecutive tokens of a sequence.");
+  e2e_.render(out, "weft:e2e_request_latency_seconds", "Time from request arrival to its end.");
+  return out;
+}
+
+RequestLatency::RequestLatency(ServingMetrics& metrics, std::chrono::steady_clock::time_point submitted, int n)
+    : metrics_(metrics), submitted_(submitted), last_token_(static_cast<size_t>(n > 0 ? n : 1)) {}
+
+void RequestLatency::on_event(const StreamEvent& e) {
+  using Seconds = std::chrono::duration<double>;
+  last_event_ = e.time;
+  if (e.output.token_ids.empty()) return;
+  metrics_.add_generation_tokens(static_cast<int64_t>(e.output.token_ids.size()));
+  if (!first_seen_) {
+    first_seen_ = true;
+    metrics_.observe_ttft(Seconds(e.time - submitted_).count());
+  }
+  const size_t i = static_cast<size_t>(e.output.index);
+  if (i < last_token_.size()) {
+    if (last_token_[i] != std::chrono::steady_clock::time_point{}) {
+      metrics_.observe_itl(Seconds(e.time - last_token_[i]).count());
+    }
+    last_token_[i] = e.time;
+  }
+}
+
+void RequestLatency::on_finish(std::string_view finished_reason) {
+  if (finished_) return;
+  finished_ = true;
+  const auto end = last_event_ == std::chrono::steady_clock::time_point{} ? std::chrono::steady_clock::now()
+                                                                          : last_event_;
+  metrics_.observe_e2e(std::chrono::duration<double>(end - submitted_).count());
+  metrics_.count_request(finished_reason);
+}
+
+}  // namespace weft

@@ -1,0 +1,88 @@
+// OpenAI-compatible request bodies -> engine requests, and errors in the OpenAI shape.
+//
+// parse_json_body: the body must be a JSON object nested at most kMaxJsonDepth deep (checked
+// before parsing, so a deeply nested body cannot exhaust the stack).
+// parse_generation_request reads /v1/completions and /v1/chat/completions bodies:
+//   model (optional; must name the served model: 404 otherwise), prompt (completions: a string,
+//   an array of token ids, or a one-element array of either), messages (chat: role + content as a
+//   string or an array of {"type": "text", "text"} parts; rendered with the model's chat
+//   template), stream, stream_options.include_usage, the sampling fields of
+//   sampling_params_from_json (n, temperature, top_p, top_k, min_p, repetition_penalty, presence /
+//   frequency_penalty, logit_bias, seed, stop, stop_token_ids, max_tokens, max_completion_tokens,
+//   min_tokens, ignore_eos, skip_special_tokens), logprobs (completions: an integer; chat: a
+//   boolean, with top_logprobs an integer), chat_template_kwargs (chat: extra template variables).
+//   Chat requests without max_tokens may use the rest of the context; completions default to 16.
+// Refused with a 400 naming the field: response_format other than text, tools, echo, suffix,
+// best_of other than n, batches of several prompts, stream_options without stream, and a prompt
+// that with max_tokens does not fit max_model_len (stating both limits, code
+// "context_length_exceeded").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/engine.h"
+#include "nlohmann/json.hpp"
+#include "tokenizer/chat_template/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace weft {
+
+constexpr int kMaxJsonDepth = 64;
+
+struct ServedModel {
+  std::string name;
+  int64_t max_model_len = 0;
+  int64_t vocab_size = 0;  // the model's (embedding rows), >= the tokenizer's
+  std::shared_ptr<const Tokenizer> tokenizer;
+  std::shared_ptr<const ChatTemplate> chat_template;  // null when the model has none
+};
+
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // empty: null
+  std::string code;   // empty: null
+};
+
+// {"error": {"message", "type", "param", "code"}}.
+std::string api_error_json(const ApiError& error);
+// An absl::Status from the engine or a parser -> ApiError. InvalidArgument -> 400 (param: the
+// field the message starts with, if any), NotFound -> 404, ResourceExhausted -> 429,
+// Unavailable -> 503, Unauthenticated -> 401, others -> 500.
+ApiError api_error_from_status(const absl::Status& status);
+
+std::variant<nlohmann::json, ApiError> parse_json_body(std::string_view body);
+
+enum class ApiKind { kCompletion, kChat };
+
+struct GenerationRequest {
+  ApiKind kind = ApiKind::kCompletion;
+  Request engine_request;
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;  // format logprobs in the response
+};
+
+std::variant<GenerationRequest, ApiError> parse_generation_request(const nlohmann::json& body, ApiKind kind,
+                                                                   const ServedModel& model);
+
+// POST /tokenize bodies: {"prompt": text, "add_special_tokens": bool (default true)} or
+// {"messages": [...]} (rendered with the chat template, as a chat request would be).
+std::variant<std::vector<int32_t>, ApiError> tokenize_request(const nlohmann::json& body, const ServedModel& model);
+// POST /detokenize bodies: {"tokens": [ids]} -> the decoded text (special tokens skipped unless
+// "skip_special_tokens": false).
+std::variant<std::string, ApiError> detokenize_request(const nlohmann::json& body, const ServedModel& model);
+
+// The model check shared by every endpoint that takes "model": OK when absent/null or equal to
+// the served name.
+std::optional<ApiError> check_model(const nlohmann::json& body, const ServedModel& model);
+
+}  // namespace weft

@@ -1,0 +1,206 @@
+#include "serving/openai_response.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "sampling/stop_checker.h"
+
+namespace weft {
+namespace {
+
+using nlohmann::json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string frame(const json& j) { return "data: " + dump(j) + "\n\n"; }
+
+std::string random_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%s%016llx%08llx", prefix, static_cast<unsigned long long>(salt),
+                static_cast<unsigned long long>(counter.fetch_add(1)));
+  return buf;
+}
+
+json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+}  // namespace
+
+ResponseBuilder::ResponseBuilder(ApiKind kind, std::string model_name, int n, bool logprobs,
+                                 std::shared_ptr<const Tokenizer> tokenizer, int64_t prompt_tokens)
+    : kind_(kind),
+      model_(std::move(model_name)),
+      logprobs_(logprobs),
+      tokenizer_(std::move(tokenizer)),
+      prompt_tokens_(prompt_tokens),
+      id_(random_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch()).count()),
+      choices_(static_cast<size_t>(n > 0 ? n : 1)) {}
+
+std::string ResponseBuilder::token_text(int32_t id) const {
+  const int32_t one[1] = {id};
+  return tokenizer_->decode(one, /*skip_special_tokens=*/false);
+}
+
+json ResponseBuilder::logprobs_for(const StreamEvent& e, Choice& c) const {
+  const SequenceOutput& out = e.output;
+  if (kind_ == ApiKind::kChat) {
+    json content = json::array();
+    for (size_t i = 0; i < out.token_ids.size() && i < out.samples.size(); ++i) {
+      const std::string tok = token_text(out.token_ids[i]);
+      json top = json::array();
+      for (const auto& [id, lp] : out.samples[i].top_logprobs) {
+        const std::string t = token_text(id);
+        top.push_back({{"token", t}, {"logprob", lp}, {"bytes", bytes_of(t)}});
+      }
+      content.push_back({{"token", tok}, {"logprob", out.samples[i].logprob}, {"bytes", bytes_of(tok)}, {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json l = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
+            {"text_offset", json::array()}};
+  for (size_t i = 0; i < out.token_ids.size() && i < out.samples.size(); ++i) {
+    const std::string tok = token_text(out.token_ids[i]);
+    json top = json::object();
+    for (const auto& [id, lp] : out.samples[i].top_logprobs) top[token_text(id)] = lp;
+    l["tokens"].push_back(tok);
+    l["token_logprobs"].push_back(out.samples[i].logprob);
+    l["top_logprobs"].push_back(top);
+    l["text_offset"].push_back(c.text_offset);
+  }
+  return l;
+}
+
+void ResponseBuilder::append_logprobs(json& into, const json& piece) const {
+  if (into.is_null()) {
+    into = piece;
+    return;
+  }
+  for (auto& [key, value] : piece.items()) {
+    for (const json& v : value) into[key].push_back(v);
+  }
+}
+
+json ResponseBuilder::usage() const {
+  return {{"prompt_tokens", prompt_tokens_},
+          {"completion_tokens", completion_tokens_},
+          {"total_tokens", prompt_tokens_ + completion_tokens_}};
+}
+
+std::string ResponseBuilder::stream_events(const std::vector<StreamEvent>& events, bool include_usage) {
+  std::string out;
+  const char* object = kind_ == ApiKind::kChat ? "chat.completion.chunk" : "text_completion";
+  for (const StreamEvent& e : events) {
+    const size_t index = static_cast<size_t>(e.output.index);
+    if (index >= choices_.size()) continue;
+    Choice& c = choices_[index];
+    completion_tokens_ += static_cast<int64_t>(e.output.token_ids.size());
+    json base = {{"id", id_}, {"object", object}, {"created", created_}, {"model", model_}};
+    if (include_usage) base["usage"] = nullptr;
+    if (kind_ == ApiKind::kChat && !c.role_sent) {
+      c.role_sent = true;
+      json first = base;
+      first["choices"] = json::array({{{"index", index},
+                                        {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                        {"logprobs", nullptr},
+                                        {"finish_reason", nullptr}}});
+      out += frame(first);
+    }
+    const bool has_logprobs = logprobs_ && !e.output.token_ids.empty();
+    if (e.output.text.empty() && !has_logprobs && !e.output.finished) continue;
+    json choice = {{"index", index}};
+    if (kind_ == ApiKind::kChat) {
+      choice["delta"] = e.output.text.empty() ? json::object() : json{{"content", e.output.text}};
+    } else {
+      choice["text"] = e.output.text;
+    }
+    choice["logprobs"] = has_logprobs ? logprobs_for(e, c) : json();
+    c.text_offset += static_cast<int64_t>(e.output.text.size());
+    if (e.output.finished) {
+      c.finish_reason = std::string(finish_reason_name(e.output.finish_reason));
+      if (any_finish_reason_.empty()) any_finish_reason_ = c.finish_reason;
+      choice["finish_reason"] = c.finish_reason;
+      if (e.output.stop_string || e.output.stop_token) {
+        choice["stop_reason"] = e.output.stop_string ? json(*e.output.stop_string) : json(*e.output.stop_token);
+      }
+    } else {
+      choice["finish_reason"] = nullptr;
+    }
+    base["choices"] = json::array({choice});
+    out += frame(base);
+  }
+  return out;
+}
+
+std::string ResponseBuilder::stream_end(bool include_usage) {
+  std::string out;
+  if (include_usage) {
+    json u = {{"id", id_},
+              {"object", kind_ == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+              {"created", created_},
+              {"model", model_},
+              {"choices", json::array()},
+              {"usage", usage()}};
+    out += frame(u);
+  }
+  out += "data: [DONE]\n\n";
+  return out;
+}
+
+std::string ResponseBuilder::stream_error(const ApiError& error) {
+  return "data: " + api_error_json(error) + "\n\ndata: [DONE]\n\n";
+}
+
+void ResponseBuilder::add_events(const std::vector<StreamEvent>& events) {
+  for (const StreamEvent& e : events) {
+    const size_t index = static_cast<size_t>(e.output.index);
+    if (index >= choices_.size()) continue;
+    Choice& c = choices_[index];
+    completion_tokens_ += static_cast<int64_t>(e.output.token_ids.size());
+    if (logprobs_ && !e.output.token_ids.empty()) append_logprobs(c.logprobs, logprobs_for(e, c));
+    c.text += e.output.text;
+    c.text_offset += static_cast<int64_t>(e.output.text.size());
+    if (e.output.finished) {
+      c.finish_reason = std::string(finish_reason_name(e.output.finish_reason));
+      if (any_finish_reason_.empty()) any_finish_reason_ = c.finish_reason;
+    }
+  }
+}
+
+std::string ResponseBuilder::full_response() const {
+  json choices = json::array();
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    const Choice& c = choices_[i];
+    json lp = logprobs_ ? (c.logprobs.is_null() ? (kind_ == ApiKind::kChat ? json{{"content", json::array()}} : json())
+                                                : c.logprobs)
+                        : json();
+    if (kind_ == ApiKind::kChat) {
+      choices.push_back({{"index", i},
+                         {"message", {{"role", "assistant"}, {"content", c.text}}},
+                         {"logprobs", lp},
+                         {"finish_reason", c.finish_reason.empty() ? json() : json(c.finish_reason)}});
+    } else {
+      choices.push_back({{"index", i},
+                         {"text", c.text},
+                         {"logprobs", lp},
+                         {"finish_reason", c.finish_reason.empty() ? json() : json(c.finish_reason)}});
+    }
+  }
+  json body = {{"id", id_},
+               {"object", kind_ == ApiKind::kChat ? "chat.completion" : "text_completion"},
+               {"created", created_},
+               {"model", model_},
+               {"choices", choices},
+               {"usage", usage()}};
+  return dump(body);
+}
+
+}  // namespace weft

@@ -1,0 +1,73 @@
+// OpenAI-compatible response bodies built from a request's StreamEvents.
+//
+// One ResponseBuilder per request; it fixes the id ("cmpl-..." / "chatcmpl-...") and `created`
+// that every chunk repeats. Streaming output is Server-Sent Events: one "data: <json>\n\n"
+// frame per chunk (`text_completion` / `chat.completion.chunk` objects; chat opens each choice
+// with a {"role": "assistant"} delta), then an optional usage chunk (choices: []) and
+// "data: [DONE]\n\n". Non-streaming output is one `text_completion` / `chat.completion` object
+// with usage. Logprobs follow the API they answer: completions {tokens, token_logprobs,
+// top_logprobs, text_offset}; chat {content: [{token, logprob, bytes, top_logprobs}]}.
+// Token strings are each token decoded alone (special tokens kept).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/async_engine.h"
+#include "nlohmann/json.hpp"
+#include "serving/openai_request.h"
+#include "tokenizer/tokenizer.h"
+
+namespace weft {
+
+class ResponseBuilder {
+ public:
+  ResponseBuilder(ApiKind kind, std::string model_name, int n, bool logprobs,
+                  std::shared_ptr<const Tokenizer> tokenizer, int64_t prompt_tokens);
+
+  const std::string& id() const { return id_; }
+  int64_t created() const { return created_; }
+
+  // SSE frames for `events`.
+  std::string stream_events(const std::vector<StreamEvent>& events, bool include_usage);
+  // The usage chunk (when include_usage) and the [DONE] frame.
+  std::string stream_end(bool include_usage);
+  // An error after the stream started: {"error": ...} as a data frame, then [DONE].
+  static std::string stream_error(const ApiError& error);
+
+  // Non-streaming: collect events, then the whole response body.
+  void add_events(const std::vector<StreamEvent>& events);
+  std::string full_response() const;
+
+  int64_t completion_tokens() const { return completion_tokens_; }
+  // "stop" / "length" / "abort" of the first choice that finished (for metrics); "" if none.
+  const std::string& finish_reason() const { return any_finish_reason_; }
+
+ private:
+  struct Choice {
+    std::string text;
+    std::string finish_reason;
+    nlohmann::json logprobs;   // accumulated (non-streaming)
+    int64_t text_offset = 0;   // completions logprobs: characters... bytes of text so far
+    bool role_sent = false;
+  };
+  nlohmann::json logprobs_for(const StreamEvent& e, Choice& c) const;
+  void append_logprobs(nlohmann::json& into, const nlohmann::json& piece) const;
+  nlohmann::json usage() const;
+  std::string token_text(int32_t id) const;
+
+  ApiKind kind_;
+  std::string model_;
+  bool logprobs_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  int64_t prompt_tokens_;
+  std::string id_;
+  int64_t created_;
+  std::vector<Choice> choices_;
+  int64_t completion_tokens_ = 0;
+  std::string any_finish_reason_;
+};
+
+}  // namespace weft

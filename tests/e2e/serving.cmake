@@ -1,0 +1,26 @@
+# weft serve end-to-end tests (label e2e) and the serving load benchmark; included from
+# tests/e2e/CMakeLists.txt.
+find_package(Python3 COMPONENTS Interpreter)
+
+add_executable(make_test_model ${CMAKE_CURRENT_LIST_DIR}/make_test_model.cpp)
+target_link_libraries(make_test_model PRIVATE weft_model)
+target_compile_definitions(make_test_model PRIVATE WEFT_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+
+if(Python3_Interpreter_FOUND)
+  # The official openai client (installed from requirements.txt by the test when missing).
+  add_test(NAME e2e_openai_server
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_openai_server.py
+                   --weft $<TARGET_FILE:weft> --make-model $<TARGET_FILE:make_test_model>)
+  set_tests_properties(e2e_openai_server PROPERTIES LABELS e2e TIMEOUT 600)
+endif()
+
+if(TARGET weft_serving_proto)
+  weft_add_gtest(grpc_generate_test e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/grpc_generate_test.cpp
+                 LIBS weft_serving weft_model)
+endif()
+
+# The load benchmark (a program, not a test): tests/e2e/run_load_bench.sh drives it.
+if(WEFT_BUILD_BENCH)
+  add_executable(serve_load_bench ${CMAKE_CURRENT_LIST_DIR}/serve_load_bench.cpp)
+  target_link_libraries(serve_load_bench PRIVATE nlohmann_json::nlohmann_json Threads::Threads)
+endif()

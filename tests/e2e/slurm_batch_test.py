@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""weft batch under a real local Slurm (cluster/slurm/start-local-slurm.sh, started and stopped
+here): sbatch cluster/slurm/weft-batch.sbatch with RANKS tasks and check the output equals a run
+without Slurm; then sbatch again, `scontrol requeue` the job mid-run, and check the requeued job
+resumes and ends with every custom_id exactly once and the same records.
+Usage: slurm_batch_test.py WEFT MODEL_DIR RANKS. Exit 77 (skipped) when Slurm cannot start here.
+Every wait is bounded."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from batch_inputs import compare, write_input  # noqa: E402
+
+WEFT, MODEL, RANKS = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SLURM_DIR = os.path.join(ROOT, "cluster", "slurm")
+SKIP = 77
+
+
+def skip(message):
+    print(f"SKIPPED: {message}")
+    sys.exit(SKIP)
+
+
+def weft_args(inp, out, err):
+    args = ["--model", MODEL, "--input", inp, "--output", out, "--errors", err, "--threads", "1",
+            "--max-in-flight", "1", "--progress-interval", "0.5"]
+    if RANKS > 1:
+        args += ["--tp", str(RANKS)]
+    return args
+
+
+def count_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def job_field(env, job, field):
+    p = subprocess.run(["scontrol", "show", "job", str(job)], env=env, capture_output=True,
+                       text=True, timeout=30)
+    m = re.search(rf"\b{field}=(\S+)", p.stdout)
+    return m.group(1) if m else None
+
+
+def wait_for(what, predicate, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def sbatch(env, workdir, args):
+    p = subprocess.run(["sbatch", "--parsable", "-n", str(RANKS), f"--chdir={workdir}",
+                        os.path.join(SLURM_DIR, "weft-batch.sbatch")] + args,
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, f"sbatch failed: {p.stderr}"
+    return int(p.stdout.strip().split(";")[0])
+
+
+def wait_completed(env, job, timeout):
+    def done():
+        state = job_field(env, job, "JobState")
+        assert state not in ("FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"), \
+            f"job {job} ended {state}"
+        return state == "COMPLETED"
+    wait_for(f"job {job} to complete", done, timeout)
+
+
+def main():
+    for tool in ("munged", "slurmctld", "slurmd", "sbatch", "scontrol"):
+        if shutil.which(tool) is None:
+            skip(f"{tool} is not installed (apt-get install slurm-wlm munge)")
+    if os.geteuid() != 0:
+        skip("the local Slurm runs with SlurmUser=root: run as root")
+    with tempfile.TemporaryDirectory() as tmp:
+        state = os.path.join(tmp, "slurm")
+        env = dict(os.environ, WEFT_BIN=WEFT,
+                   WEFT_SLURM_PORT=str(20000 + os.getpid() % 20000 // 2 * 2))
+        start = subprocess.run([os.path.join(SLURM_DIR, "start-local-slurm.sh"), state], env=env,
+                               capture_output=True, text=True, timeout=120)
+        if start.returncode != 0:
+            subprocess.run([os.path.join(SLURM_DIR, "stop-local-slurm.sh"), state], timeout=60)
+            skip(f"the local Slurm did not start: {start.stderr[-1500:]}")
+        env["SLURM_CONF"] = os.path.join(state, "slurm.conf")
+        try:
+            return run_tests(env, tmp)
+        finally:
+            subprocess.run([os.path.join(SLURM_DIR, "stop-local-slurm.sh"), state], env=env,
+                           capture_output=True, timeout=60)
+
+
+def run_tests(env, tmp):
+    inp = os.path.join(tmp, "in.jsonl")
+    write_input(inp, 600, seed=5)
+    ref_out, ref_err = os.path.join(tmp, "ref.jsonl"), os.path.join(tmp, "ref_err.jsonl")
+    subprocess.run([WEFT, "batch"] + weft_args(inp, ref_out, ref_err), check=True,
+                   capture_output=True, timeout=300)
+    failures = []
+
+    out, err = os.path.join(tmp, "a.jsonl"), os.path.join(tmp, "a_err.jsonl")
+    job = sbatch(env, tmp, weft_args(inp, out, err))
+    wait_completed(env, job, 300)
+    problems = compare(ref_out, out) + compare(ref_err, err)
+    print(f"job {job} ({RANKS} rank(s)): {count_lines(out)} records: "
+          f"{'OK' if not problems else problems[:5]}")
+    failures += [f"plain job: {p}" for p in problems[:5]]
+
+    out, err = os.path.join(tmp, "b.jsonl"), os.path.join(tmp, "b_err.jsonl")
+    job = sbatch(env, tmp, weft_args(inp, out, err))
+    wait_for(f"job {job} to write 60 records", lambda: count_lines(out) >= 60, 300)
+    at_requeue = count_lines(out)
+    subprocess.run(["scontrol", "requeue", str(job)], env=env, check=True, timeout=60)
+    wait_for(f"job {job} to be requeued",
+             lambda: int(job_field(env, job, "Restarts") or 0) >= 1, 60)
+    wait_completed(env, job, 300)
+    with open(os.path.join(tmp, f"weft-batch-{job}.log")) as f:
+        log = f.read()
+    problems = compare(ref_out, out) + compare(ref_err, err)
+    if at_requeue >= count_lines(ref_out):
+        problems.append("the job had finished before the requeue (not a mid-run requeue)")
+    if "run 2" not in log or "already done earlier" not in log:
+        problems.append(f"the log shows no resumed run: {log[-1500:]}")
+    resumed = re.findall(r"(\d+) already done earlier", log)
+    print(f"job {job}: requeued at {at_requeue} records; runs: {log.count('weft-batch: job')}, "
+          f"resumed run skipped {resumed[-1] if resumed else '?'} done lines: "
+          f"{'OK' if not problems else problems[:5]}")
+    failures += [f"requeued job: {p}" for p in problems[:5]]
+    if failures:
+        print("FAILED:\n" + "\n".join(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+#include "serving/http_parser.h"
+
+#include <random>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace weft {
+namespace {
+
+using State = HttpParseResult::State;
+
+const std::string kPost =
+    "POST /v1/completions?x=1 HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+    "Content-Length: 13\r\nX-Trim:  \t spaced \t\r\n\r\n{\"prompt\":\"\"}";
+
+TEST(HttpParserTest, ParsesACompleteRequest) {
+  const HttpParseResult r = parse_http_request(kPost + "GET / HTTP/1.1\r\n");
+  ASSERT_EQ(r.state, State::kComplete) << r.error;
+  EXPECT_EQ(r.consumed, kPost.size());
+  EXPECT_EQ(r.request.method, "POST");
+  EXPECT_EQ(r.request.path, "/v1/completions");
+  EXPECT_EQ(r.request.query, "x=1");
+  EXPECT_EQ(r.request.body, "{\"prompt\":\"\"}");
+  EXPECT_EQ(r.request.header("content-type"), "application/json");
+  EXPECT_EQ(r.request.header("x-trim"), "spaced");
+  EXPECT_TRUE(r.request.keep_alive);
+}
+
+TEST(HttpParserTest, EveryPrefixIsIncomplete) {
+  for (size_t n = 0; n < kPost.size(); ++n) {
+    EXPECT_EQ(parse_http_request(kPost.substr(0, n)).state, State::kIncomplete) << n;
+  }
+}
+
+TEST(HttpParserTest, KeepAliveFollowsVersionAndConnection) {
+  EXPECT_FALSE(parse_http_request("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").request.keep_alive);
+  EXPECT_FALSE(parse_http_request("GET / HTTP/1.0\r\n\r\n").request.keep_alive);
+  EXPECT_TRUE(parse_http_request("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").request.keep_alive);
+}
+
+struct Bad {
+  std::string bytes;
+  int status;
+};
+
+TEST(HttpParserTest, RejectsMalformedRequestsWithTheRightStatus) {
+  HttpLimits limits;
+  limits.max_header_bytes = 1024;
+  limits.max_headers = 10;
+  limits.max_body_bytes = 100;
+  limits.max_target_bytes = 200;
+  const std::vector<Bad> cases = {
+      {"GET / HTTP/1.1\nHost: a\n\n", 400},                          // bare LF
+      {"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 400},         // obs-fold
+      {"GET / HTTP/1.1\r\nHo st: a\r\n\r\n", 400},                   // name not a token
+      {"GET / HTTP/1.1\r\nHost a\r\n\r\n", 400},                     // no colon
+      {"GET / HTTP/1.1\r\n\r\n", 400},                               // no Host in 1.1
+      {"G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400},                    // bad method
+      {"GET nopath HTTP/1.1\r\nHost: a\r\n\r\n", 400},               // bad target
+      {"GET / HTTP/2.0\r\nHost: a\r\n\r\n", 505},
+      {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400},
+      {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
+      {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413},
+      {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n", 413},
+      {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
+      {"GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n", 400},
+      {"GET /" + std::string(300, 'a') + " HTTP/1.1\r\n", 414},
+      {"GET / HTTP/1.1\r\nHost: a\r\nX: " + std::string(2000, 'a'), 431},
+      {"GET / HTTP/1.1\r\nHost: a\r\n" + std::string("X: 1\r\n") + "A: 1\r\nB: 1\r\nC: 1\r\nD: 1\r\n"
+       "E: 1\r\nF: 1\r\nG: 1\r\nH: 1\r\nI: 1\r\nJ: 1\r\n\r\n", 431},
+      {std::string("GET / HTTP/1.1\r\nHost: a\0\r\n\r\n", 25), 400},
+  };
+  for (const Bad& c : cases) {
+    const HttpParseResult r = parse_http_request(c.bytes, limits);
+    EXPECT_EQ(r.state, State::kError) << c.bytes;
+    EXPECT_EQ(r.error_status, c.status) << c.bytes << " -> " << r.error;
+    EXPECT_FALSE(r.error.empty());
+  }
+}
+
+// Property: for random mutations and truncations of valid requests the parser returns one of its
+// three states, never consumes more than it was given, and a complete parse re-parses to the same
+// request from exactly the consumed bytes.
+TEST(HttpParserTest, RandomMutationsNeverMisbehave) {
+  std::mt19937 rng(1234);
+  const std::string alphabet = "GETPOST /:\r\n\t HTTP/1.01Content-Length: 0123456789abc\x00\xff{}";
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string s = kPost;
+    const int edits = 1 + static_cast<int>(rng() % 8);
+    for (int e = 0; e < edits; ++e) {
+      const size_t pos = rng() % (s.size() + 1);
+      switch (rng() % 4) {
+        case 0: if (pos < s.size()) s[pos] = alphabet[rng() % alphabet.size()]; break;
+        case 1: s.insert(pos, 1, alphabet[rng() % alphabet.size()]); break;
+        case 2: if (pos < s.size()) s.erase(pos, 1 + rng() % 4); break;
+        case 3: s.resize(pos); break;
+      }
+    }
+    const HttpParseResult r = parse_http_request(s);
+    if (r.state == State::kComplete) {
+      ASSERT_LE(r.consumed, s.size());
+      const HttpParseResult again = parse_http_request(s.substr(0, r.consumed));
+      ASSERT_EQ(again.state, State::kComplete);
+      EXPECT_EQ(again.request.body, r.request.body);
+      EXPECT_EQ(again.request.headers, r.request.headers);
+    } else if (r.state == State::kError) {
+      EXPECT_GE(r.error_status, 400);
+      EXPECT_LT(r.error_status, 600);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace weft
