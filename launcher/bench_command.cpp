@@ -1,16 +1,26 @@
-// weft bench: prefill and decode throughput of the CPU engine, and decode as a fraction of this
-// machine's measured memory bandwidth. Without --model it generates a ~125M-parameter
-// Llama-shaped BF16 model (hidden 768, 12 layers, vocab 32000) in a temporary directory.
-// A benchmark prints numbers; it asserts nothing.
+// weft bench: prefill and decode throughput of the engine, on one process or under mpirun with
+// --tp / --pp, and what limits it:
+//   * one process: decode bytes moved per second as a fraction of this machine's memory read
+//     bandwidth, measured by the same program;
+//   * several ranks: step latency, and the pipeline bubble (the fraction of the run's wall time
+//     the ranks spent not computing).
+// Without --model (one process only) it generates a ~125M-parameter Llama-shaped BF16 model
+// (hidden 768, 12 layers, vocab 32000) in a temporary directory; `weft bench --write-model DIR`
+// writes that model for multi-rank runs. A benchmark prints numbers; it asserts nothing.
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <numeric>
 #include <random>
 
 #include "core/cpu_features.h"
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
+#include "launcher/engine_session.h"
 #include "launcher/memory_bandwidth.h"
 #include "model/random_model.h"
 
@@ -23,16 +33,16 @@ struct Measurement {
   double prefill_tokens_per_s = 0;
   double decode_tokens_per_s = 0;
   double decode_step_ms = 0;
-  double kv_bytes_per_step = 0;  // average KV bytes read by one decode step
+  double kv_bytes_per_step = 0;  // average KV bytes one decode step reads (this rank's slice)
 };
 
 // Submits `batch` prompts of `prompt_len` random tokens, times the steps that prefill and the
 // pure decode steps that follow.
-absl::StatusOr<Measurement> measure(LocalEngine& local, int batch, int prompt_len, int decode_steps,
-                                    uint64_t seed) {
-  Engine& engine = local.engine();
+absl::StatusOr<Measurement> measure(EngineSession& session, int batch, int prompt_len,
+                                    int decode_steps, uint64_t seed) {
+  Engine& engine = session.engine();
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(local.model().config.vocab_size) - 1);
+  std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(session.model().config.vocab_size) - 1);
   for (int b = 0; b < batch; ++b) {
     Request r;
     for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(token(rng));
@@ -46,7 +56,7 @@ absl::StatusOr<Measurement> measure(LocalEngine& local, int batch, int prompt_le
   double prefill_s = 0, decode_s = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0, decode_step_count = 0;
   double kv_tokens = 0;
-  const KvCacheShape kv = local.kv_cache().shape();
+  const KvCacheShape kv = session.model().kv_shape(session.options().kv);
   const double kv_bytes_per_token = static_cast<double>(kv.bytes_per_block()) / kv.block_size;
   while (engine.has_unfinished()) {
     const int64_t before = engine.num_prefilled_tokens();
@@ -58,36 +68,80 @@ absl::StatusOr<Measurement> measure(LocalEngine& local, int batch, int prompt_le
     if (prefilled > 0) {
       prefill_s += s;
       prefill_tokens += prefilled;
-    } else {
+    } else if (!outputs->empty()) {
       decode_s += s;
       decode_tokens += static_cast<int64_t>(outputs->size());
       ++decode_step_count;
       kv_tokens += static_cast<double>(outputs->size()) *
-                   (prompt_len + static_cast<double>(decode_step_count));
+                   (prompt_len + static_cast<double>(decode_step_count) * outputs->size() / batch);
     }
   }
-  m.prefill_tokens_per_s = prefill_tokens / prefill_s;
-  m.decode_tokens_per_s = decode_tokens / decode_s;
+  m.prefill_tokens_per_s = prefill_tokens / std::max(prefill_s, 1e-9);
+  m.decode_tokens_per_s = decode_tokens / std::max(decode_s, 1e-9);
   m.decode_step_ms = 1000.0 * decode_s / std::max<int64_t>(1, decode_step_count);
   m.kv_bytes_per_step = kv_tokens * kv_bytes_per_token / std::max<int64_t>(1, decode_step_count);
   return m;
+}
+
+int bench(EngineSession& session, const std::vector<int32_t>& batches, int prompt_len,
+          int decode_steps, double* wall_seconds) {
+  const double weight_bytes = static_cast<double>(session.model().model->weight_bytes());
+  const bool single = session.world_size() == 1;
+  double bandwidth = 0;
+  std::printf("cpu: %s, ranks: %d\n", cpu_features().to_string().c_str(), session.world_size());
+  std::printf("model: %s, rank 0 holds %.1f MB of weights (%s), KV cache %s\n",
+              session.options().model_dir.c_str(), weight_bytes / 1e6,
+              dtype_name(session.model().config.torch_dtype),
+              dtype_name(session.model().kv_shape(session.options().kv).dtype));
+  if (single) {
+    ThreadPool pool(session.options().num_threads);
+    bandwidth = measure_read_bandwidth(pool);
+    std::printf("memory read bandwidth (measured, %d threads): %.2f GB/s\n", pool.num_threads(),
+                bandwidth / 1e9);
+  }
+  std::printf("%-6s %-8s %-15s %-14s %-10s %s\n", "batch", "prompt", "prefill tok/s",
+              "decode tok/s", "step ms", single ? "decode bytes/s vs bandwidth" : "");
+  const auto start = Clock::now();
+  for (int32_t batch : batches) {
+    auto m = measure(session, batch, prompt_len, decode_steps, 42 + batch);
+    if (!m.ok()) {
+      std::cerr << "weft bench: " << m.status().message() << "\n";
+      return 1;
+    }
+    std::printf("%-6d %-8d %-15.1f %-14.1f %-10.2f", batch, prompt_len, m->prefill_tokens_per_s,
+                m->decode_tokens_per_s, m->decode_step_ms);
+    if (single) {
+      // Each decode step reads every weight once plus the KV cache of every sequence.
+      const double bytes_per_s = (weight_bytes + m->kv_bytes_per_step) * 1000.0 / m->decode_step_ms;
+      std::printf(" %.1f%% (%.2f GB/s)", 100.0 * bytes_per_s / bandwidth, bytes_per_s / 1e9);
+    }
+    std::printf("\n");
+  }
+  *wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return 0;
 }
 
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
   std::set<std::string> value_flags = engine_value_flags();
-  value_flags.insert({"prompt-len", "decode-steps", "batches"});
+  value_flags.insert({"prompt-len", "decode-steps", "batches", "write-model"});
   auto cli = CliArgs::parse(args, value_flags, engine_bool_flags());
   if (!cli.ok()) {
     std::cerr << "weft bench: " << cli.status().message() << "\n";
     return 2;
   }
-  std::filesystem::path model_dir;
+  if (cli->has("write-model")) {
+    RandomModelSpec spec;
+    absl::Status s = write_random_model(*cli->get("write-model"), spec);
+    if (!s.ok()) std::cerr << "weft bench: " << s.message() << "\n";
+    std::printf("wrote a %.1fM-parameter model to %s\n", spec.num_parameters() / 1e6,
+                cli->get("write-model")->c_str());
+    return s.ok() ? 0 : 1;
+  }
   std::filesystem::path generated;
-  if (cli->has("model")) {
-    model_dir = *cli->get("model");
-  } else {
+  std::string model = cli->get_or("model", "");
+  if (model.empty()) {
     generated = std::filesystem::temp_directory_path() / ("weft-bench-model-" + std::to_string(::getpid()));
     RandomModelSpec spec;
     std::printf("generating a %.1fM-parameter Llama-shaped BF16 model in %s\n",
@@ -96,53 +150,41 @@ int run_bench(const std::vector<std::string>& args) {
       std::cerr << "weft bench: " << s.message() << "\n";
       return 1;
     }
-    model_dir = generated;
+    model = generated.string();
   }
-  auto options = engine_options_from(*cli, model_dir.string());
   auto prompt_len = cli->get_int("prompt-len", 256);
   auto decode_steps = cli->get_int("decode-steps", 32);
   auto batches = cli->get_int_list("batches");
-  if (!options.ok() || !prompt_len.ok() || !decode_steps.ok() || !batches.ok()) {
-    std::cerr << "weft bench: invalid flags\n";
+  auto started = EngineSession::start(*cli, model);
+  if (!prompt_len.ok() || !decode_steps.ok() || !batches.ok() || !started.ok()) {
+    std::cerr << "weft bench: "
+              << (started.ok() ? "invalid --prompt-len/--decode-steps/--batches" : started.status().message())
+              << "\n";
     return 2;
   }
   if (batches->empty()) *batches = {1, 16};
-
-  int exit_code = 0;
-  {
-    auto local = LocalEngine::create(*options);
-    if (!local.ok()) {
-      std::cerr << "weft bench: " << local.status().message() << "\n";
-      exit_code = 1;
-    } else {
-      LocalEngine& e = **local;
-      const double bandwidth = measure_read_bandwidth(e.pool());
-      const double weight_bytes = static_cast<double>(e.model().model->weight_bytes());
-      std::printf("cpu: %s, threads: %d\n", cpu_features().to_string().c_str(), e.pool().num_threads());
-      std::printf("model: %s, weights %.1f MB (%s), kv cache %s\n", model_dir.c_str(), weight_bytes / 1e6,
-                  dtype_name(e.model().config.torch_dtype), dtype_name(e.kv_cache().shape().dtype));
-      std::printf("memory read bandwidth (measured): %.2f GB/s\n", bandwidth / 1e9);
-      std::printf("%-6s %-10s %-16s %-16s %-14s %-22s\n", "batch", "prompt", "prefill tok/s",
-                  "decode tok/s", "step ms", "decode bytes/bandwidth");
-      for (int64_t batch : *batches) {
-        auto m = measure(e, static_cast<int>(batch), static_cast<int>(*prompt_len),
-                         static_cast<int>(*decode_steps), 42 + batch);
-        if (!m.ok()) {
-          std::cerr << "weft bench: " << m.status().message() << "\n";
-          exit_code = 1;
-          break;
-        }
-        // Each decode step reads every weight once plus the KV cache of every sequence.
-        const double bytes_per_s = (weight_bytes + m->kv_bytes_per_step) * 1000.0 / m->decode_step_ms;
-        std::printf("%-6lld %-10lld %-16.1f %-16.1f %-14.2f %.1f%% (%.2f GB/s)\n",
-                    static_cast<long long>(batch), static_cast<long long>(*prompt_len),
-                    m->prefill_tokens_per_s, m->decode_tokens_per_s, m->decode_step_ms,
-                    100.0 * bytes_per_s / bandwidth, bytes_per_s / 1e9);
-      }
+  EngineSession& session = **started;
+  if (absl::Status s = session.load({}); !s.ok()) {
+    std::cerr << "weft bench: " << s.message() << "\n";
+    return 1;
+  }
+  double wall = 0;
+  const int code = run_session(session, [&] {
+    return bench(session, *batches, static_cast<int>(*prompt_len), static_cast<int>(*decode_steps), &wall);
+  });
+  auto compute = session.gather_compute_seconds();
+  if (compute.ok() && !compute->empty() && wall > 0) {
+    double idle = 0;
+    std::printf("compute seconds per rank:");
+    for (double c : *compute) {
+      std::printf(" %.2f", c);
+      idle += std::max(0.0, 1.0 - c / wall);
     }
+    std::printf(" of %.2f s wall; pipeline bubble (mean idle fraction): %.1f%%\n", wall,
+                100.0 * idle / compute->size());
   }
   if (!generated.empty()) std::filesystem::remove_all(generated);
-  return exit_code;
+  return code;
 }
 
 }  // namespace weft

@@ -113,6 +113,25 @@ absl::Status EngineSession::finish() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<double>> EngineSession::gather_compute_seconds() {
+  std::vector<double> seconds;
+#ifdef WEFT_HAVE_MPI
+  if (distributed_engine_) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<std::string> all,
+                          world_->gather_bytes(std::to_string(distributed_engine_->compute_seconds()), 0));
+    for (const std::string& s : all) seconds.push_back(std::stod(s));
+  }
+#endif
+  return seconds;
+}
+
+int EngineSession::world_size() const {
+#ifdef WEFT_HAVE_MPI
+  if (world_) return world_->size();
+#endif
+  return 1;
+}
+
 void EngineSession::abort(int code, const std::string& message) {
 #ifdef WEFT_HAVE_MPI
   if (world_ && world_->size() > 1) world_->abort(code, message);

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/local_engine.h"
@@ -40,6 +41,10 @@ class EngineSession {
   absl::Status serve();
   // Coordinator: end the job's step loops (idempotent).
   absl::Status finish();
+  // Collective (every rank, after the step loops ended): each rank's seconds spent computing
+  // steps, in rank order, on the coordinator (empty elsewhere; {} in a single process).
+  absl::StatusOr<std::vector<double>> gather_compute_seconds();
+  int world_size() const;
   // Ends the whole job at once with a message (a rank that cannot go on must not leave the
   // others waiting). In a single process: prints the message and returns.
   void abort(int code, const std::string& message);

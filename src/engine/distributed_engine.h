@@ -44,6 +44,8 @@ class DistributedEngine {
   const RankModel& model() const { return *model_; }
   const KvCache& kv_cache() const { return kv_; }
   const WorldConfig& world_config() const { return config_; }
+  // Seconds this rank spent computing steps (see StageWorker::compute_seconds).
+  double compute_seconds() const { return worker_->compute_seconds(); }
 
   // Workers: serve steps until the coordinator shuts the job down.
   absl::Status serve();

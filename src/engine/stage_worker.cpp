@@ -52,18 +52,26 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, Tenso
   if (watched) watchdog_->arm(plan.step_id, step_deadline_);
   WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, runner_.prepare(plan));
   Tensor hidden;
-  if (world_.is_first_stage()) {
-    WEFT_ASSIGN_OR_RETURN(hidden, runner_.embed(batch));
-  } else {
+  if (!world_.is_first_stage()) {
     hidden = Tensor::empty(DType::kF32, Shape{batch.num_tokens, runner_.model().config().hidden_size});
     WEFT_RETURN_IF_ERROR(pipeline_.recv_hidden(hidden.view()));
   }
+  const auto compute_start = std::chrono::steady_clock::now();
+  if (world_.is_first_stage()) {
+    WEFT_ASSIGN_OR_RETURN(hidden, runner_.embed(batch));
+  }
   WEFT_RETURN_IF_ERROR(runner_.run_layers(batch, hidden));
+  auto add_compute_time = [&] {
+    compute_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
+  };
   if (pipeline_.has_next()) {
+    add_compute_time();
     WEFT_RETURN_IF_ERROR(pipeline_.send_control(control_bytes));
     WEFT_RETURN_IF_ERROR(pipeline_.send_hidden(hidden.view()));
   } else {
     WEFT_ASSIGN_OR_RETURN(Tensor step_logits, runner_.logits(batch, hidden));
+    add_compute_time();
     if (world_.is_coordinator()) {
       *logits = std::move(step_logits);
     } else if (pipeline_.returns_results()) {

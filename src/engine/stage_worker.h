@@ -38,6 +38,9 @@ class StageWorker {
   absl::Status serve();
 
   int64_t vocab_size() const { return runner_.model().config().vocab_size; }
+  // Seconds this rank spent computing steps (embedding, layers, logits), not waiting on other
+  // ranks: with the job's wall time it gives the pipeline bubble.
+  double compute_seconds() const { return compute_seconds_; }
 
  private:
   absl::StatusOr<std::string> receive_control();
@@ -48,6 +51,7 @@ class StageWorker {
   PipelineChannel& pipeline_;
   StepWatchdog* watchdog_;
   std::chrono::milliseconds step_deadline_;
+  double compute_seconds_ = 0;
 };
 
 }  // namespace weft

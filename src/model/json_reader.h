@@ -18,6 +18,9 @@ namespace weft {
 // the limit keeps hostile files from overflowing the stack in nlohmann's recursive copy, dump
 // and comparison (about 100k levels crash them).
 inline constexpr int kMaxJsonNestingDepth = 128;
+// Largest config.json / generation_config.json / model.safetensors.index.json read (real ones
+// are kilobytes; indexes of the largest models a few MB).
+inline constexpr uint64_t kMaxJsonFileBytes = uint64_t{64} << 20;
 
 // Parses `text`. Errors (InvalidArgument) name `source`: not JSON (with the byte position), an
 // object that repeats a key (the key and its path) — nlohmann would silently keep the last one —

@@ -177,6 +177,12 @@ absl::Status parse_dtype(const JsonFields& fields, ModelConfig& config) {
 }
 
 absl::StatusOr<std::string> read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (const uint64_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxJsonFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", size,
+                                                   " bytes is larger than the limit of ",
+                                                   kMaxJsonFileBytes, " bytes"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
   std::ostringstream text;

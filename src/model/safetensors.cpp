@@ -224,6 +224,11 @@ absl::StatusOr<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": header must be a JSON object, got ", json_type_name(root)));
   }
+  if (root.size() > kMaxTensors + 1) {  // + "__metadata__"
+    return absl::InvalidArgumentError(absl::StrCat(file, ": header lists ", root.size(),
+                                                   " entries, more than the limit of ",
+                                                   kMaxTensors, " tensors"));
+  }
   for (const auto& [name, value] : root.items()) {
     if (name == "__metadata__") {
       WEFT_RETURN_IF_ERROR(check_metadata(file, value));

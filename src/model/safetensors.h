@@ -2,7 +2,8 @@
 // little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets},
 // "__metadata__"}, then the data. Validation follows the format's rules: header at most 100 MB and
 // inside the file, every tensor's offsets inside the data section, size = numel * dtype size, no
-// overlaps, no duplicate names, at most kMaxRank dimensions, none negative, a known dtype;
+// overlaps, no duplicate names, at most kMaxRank dimensions, none negative, a known dtype, at most
+// kMaxTensors tensors, JSON nested at most kMaxJsonNestingDepth (json_reader.h) deep;
 // "__metadata__", if present, is an object of strings. Gaps between tensors are allowed. Every
 // error names the file and, where it applies, the tensor. No input makes open() read outside the
 // file.
@@ -31,6 +32,8 @@ class SafetensorsFile {
  public:
   static constexpr uint64_t kMaxHeaderBytes = 100ull << 20;
   static constexpr int kMaxRank = 4;  // weft's Shape limit
+  // Tensors one file may declare (the largest checkpoints hold tens of thousands in all).
+  static constexpr size_t kMaxTensors = size_t{1} << 20;
 
   // Maps the file read-only and validates its header.
   static absl::StatusOr<std::shared_ptr<SafetensorsFile>> open(const std::filesystem::path& path);

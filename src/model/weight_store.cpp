@@ -17,6 +17,12 @@ constexpr char kSingleFile[] = "model.safetensors";
 constexpr char kIndexFile[] = "model.safetensors.index.json";
 
 absl::StatusOr<std::string> read_text(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (const uint64_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxJsonFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", size,
+                                                   " bytes is larger than the limit of ",
+                                                   kMaxJsonFileBytes, " bytes"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
   std::ostringstream text;

@@ -86,6 +86,14 @@ TEST(ChatTemplateRuntime, ErrorsNameTheCulprit) {
               HasSubstr("too many values to unpack (expected 2, got 3)"));
 }
 
+// Regression (tests/fuzz chat_template): a non-integer count used to throw bad_variant_access.
+TEST(ChatTemplateRuntime, ReplaceCountMustBeAnInteger) {
+  EXPECT_THAT(render_error("{{ 'abc'.replace('a', 'b', 'c') }}").message(),
+              HasSubstr("count must be an integer"));
+  EXPECT_THAT(render_error("{{ 'abc' | replace('a', 'b', 1.5) }}").message(),
+              HasSubstr("count must be an integer"));
+}
+
 TEST(ChatTemplateLimits, LoopIterations) {
   ChatTemplateLimits limits;
   limits.max_loop_iterations = 1000;

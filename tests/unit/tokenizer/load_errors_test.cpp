@@ -70,6 +70,20 @@ TEST_F(LoadErrorTest, DeeplyNestedJson) {
   expect_error({"nested deeper than 128"});
 }
 
+// Regressions (tests/fuzz tokenizer_load): each of these used to throw out of load() (number
+// overflow, dropout of the wrong type) or ask for a table of 2^31 entries.
+TEST_F(LoadErrorTest, HostileValues) {
+  write(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "x": 1e999})");
+  expect_error({"malformed JSON"});
+  write(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "dropout": "x"}})");
+  expect_error({"dropout"});
+  write(R"({"model": {"type": "BPE", "vocab": {"a": 2147483647}, "merges": []}})");
+  expect_error({"vocab", "16777215"});
+  write(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+            "added_tokens": [{"id": 4294967296, "content": "x"}]})");
+  expect_error({"added_tokens", "16777215"});
+}
+
 TEST_F(LoadErrorTest, MissingFile) {
   auto tok = Tokenizer::load(dir_);
   ASSERT_FALSE(tok.ok());
