@@ -92,8 +92,13 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   if (!scheduler_.has_unfinished() && in_flight_.empty()) return outputs;
 
   // Keep up to max_in_flight() plans going (pipeline micro-batches over disjoint sequences).
-  while (static_cast<int>(in_flight_.size()) < executor_.max_in_flight()) {
-    StepPlan next = scheduler_.schedule();
+  // With several plans in flight, each takes a share of the sequences so every stage has work.
+  const int slots = executor_.max_in_flight();
+  const int share = slots == 1 ? 0
+                               : std::max(1, (scheduler_.num_running() + scheduler_.num_waiting() +
+                                              slots - 1) / slots);
+  while (static_cast<int>(in_flight_.size()) < slots) {
+    StepPlan next = scheduler_.schedule(share);
     if (next.chunks.empty()) break;
     WEFT_RETURN_IF_ERROR(executor_.submit(next));
     in_flight_.push_back(std::move(next));

@@ -108,11 +108,14 @@ void Scheduler::preempt(int64_t seq_id) {
   last_preempted_.push_back(seq_id);
 }
 
-StepPlan Scheduler::schedule() {
+StepPlan Scheduler::schedule(int max_sequences) {
   StepPlan plan;
   plan.step_id = next_step_id_++;
   last_preempted_.clear();
   int64_t budget = config_.max_num_batched_tokens;
+  auto plan_full = [&] {
+    return max_sequences > 0 && static_cast<int>(plan.chunks.size()) >= max_sequences;
+  };
 
   auto order_key = [this](int64_t id) {
     const Sequence& s = sequences_.at(id);
@@ -127,7 +130,7 @@ StepPlan Scheduler::schedule() {
     Sequence& seq = sequences_.at(id);
     if (seq.state != SequenceState::kRunning) continue;  // preempted earlier in this loop
     if (in_flight_.count(id)) continue;  // its previous step has not come back yet
-    if (budget <= 0) break;
+    if (budget <= 0 || plan_full()) break;
     if (seq.num_uncomputed_tokens() == 0) continue;  // nothing new until a token is appended
     unshare_partial_block(seq);
     const int64_t uncomputed = seq.num_uncomputed_tokens();
@@ -165,7 +168,8 @@ StepPlan Scheduler::schedule() {
   bool admitting = last_preempted_.empty();  // no admissions in a step that had to preempt
   for (int64_t id : waiting_) {
     Sequence& seq = sequences_.at(id);
-    admitting = admitting && static_cast<int>(running_.size()) < config_.max_num_seqs && budget > 0;
+    admitting = admitting && static_cast<int>(running_.size()) < config_.max_num_seqs && budget > 0 &&
+                !plan_full();
     if (admitting) match_cached_prefix(seq);
     const int64_t uncomputed = seq.num_uncomputed_tokens();
     const int64_t num_new = std::min(uncomputed, budget);

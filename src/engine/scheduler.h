@@ -55,7 +55,9 @@ class Scheduler {
   // Plans the next step; sequences it preempts are listed by last_preempted(). Sequences of
   // earlier plans still in flight (no on_step_done yet) are left out, so successive plans hold
   // disjoint sequences (pipeline micro-batches).
-  StepPlan schedule();
+  // `max_sequences` (> 0) caps the sequences in this plan: the engine splits the running set
+  // into micro-batches when a pipeline keeps several plans in flight.
+  StepPlan schedule(int max_sequences = 0);
   // Records that `plan` ran: advances each chunk's computed tokens and appends sampled tokens.
   void on_step_done(const StepPlan& plan, const std::vector<SampledToken>& sampled);
   // Adds `child` as a fork of running sequence `parent_id`: RUNNING at once, sharing the
