@@ -1,5 +1,6 @@
 #include "launcher/engine_session.h"
 
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 
@@ -141,6 +142,10 @@ void EngineSession::abort(int code, const std::string& message) {
 
 int run_session(EngineSession& session, const std::function<int()>& coordinator) {
   if (!session.is_coordinator()) {
+    // Launchers (mpirun, srun, Slurm's job signals) deliver SIGTERM / SIGINT / SIGUSR1 to every
+    // rank; only the coordinator acts on them (drain, flush) and then ends the step loops.
+    // Should the coordinator die instead, the launcher kills the workers.
+    for (int sig : {SIGTERM, SIGINT, SIGUSR1}) std::signal(sig, SIG_IGN);
     absl::Status s = session.serve();
     if (!s.ok()) session.abort(1, absl::StrCat("rank ", session.rank(), ": ", s.message()));
     return s.ok() ? 0 : 1;

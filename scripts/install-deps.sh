@@ -13,7 +13,7 @@ packages=(
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
-  python3 python3-pip
+  python3 python3-pip curl iproute2 bc procps
 )
 
 missing=()

@@ -24,3 +24,11 @@ if(WEFT_BUILD_BENCH)
   add_executable(serve_load_bench ${CMAKE_CURRENT_LIST_DIR}/serve_load_bench.cpp)
   target_link_libraries(serve_load_bench PRIVATE nlohmann_json::nlohmann_json Threads::Threads)
 endif()
+
+# Rank 0 serves a TP2 job under mpirun: same answers as one process; SIGTERM drains every rank.
+if(WEFT_MPI)
+  add_test(NAME e2e_serve_mpi_tp2
+           COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/serve_mpi_test.sh ${MPIEXEC_EXECUTABLE}
+                   $<TARGET_FILE:weft> $<TARGET_FILE:make_test_model>)
+  set_tests_properties(e2e_serve_mpi_tp2 PROPERTIES LABELS "e2e;mpi" TIMEOUT 300)
+endif()

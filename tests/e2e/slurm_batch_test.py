@@ -27,11 +27,13 @@ def skip(message):
     sys.exit(SKIP)
 
 
-def weft_args(inp, out, err):
+def weft_args(inp, out, err, ranks=None):
+    """weft batch flags; `ranks` > 1 adds --tp (the Slurm job's tasks form one TP group)."""
+    ranks = RANKS if ranks is None else ranks
     args = ["--model", MODEL, "--input", inp, "--output", out, "--errors", err, "--threads", "1",
             "--max-in-flight", "1", "--progress-interval", "0.5"]
-    if RANKS > 1:
-        args += ["--tp", str(RANKS)]
+    if ranks > 1:
+        args += ["--tp", str(ranks)]
     return args
 
 
@@ -103,7 +105,8 @@ def run_tests(env, tmp):
     inp = os.path.join(tmp, "in.jsonl")
     write_input(inp, 600, seed=5)
     ref_out, ref_err = os.path.join(tmp, "ref.jsonl"), os.path.join(tmp, "ref_err.jsonl")
-    subprocess.run([WEFT, "batch"] + weft_args(inp, ref_out, ref_err), check=True,
+    # The reference is one process: the job under Slurm must give the same records on RANKS ranks.
+    subprocess.run([WEFT, "batch"] + weft_args(inp, ref_out, ref_err, ranks=1), check=True,
                    capture_output=True, timeout=300)
     failures = []
 
