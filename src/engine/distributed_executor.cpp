@@ -20,35 +20,35 @@ DistributedExecutor::DistributedExecutor(const WorldConfig& world, StageWorker& 
       step_deadline_(step_deadline),
       micro_batches_(world.pp == 1 ? 1 : std::max(1, micro_batches)) {}
 
-absl::StatusOr<Tensor> DistributedExecutor::distribute(std::string bytes) {
+absl::StatusOr<StepOutput> DistributedExecutor::distribute(std::string bytes) {
   WEFT_RETURN_IF_ERROR(broadcast_bytes(tp_, bytes, 0));
-  Tensor logits;
-  WEFT_ASSIGN_OR_RETURN(bool stepped, worker_.handle(bytes, &logits));
+  StepOutput output;
+  WEFT_ASSIGN_OR_RETURN(bool stepped, worker_.handle(bytes, &output));
   (void)stepped;
-  return logits;
+  return output;
 }
 
 absl::Status DistributedExecutor::submit(const StepPlan& plan) {
   if (watchdog_) watchdog_->arm(plan.step_id, step_deadline_);
-  absl::StatusOr<Tensor> logits = distribute(encode_control({ControlKind::kStep, plan}));
+  absl::StatusOr<StepOutput> output = distribute(encode_control({ControlKind::kStep, plan}));
   if (watchdog_) watchdog_->disarm();
-  if (!logits.ok()) return logits.status();
-  in_flight_.emplace_back(plan.step_id, *std::move(logits));
+  if (!output.ok()) return output.status();
+  in_flight_.emplace_back(plan.step_id, *std::move(output));
   return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> DistributedExecutor::collect() {
+absl::StatusOr<StepOutput> DistributedExecutor::collect() {
   if (in_flight_.empty()) return absl::FailedPreconditionError("collect() with no step submitted");
-  auto [step_id, logits] = std::move(in_flight_.front());
+  auto [step_id, output] = std::move(in_flight_.front());
   in_flight_.pop_front();
-  if (world_.pp == 1) return logits;
+  if (world_.pp == 1) return output;
   if (watchdog_) watchdog_->arm(step_id, step_deadline_);
-  absl::StatusOr<Tensor> result = receive_result(step_id);
+  absl::StatusOr<StepOutput> result = receive_result(step_id);
   if (watchdog_) watchdog_->disarm();
   return result;
 }
 
-absl::StatusOr<Tensor> DistributedExecutor::receive_result(int64_t step_id) {
+absl::StatusOr<StepOutput> DistributedExecutor::receive_result(int64_t step_id) {
   WEFT_ASSIGN_OR_RETURN(std::string bytes, pipeline_.recv_result());
   WEFT_ASSIGN_OR_RETURN(StepResult result, decode_step_result(bytes));
   if (!result.error.empty()) {
@@ -58,10 +58,15 @@ absl::StatusOr<Tensor> DistributedExecutor::receive_result(int64_t step_id) {
     return absl::InternalError(absl::StrCat("expected the result of step ", step_id,
                                             ", the last stage returned step ", result.step_id));
   }
-  if (!result.logits.defined()) {  // a step in which no chunk wanted logits
-    return Tensor::empty(DType::kF32, Shape{0, worker_.vocab_size()});
+  StepOutput output;
+  if (!result.sampled.empty()) {  // greedy tokens from the last stage
+    for (const SampledTokenResult& s : result.sampled) output.tokens.push_back(s.token);
+  } else if (result.logits.defined()) {
+    output.logits = std::move(result.logits);
+  } else {  // a step in which no chunk wanted logits
+    output.logits = Tensor::empty(DType::kF32, Shape{0, worker_.vocab_size()});
   }
-  return result.logits;
+  return output;
 }
 
 absl::Status DistributedExecutor::shutdown() {

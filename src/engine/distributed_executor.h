@@ -23,14 +23,14 @@ class DistributedExecutor final : public StepExecutor {
                       PipelineChannel& pipeline, StepWatchdog* watchdog,
                       std::chrono::milliseconds step_deadline, int micro_batches);
   absl::Status submit(const StepPlan& plan) override;
-  absl::StatusOr<Tensor> collect() override;
+  absl::StatusOr<StepOutput> collect() override;
   int max_in_flight() const override { return micro_batches_; }
   // Tells every rank to leave its step loop. Call once, at the end.
   absl::Status shutdown();
 
  private:
-  absl::StatusOr<Tensor> distribute(std::string bytes);
-  absl::StatusOr<Tensor> receive_result(int64_t step_id);
+  absl::StatusOr<StepOutput> distribute(std::string bytes);
+  absl::StatusOr<StepOutput> receive_result(int64_t step_id);
 
   WorldConfig world_;
   StageWorker& worker_;
@@ -39,9 +39,9 @@ class DistributedExecutor final : public StepExecutor {
   StepWatchdog* watchdog_;
   std::chrono::milliseconds step_deadline_;
   int micro_batches_;
-  // Submitted steps, oldest first: their logits (single stage) or their ids (awaiting the last
+  // Submitted steps, oldest first: their output (single stage) or their ids (awaiting the last
   // stage's result).
-  std::deque<std::pair<int64_t, Tensor>> in_flight_;
+  std::deque<std::pair<int64_t, StepOutput>> in_flight_;
 };
 
 }  // namespace weft

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -86,6 +87,53 @@ void Engine::abort(int64_t request_id) {
   requests_.erase(it);
 }
 
+bool Engine::plain_greedy(const StepPlan& plan) const {
+  for (const PlannedChunk& chunk : plan.chunks) {
+    const Sequence* seq = scheduler_.find(chunk.seq_id);
+    if (seq == nullptr) continue;
+    const SamplingParams& p = requests_.at(sequences_.at(seq->id).request_id).params;
+    // min_tokens still pending suppresses eos, which the argmax alone would not.
+    const bool min_tokens_met = static_cast<int64_t>(seq->output_ids.size()) >= p.min_tokens;
+    if (!p.is_greedy() || !p.logit_bias.empty() || p.repetition_penalty != 1.0f ||
+        p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f || p.logprobs.has_value() ||
+        !min_tokens_met) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& output,
+                                                        const std::vector<int64_t>& rows,
+                                                        const std::vector<const Sequence*>& seqs) {
+  if (!output.logits.defined()) {  // the last stage already took the argmax
+    std::vector<SampleResult> samples(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      samples[i].token = output.tokens[rows[i]];
+      samples[i].logprob = std::numeric_limits<float>::quiet_NaN();
+    }
+    return samples;
+  }
+  const int64_t vocab = output.logits.dim(1);
+  Tensor picked = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(rows.size()), vocab});
+  std::vector<SequenceSamplingState> states;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    std::memcpy(picked.data_as<float>() + i * vocab, output.logits.data_as<float>() + rows[i] * vocab,
+                vocab * sizeof(float));
+    const Sequence* seq = seqs[i];
+    const SequenceInfo& info = sequences_.at(seq->id);
+    SequenceSamplingState state;
+    state.params = &requests_.at(info.request_id).params;
+    state.prompt_ids = seq->prompt_ids;
+    state.output_ids = seq->output_ids;
+    state.seed = info.seed;
+    state.seq_index = static_cast<uint32_t>(info.index);
+    state.eos_token_ids = config_.eos_token_ids;
+    states.push_back(state);
+  }
+  return sampler_.sample(picked.view(), states, pool_);
+}
+
 absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   std::vector<SequenceOutput> outputs = std::move(pending_);
   pending_.clear();
@@ -100,13 +148,14 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   while (static_cast<int>(in_flight_.size()) < slots) {
     StepPlan next = scheduler_.schedule(share);
     if (next.chunks.empty()) break;
+    next.greedy_on_last_stage = plain_greedy(next);
     WEFT_RETURN_IF_ERROR(executor_.submit(next));
     in_flight_.push_back(std::move(next));
   }
   if (in_flight_.empty()) {
     return absl::InternalError("the scheduler planned an empty step with requests waiting");
   }
-  WEFT_ASSIGN_OR_RETURN(Tensor logits, executor_.collect());
+  WEFT_ASSIGN_OR_RETURN(StepOutput output, executor_.collect());
   const StepPlan plan = std::move(in_flight_.front());
   in_flight_.pop_front();
 
@@ -135,29 +184,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       }
     }
   }
-  if (row != logits.dim(0)) {
-    return absl::InternalError(absl::StrCat("executor returned ", logits.dim(0),
+  if (row != output.rows()) {
+    return absl::InternalError(absl::StrCat("executor returned ", output.rows(),
                                             " logits rows, the plan wants ", row));
   }
-
-  const int64_t vocab = logits.dim(1);
-  Tensor rows = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(sample_rows.size()), vocab});
-  std::vector<SequenceSamplingState> states;
-  for (size_t i = 0; i < sample_rows.size(); ++i) {
-    std::memcpy(rows.data_as<float>() + i * vocab, logits.data_as<float>() + sample_rows[i] * vocab,
-                vocab * sizeof(float));
-    const Sequence* seq = sample_seqs[i];
-    const SequenceInfo& info = sequences_.at(seq->id);
-    SequenceSamplingState state;
-    state.params = &requests_.at(info.request_id).params;
-    state.prompt_ids = seq->prompt_ids;
-    state.output_ids = seq->output_ids;
-    state.seed = info.seed;
-    state.seq_index = static_cast<uint32_t>(info.index);
-    state.eos_token_ids = config_.eos_token_ids;
-    states.push_back(state);
-  }
-  WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> samples, sampler_.sample(rows.view(), states, pool_));
+  WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> samples, sample(output, sample_rows, sample_seqs));
 
   std::vector<SampledToken> sampled;
   for (size_t i = 0; i < samples.size(); ++i) sampled.push_back({sample_seqs[i]->id, samples[i].token});

@@ -104,6 +104,14 @@ class Engine {
     std::vector<Sequence> forks;  // n > 1: sequences 1..n-1 until sequence 0's prompt is done
   };
 
+  // True when every sequence of `plan` samples by plain argmax, so the last pipeline stage can
+  // return tokens instead of full-vocabulary logits.
+  bool plain_greedy(const StepPlan& plan) const;
+  // One token per row of `output` named by `rows`, for the sequences `seqs`.
+  absl::StatusOr<std::vector<SampleResult>> sample(const StepOutput& output,
+                                                   const std::vector<int64_t>& rows,
+                                                   const std::vector<const Sequence*>& seqs);
+
   EngineConfig config_;
   BlockManager blocks_;
   Scheduler scheduler_;

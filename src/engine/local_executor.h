@@ -13,21 +13,21 @@ class LocalExecutor final : public StepExecutor {
  public:
   explicit LocalExecutor(ModelRunner& runner) : runner_(runner) {}
   absl::Status submit(const StepPlan& plan) override {
-    absl::StatusOr<Tensor> logits = runner_.execute(plan);
-    if (!logits.ok()) return logits.status();
-    done_.push_back(*std::move(logits));
+    absl::StatusOr<StepOutput> output = runner_.execute(plan);
+    if (!output.ok()) return output.status();
+    done_.push_back(*std::move(output));
     return absl::OkStatus();
   }
-  absl::StatusOr<Tensor> collect() override {
+  absl::StatusOr<StepOutput> collect() override {
     if (done_.empty()) return absl::FailedPreconditionError("collect() with no step submitted");
-    Tensor logits = std::move(done_.front());
+    StepOutput output = std::move(done_.front());
     done_.pop_front();
-    return logits;
+    return output;
   }
 
  private:
   ModelRunner& runner_;
-  std::deque<Tensor> done_;
+  std::deque<StepOutput> done_;
 };
 
 }  // namespace weft

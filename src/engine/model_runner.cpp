@@ -1,6 +1,7 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -107,11 +108,63 @@ absl::StatusOr<Tensor> ModelRunner::logits(const ForwardBatch& batch, const Tens
   return full;
 }
 
-absl::StatusOr<Tensor> ModelRunner::execute(const StepPlan& plan) {
+absl::StatusOr<std::vector<int32_t>> ModelRunner::greedy_tokens(const ForwardBatch& batch,
+                                                                 const Tensor& hidden) {
+  WEFT_ASSIGN_OR_RETURN(Tensor local, model_.local_logits(context(batch), hidden.view()));
+  const int64_t rows = local.dim(0);
+  const int64_t shard = local.dim(1);
+  const int64_t vocab = model_.config().vocab_size;
+  const int64_t begin = model_.lm_head_shard().begin;
+  const int64_t valid = std::max<int64_t>(0, std::min(shard, vocab - begin));  // padding excluded
+  // Each rank's best (value, id) per row; ids as floats are exact below 2^24.
+  Tensor mine = Tensor::empty(DType::kF32, Shape{rows, 2});
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = local.data_as<float>() + r * shard;
+    int64_t best = 0;
+    for (int64_t v = 1; v < valid; ++v) {
+      if (row[v] > row[best]) best = v;
+    }
+    mine.data_as<float>()[2 * r] = valid > 0 ? row[best] : -INFINITY;
+    mine.data_as<float>()[2 * r + 1] = static_cast<float>(begin + best);
+  }
+  Tensor all = mine;
+  if (tp_.size() > 1) {
+    all = Tensor::empty(DType::kF32, Shape{tp_.size(), rows, 2});
+    WEFT_RETURN_IF_ERROR(tp_.all_gather(mine.view(), all.view()));
+  }
+  std::vector<int32_t> tokens(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    float best_value = -INFINITY;
+    int64_t best_id = -1;
+    for (int t = 0; t < tp_.size(); ++t) {
+      const float* pair = all.data_as<float>() + (t * rows + r) * 2;
+      const int64_t id = static_cast<int64_t>(pair[1]);
+      if (best_id < 0 || pair[0] > best_value || (pair[0] == best_value && id < best_id)) {
+        best_value = pair[0];
+        best_id = id;
+      }
+    }
+    tokens[r] = static_cast<int32_t>(best_id);
+  }
+  return tokens;
+}
+
+absl::StatusOr<StepOutput> ModelRunner::output(const StepPlan& plan, const ForwardBatch& batch,
+                                               const Tensor& hidden) {
+  StepOutput out;
+  if (plan.greedy_on_last_stage) {
+    WEFT_ASSIGN_OR_RETURN(out.tokens, greedy_tokens(batch, hidden));
+  } else {
+    WEFT_ASSIGN_OR_RETURN(out.logits, logits(batch, hidden));
+  }
+  return out;
+}
+
+absl::StatusOr<StepOutput> ModelRunner::execute(const StepPlan& plan) {
   WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, prepare(plan));
   WEFT_ASSIGN_OR_RETURN(Tensor hidden, embed(batch));
   WEFT_RETURN_IF_ERROR(run_layers(batch, hidden));
-  return logits(batch, hidden);
+  return output(plan, batch, hidden);
 }
 
 }  // namespace weft

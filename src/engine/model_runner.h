@@ -5,6 +5,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "engine/step_executor.h"
 #include "engine/step_plan.h"
 #include "kv/kv_cache.h"
 #include "model/decoder_model.h"
@@ -24,10 +25,10 @@ class ModelRunner {
   // Borrows everything; all must outlive the runner.
   ModelRunner(const DecoderModel& model, const KvCache& kv, Communicator& tp, ThreadPool& pool);
 
-  // Runs `plan` on a single pipeline stage holding every layer (pp = 1). Returns F32
-  // [rows, vocab_size]: for each chunk in order, its last token's logits (kLast) or every
-  // token's (kAll); no rows for kNone.
-  absl::StatusOr<Tensor> execute(const StepPlan& plan);
+  // Runs `plan` on a single pipeline stage holding every layer (pp = 1). Returns, for each chunk
+  // in order, its last token's row (kLast) or every token's (kAll), no rows for kNone: F32
+  // [rows, vocab_size] logits, or the rows' argmax tokens when plan.greedy_on_last_stage.
+  absl::StatusOr<StepOutput> execute(const StepPlan& plan);
 
   // The pieces of execute(), for pipeline stages: the first stage embeds, every stage runs its
   // layers over the residual stream, the last stage computes logits.
@@ -35,6 +36,11 @@ class ModelRunner {
   absl::StatusOr<Tensor> embed(const ForwardBatch& batch);
   absl::Status run_layers(const ForwardBatch& batch, const Tensor& hidden);
   absl::StatusOr<Tensor> logits(const ForwardBatch& batch, const Tensor& hidden);
+  // The argmax token of each logits row (ties to the lowest id), found in each rank's vocabulary
+  // shard and agreed over the TP group by exchanging one (value, id) pair per row.
+  absl::StatusOr<std::vector<int32_t>> greedy_tokens(const ForwardBatch& batch, const Tensor& hidden);
+  // logits() or greedy_tokens(), as the plan asks.
+  absl::StatusOr<StepOutput> output(const StepPlan& plan, const ForwardBatch& batch, const Tensor& hidden);
 
   const DecoderModel& model() const { return model_; }
 

@@ -39,7 +39,7 @@ absl::StatusOr<std::string> StageWorker::receive_control() {
   return pipeline_.recv_control();
 }
 
-absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, Tensor* logits) {
+absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepOutput* output) {
   WEFT_ASSIGN_OR_RETURN(ControlMessage message, decode_control(control_bytes));
   if (message.kind == ControlKind::kShutdown) {
     if (pipeline_.has_next()) WEFT_RETURN_IF_ERROR(pipeline_.send_control(control_bytes));
@@ -70,14 +70,23 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, Tenso
     WEFT_RETURN_IF_ERROR(pipeline_.send_control(control_bytes));
     WEFT_RETURN_IF_ERROR(pipeline_.send_hidden(hidden.view()));
   } else {
-    WEFT_ASSIGN_OR_RETURN(Tensor step_logits, runner_.logits(batch, hidden));
+    WEFT_ASSIGN_OR_RETURN(StepOutput step_output, runner_.output(plan, batch, hidden));
     add_compute_time();
     if (world_.is_coordinator()) {
-      *logits = std::move(step_logits);
+      *output = std::move(step_output);
     } else if (pipeline_.returns_results()) {
       StepResult result;
       result.step_id = plan.step_id;
-      result.logits = std::move(step_logits);
+      result.logits = std::move(step_output.logits);
+      // Greedy tokens travel as sampled tokens, one per logits row, tagged with the row's sequence.
+      size_t row = 0;
+      for (const PlannedChunk& chunk : plan.chunks) {
+        const size_t rows = chunk.logits == LogitsWanted::kAll ? chunk.token_ids.size()
+                            : chunk.logits == LogitsWanted::kLast ? 1 : 0;
+        for (size_t i = 0; i < rows && row < step_output.tokens.size(); ++i, ++row) {
+          result.sampled.push_back({chunk.seq_id, step_output.tokens[row], 0.0f});
+        }
+      }
       WEFT_RETURN_IF_ERROR(pipeline_.post_result(encode_step_result(result)));
     }
   }
@@ -88,7 +97,7 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, Tenso
 absl::Status StageWorker::serve() {
   for (;;) {
     WEFT_ASSIGN_OR_RETURN(std::string bytes, receive_control());
-    WEFT_ASSIGN_OR_RETURN(bool keep_going, handle(bytes, nullptr));
+    WEFT_ASSIGN_OR_RETURN(bool keep_going, handle(bytes, nullptr));  // workers return nothing
     if (!keep_going) return absl::OkStatus();
   }
 }

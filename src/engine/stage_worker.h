@@ -31,8 +31,8 @@ class StageWorker {
               std::chrono::milliseconds step_deadline);
 
   // Runs one control message on this rank. Returns false for shutdown (after passing it on).
-  // On the coordinator of a single-stage job, `logits` receives the step's logits.
-  absl::StatusOr<bool> handle(const std::string& control_bytes, Tensor* logits);
+  // On the coordinator of a single-stage job, `output` receives the step's output.
+  absl::StatusOr<bool> handle(const std::string& control_bytes, StepOutput* output);
 
   // Every rank but the coordinator: receive and handle control messages until shutdown.
   absl::Status serve();

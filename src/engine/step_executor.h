@@ -7,11 +7,22 @@
 // order. Plans in flight together must hold disjoint sequences (Scheduler guarantees it).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
 #include "engine/step_plan.h"
 
 namespace weft {
+
+// What one step returns to the coordinator: logits to sample from, or (for a plan with
+// greedy_on_last_stage) the argmax token of each of those rows.
+struct StepOutput {
+  Tensor logits;                // F32 [rows, vocab]; undefined when `tokens` is given
+  std::vector<int32_t> tokens;  // [rows]
+  int64_t rows() const { return logits.defined() ? logits.dim(0) : static_cast<int64_t>(tokens.size()); }
+};
 
 class StepExecutor {
  public:
@@ -19,13 +30,13 @@ class StepExecutor {
 
   // Starts `plan` on every rank.
   virtual absl::Status submit(const StepPlan& plan) = 0;
-  // The logits of the oldest submitted plan not yet collected, F32 [rows, vocab]: for each chunk
-  // in order, one row for LogitsWanted::kLast, one per token for kAll, none for kNone.
-  virtual absl::StatusOr<Tensor> collect() = 0;
+  // The output of the oldest submitted plan not yet collected. Rows: for each chunk in order, one
+  // for LogitsWanted::kLast, one per token for kAll, none for kNone.
+  virtual absl::StatusOr<StepOutput> collect() = 0;
   // How many plans may be in flight at once (1: each is collected before the next is submitted).
   virtual int max_in_flight() const { return 1; }
 
-  absl::StatusOr<Tensor> execute(const StepPlan& plan) {
+  absl::StatusOr<StepOutput> execute(const StepPlan& plan) {
     if (absl::Status s = submit(plan); !s.ok()) return s;
     return collect();
   }

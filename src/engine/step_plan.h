@@ -25,6 +25,10 @@ struct PlannedChunk {
 struct StepPlan {
   int64_t step_id = 0;
   std::vector<PlannedChunk> chunks;
+  // Every sampling sequence of this step is plain greedy (no bias, penalties, logprobs or pending
+  // min_tokens): the last stage returns the argmax token of each logits row, found shard by shard
+  // over its TP group, instead of gathering and sending full-vocabulary logits.
+  bool greedy_on_last_stage = false;
 
   int64_t num_tokens() const {
     int64_t n = 0;

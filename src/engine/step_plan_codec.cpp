@@ -38,6 +38,7 @@ proto::LogitsWanted to_proto(LogitsWanted w) {
 
 void to_proto(const StepPlan& plan, proto::StepPlan& out) {
   out.set_step_id(plan.step_id);
+  out.set_greedy_on_last_stage(plan.greedy_on_last_stage);
   out.mutable_chunks()->Reserve(static_cast<int>(plan.chunks.size()));
   for (const PlannedChunk& c : plan.chunks) {
     proto::PlannedChunk* pc = out.add_chunks();
@@ -65,6 +66,7 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
   }
   StepPlan plan;
   plan.step_id = in.step_id();
+  plan.greedy_on_last_stage = in.greedy_on_last_stage();
   plan.chunks.reserve(in.chunks_size());
   std::unordered_set<int64_t> seen;
   int64_t total_tokens = 0;

@@ -74,13 +74,14 @@ std::vector<Tensor> score_prompts(StepExecutor& executor, int64_t num_blocks, in
   for (int step = 0; step < 1000; ++step) {
     const StepPlan plan = scheduler.schedule();
     if (plan.chunks.empty()) break;
-    auto logits = executor.execute(plan);
-    if (!logits.ok()) throw std::runtime_error(std::string(logits.status().message()));
+    auto output = executor.execute(plan);
+    if (!output.ok()) throw std::runtime_error(std::string(output.status().message()));
+    const Tensor& logits = output->logits;
     int64_t row = 0;
     for (const PlannedChunk& chunk : plan.chunks) {
       for (size_t t = 0; t < chunk.token_ids.size(); ++t, ++row) {
         std::memcpy(out[chunk.seq_id].data_as<float>() + (chunk.start_position + t) * vocab,
-                    logits->data_as<float>() + row * vocab, vocab * sizeof(float));
+                    logits.data_as<float>() + row * vocab, vocab * sizeof(float));
       }
       filled[chunk.seq_id] += static_cast<int64_t>(chunk.token_ids.size());
     }
@@ -95,7 +96,7 @@ std::vector<Tensor> score_prompts(StepExecutor& executor, int64_t num_blocks, in
 }
 
 GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                 int num_tokens) {
+                 int num_tokens, bool with_logprobs) {
   GreedyRun run;
   run.ids.resize(prompts.size());
   run.top_logprobs.resize(prompts.size());
@@ -106,7 +107,7 @@ GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompt
     request.params.temperature = 0.0f;
     request.params.max_tokens = num_tokens;
     request.params.ignore_eos = true;
-    request.params.logprobs = 5;
+    if (with_logprobs) request.params.logprobs = 5;
     auto id = engine.add_request(request);
     if (!id.ok()) throw std::runtime_error(std::string(id.status().message()));
     index_of[*id] = i;

@@ -37,13 +37,14 @@ std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::ve
                                   int64_t token_budget);
 
 // Greedy generation of `num_tokens` per prompt (eos ignored), all prompts submitted together.
-// Returns the ids and, per step, the sampled token's raw logprob and the top-5 alternatives.
+// Returns the ids and, with logprobs, per step the top-5 alternatives' raw logprobs. Without
+// logprobs the engine takes the argmax on the last stage (StepPlan::greedy_on_last_stage).
 struct GreedyRun {
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::vector<std::vector<std::pair<int32_t, float>>>> top_logprobs;
 };
 GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                 int num_tokens);
+                 int num_tokens, bool with_logprobs = true);
 
 // max |a - b| over two F32 tensors of the same shape.
 float max_abs_diff(const Tensor& a, const Tensor& b);

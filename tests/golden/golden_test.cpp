@@ -73,6 +73,8 @@ TEST_P(GoldenModelTest, GreedyTokensMatchTransformers) {
     EXPECT_EQ(batched.ids[i], ref.greedy_ids[i]) << "prompt " << i;
     GreedyRun alone = greedy(engine->engine(), {ref.prompts[i]}, kGreedyTokens);
     EXPECT_EQ(alone.ids[0], ref.greedy_ids[i]) << "prompt " << i << " alone";
+    GreedyRun argmax = greedy(engine->engine(), {ref.prompts[i]}, kGreedyTokens, /*with_logprobs=*/false);
+    EXPECT_EQ(argmax.ids[0], ref.greedy_ids[i]) << "prompt " << i << " argmax in the runner";
     // The reported top-5 raw logprobs agree with log_softmax of the reference logits.
     for (int t = 0; t < kGreedyTokens && t < static_cast<int>(batched.top_logprobs[i].size()); ++t) {
       const std::vector<float> expected = log_softmax_row(ref.greedy_logits[i], t);

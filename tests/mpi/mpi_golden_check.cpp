@@ -104,9 +104,15 @@ int run(int argc, char** argv) {
                                              std::to_string(diff));
       }
     }
-    golden::GreedyRun run = golden::greedy(engine.engine(), ref.prompts, golden::kGreedyTokens);
-    for (int i = 0; i < golden::kNumPrompts; ++i) {
-      checks.expect(run.ids[i] == ref.greedy_ids[i], name + " prompt " + std::to_string(i) + " greedy tokens");
+    // With logprobs the coordinator samples from gathered logits; without, the last stage takes
+    // the argmax shard by shard and returns only tokens.
+    for (bool with_logprobs : {true, false}) {
+      golden::GreedyRun run = golden::greedy(engine.engine(), ref.prompts, golden::kGreedyTokens, with_logprobs);
+      for (int i = 0; i < golden::kNumPrompts; ++i) {
+        checks.expect(run.ids[i] == ref.greedy_ids[i],
+                      name + " prompt " + std::to_string(i) + " greedy tokens" +
+                          (with_logprobs ? "" : " (argmax on the last stage)"));
+      }
     }
   } catch (const std::exception& e) {
     checks.expect(false, e.what());
