@@ -26,6 +26,7 @@ declare -A max_len=(
   [tokenizer_encode]=4096
   [chat_template]=8192
   [chat_messages]=4096
+  [http_request]=4096
 )
 declare -A dict=(
   [safetensors]=json.dict
@@ -35,8 +36,9 @@ declare -A dict=(
   [tokenizer_load]=json.dict
   [chat_template]=jinja.dict
   [chat_messages]=json.dict
+  [http_request]=json.dict
 )
-all_targets=(safetensors weight_index model_config sampling_params step_plan tokenizer_load
+all_targets=(safetensors weight_index model_config sampling_params step_plan http_request tokenizer_load
              tokenizer_encode chat_template chat_messages)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
