@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -13,6 +14,13 @@ Shape::Shape(std::initializer_list<int64_t> dims) {
   rank_ = static_cast<int>(dims.size());
   int i = 0;
   for (int64_t d : dims) dims_[i++] = d;
+}
+
+Shape Shape::from_dims(const std::vector<int64_t>& dims) {
+  Shape s;
+  s.rank_ = static_cast<int>(std::min<size_t>(dims.size(), kMaxRank));
+  for (int i = 0; i < s.rank_; ++i) s.dims_[i] = dims[i];
+  return s;
 }
 
 int64_t Shape::numel() const {

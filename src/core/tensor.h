@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -23,6 +24,8 @@ class Shape {
   static constexpr int kMaxRank = 4;
   Shape() = default;
   Shape(std::initializer_list<int64_t> dims);
+  // The first kMaxRank entries of `dims` (callers check the rank first).
+  static Shape from_dims(const std::vector<int64_t>& dims);
 
   int rank() const { return rank_; }
   int64_t operator[](int i) const { return dims_[i]; }

@@ -1,6 +1,8 @@
 #include "model/json_reader.h"
 
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -198,6 +200,21 @@ absl::StatusOr<std::optional<JsonFields>> JsonFields::optional_object(std::strin
   if (value == nullptr) return std::optional<JsonFields>();
   if (!value->is_object()) return type_error(key, "an object");
   return std::optional<JsonFields>(JsonFields(*value, source_, absl::StrCat(field_name(key), ".")));
+}
+
+absl::StatusOr<std::string> read_json_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (const uint64_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxJsonFileBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", size,
+                                                   " bytes is larger than the limit of ",
+                                                   kMaxJsonFileBytes, " bytes"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path.string()));
+  return text.str();
 }
 
 }  // namespace weft

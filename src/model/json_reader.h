@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,10 @@ inline constexpr int kMaxJsonNestingDepth = 128;
 // Largest config.json / generation_config.json / model.safetensors.index.json read (real ones
 // are kilobytes; indexes of the largest models a few MB).
 inline constexpr uint64_t kMaxJsonFileBytes = uint64_t{64} << 20;
+
+// Reads a JSON file's text. Errors: missing or unreadable file (naming it), a file larger than
+// kMaxJsonFileBytes.
+absl::StatusOr<std::string> read_json_file(const std::filesystem::path& path);
 
 // Parses `text`. Errors (InvalidArgument) name `source`: not JSON (with the byte position), an
 // object that repeats a key (the key and its path) — nlohmann would silently keep the last one —

@@ -176,21 +176,6 @@ absl::Status parse_dtype(const JsonFields& fields, ModelConfig& config) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> read_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (const uint64_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxJsonFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", size,
-                                                   " bytes is larger than the limit of ",
-                                                   kMaxJsonFileBytes, " bytes"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat("error reading ", path.string()));
-  return text.str();
-}
-
 absl::Status require_object(const nlohmann::json& root, const std::string& source) {
   if (root.is_object()) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -295,7 +280,7 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
 
 absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
   const std::filesystem::path path = model_dir / "config.json";
-  WEFT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+  WEFT_ASSIGN_OR_RETURN(std::string text, read_json_file(path));
   return parse_model_config(text, path.string());
 }
 
@@ -324,7 +309,7 @@ absl::StatusOr<GenerationConfig> load_generation_config(const std::filesystem::p
   GenerationConfig generation;
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
-    WEFT_ASSIGN_OR_RETURN(std::string text, read_file(path));
+    WEFT_ASSIGN_OR_RETURN(std::string text, read_json_file(path));
     WEFT_ASSIGN_OR_RETURN(generation, parse_generation_config(text, path.string()));
   }
   if (generation.eos_token_ids.empty()) generation.eos_token_ids = config.eos_token_ids;

@@ -21,20 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-Shape shape_from_dims(const std::vector<int64_t>& d) {
-  switch (d.size()) {
-    case 0:
-      return Shape{};
-    case 1:
-      return Shape{d[0]};
-    case 2:
-      return Shape{d[0], d[1]};
-    case 3:
-      return Shape{d[0], d[1], d[2]};
-    default:
-      return Shape{d[0], d[1], d[2], d[3]};
-  }
-}
 
 const char* safetensors_dtype_name(DType dtype) {
   switch (dtype) {
@@ -121,7 +107,7 @@ absl::StatusOr<SafetensorsEntry> parse_entry(const std::string& file, const std:
                                            &expected_bytes);
   if (numel_overflow || expected_bytes != entry.end - entry.begin) {
     return fail("data_offsets [", entry.begin, ", ", entry.end, "] hold ", entry.end - entry.begin,
-                " bytes, but shape ", shape_from_dims(entry.shape).to_string(), " of ",
+                " bytes, but shape ", Shape::from_dims(entry.shape).to_string(), " of ",
                 safetensors_dtype_name(entry.dtype), " needs ",
                 numel_overflow ? std::string("more than 2^64") : absl::StrCat(expected_bytes));
   }
@@ -252,11 +238,11 @@ absl::StatusOr<Tensor> SafetensorsFile::tensor(const std::string& name) const {
   // The format allows any byte offset; reading elements through a misaligned pointer is
   // undefined behaviour (and faults in aligned vector loads), so such tensors are copied.
   if (reinterpret_cast<uintptr_t>(data) % dtype_size(entry.dtype) != 0) {
-    Tensor copy = Tensor::empty(entry.dtype, shape_from_dims(entry.shape));
+    Tensor copy = Tensor::empty(entry.dtype, Shape::from_dims(entry.shape));
     std::memcpy(copy.data(), data, entry.end - entry.begin);
     return copy;
   }
-  return Tensor::wrap(data, entry.dtype, shape_from_dims(entry.shape),
+  return Tensor::wrap(data, entry.dtype, Shape::from_dims(entry.shape),
                       std::static_pointer_cast<const void>(self_.lock()));
 }
 

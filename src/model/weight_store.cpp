@@ -16,41 +16,12 @@ namespace {
 constexpr char kSingleFile[] = "model.safetensors";
 constexpr char kIndexFile[] = "model.safetensors.index.json";
 
-absl::StatusOr<std::string> read_text(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (const uint64_t size = std::filesystem::file_size(path, ec); !ec && size > kMaxJsonFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path.string(), ": ", size,
-                                                   " bytes is larger than the limit of ",
-                                                   kMaxJsonFileBytes, " bytes"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-Shape shape_of(const SafetensorsEntry& entry) {
-  const auto& d = entry.shape;
-  switch (d.size()) {
-    case 0:
-      return Shape{};
-    case 1:
-      return Shape{d[0]};
-    case 2:
-      return Shape{d[0], d[1]};
-    case 3:
-      return Shape{d[0], d[1], d[2]};
-    default:
-      return Shape{d[0], d[1], d[2], d[3]};
-  }
-}
 
 // Reads weight_map from the index: tensor name -> shard file name.
 absl::StatusOr<std::map<std::string, std::string>> read_weight_map(
     const std::filesystem::path& index_path) {
   const std::string source = index_path.string();
-  WEFT_ASSIGN_OR_RETURN(std::string text, read_text(index_path));
+  WEFT_ASSIGN_OR_RETURN(std::string text, read_json_file(index_path));
   WEFT_ASSIGN_OR_RETURN(nlohmann::json root, parse_json_strict(text, source));
   if (!root.is_object()) {
     return absl::InvalidArgumentError(
@@ -155,7 +126,7 @@ absl::StatusOr<Tensor> WeightStore::get(const std::string& name, const Shape& ex
     return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found in ", dir_.string()));
   }
   const SafetensorsFile& file = *files_[it->second];
-  const Shape actual = shape_of(file.entries().at(name));
+  const Shape actual = Shape::from_dims(file.entries().at(name).shape);
   if (!(actual == expected)) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' in ", file.path().string(),
                                                    " has shape ", actual.to_string(), ", expected ",
