@@ -21,10 +21,11 @@ std::string cuda_device_description(int device) {
       cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
     return "";
   }
-  char buf[256];
-  std::snprintf(buf, sizeof(buf), "%s (sm_%d%d, %.1f GiB)", prop.name, prop.major, prop.minor,
+  char memory[32];
+  std::snprintf(memory, sizeof(memory), "%.1f GiB",
                 static_cast<double>(prop.totalGlobalMem) / (1ull << 30));
-  return buf;
+  return std::string(prop.name) + " (sm_" + std::to_string(prop.major) +
+         std::to_string(prop.minor) + ", " + memory + ")";
 }
 
 }  // namespace weft::kernels

@@ -347,7 +347,7 @@ void HttpServer::update_events(Connection& c) {
   if (want == c.want_write) return;
   c.want_write = want;
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP | (want ? EPOLLOUT : 0);
+  ev.events = EPOLLIN | EPOLLRDHUP | (want ? static_cast<uint32_t>(EPOLLOUT) : 0u);
   ev.data.u64 = c.id;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
 }
