@@ -245,17 +245,26 @@ void HttpServer::accept_all() {
 void HttpServer::on_readable(Connection& c) {
   char buf[kReadChunk];
   // The socket is read even while a request is being answered (to see the peer close); input
-  // beyond one maximal request is a misbehaving client: close. A lingering connection's input
-  // is discarded.
+  // beyond one maximal request is a misbehaving client: close. Input of a connection whose last
+  // response closes it (a refused request, or a lingering close) is discarded: no request follows,
+  // and closing with a large unread body would reset the connection before the client reads why.
   const size_t cap = options_.limits.max_header_bytes + options_.limits.max_body_bytes + kReadChunk;
   for (;;) {
     const ssize_t n = ::recv(c.fd, buf, sizeof(buf), 0);
-    if (n > 0 && c.lingering) continue;
+    if (n > 0 && (c.lingering || c.close_after_write)) continue;
     if (n > 0) {
       if (c.in.empty() && !c.busy) c.request_started = Clock::now();
       c.in.append(buf, static_cast<size_t>(n));
       c.last_activity = Clock::now();
       if (c.in.size() > cap) {
+        // The buffered bytes may already decide the answer (a 413 from the headers): give it
+        // before judging the excess, then discard the rest of what the client sends.
+        if (!c.busy && !c.lingering) process_input(c);
+        if (c.dead) return;
+        if (c.close_after_write || c.lingering) {
+          c.in.clear();
+          continue;
+        }
         close(c.id);
         return;
       }

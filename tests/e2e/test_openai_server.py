@@ -331,9 +331,10 @@ class ErrorTest(unittest.TestCase):
 class QueueAndDrainTest(unittest.TestCase):
     def test_full_queue_then_drain(self):
         server = Server(MODEL_DIR, "--max-waiting", "1", "--max-num-seqs", "1", "--drain-timeout", "60",
-                        "--api-key", API_KEY, "--max-model-len", "2048")
+                        "--api-key", API_KEY, "--max-model-len", "4096")
         try:
-            long = {"prompt": "Run", "max_tokens": 1500, "stream": True, "ignore_eos": True}
+            # Long enough (thousands of steps) that neither finishes before the checks below.
+            long = {"prompt": "Run", "max_tokens": 4000, "stream": True, "ignore_eos": True}
             running = raw_stream(server.port, long)
             first = running.recv(4096)
             self.assertIn(b"200 OK", first)
