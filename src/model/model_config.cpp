@@ -1,7 +1,5 @@
 #include "model/model_config.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"

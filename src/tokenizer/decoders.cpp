@@ -26,21 +26,7 @@ class ReplaceDecoder final : public Decoder {
   ReplaceDecoder(Pattern pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
-    std::vector<std::pair<size_t, size_t>> matches;
-    for (auto& t : tokens) {
-      matches.clear();
-      pattern_.find_all(t, matches);
-      if (matches.empty()) continue;
-      std::string out;
-      size_t prev = 0;
-      for (const auto& [s, e] : matches) {
-        out.append(t, prev, s - prev);
-        out.append(content_);
-        prev = e;
-      }
-      out.append(t, prev, std::string::npos);
-      t = std::move(out);
-    }
+    for (auto& t : tokens) pattern_.replace_all(t, content_);
   }
 
  private:

@@ -45,21 +45,7 @@ class ReplaceNormalizer final : public Normalizer {
  public:
   ReplaceNormalizer(Pattern pattern, std::string content)
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
-  void normalize(std::string& text) const override {
-    std::vector<std::pair<size_t, size_t>> matches;
-    pattern_.find_all(text, matches);
-    if (matches.empty()) return;
-    std::string out;
-    out.reserve(text.size());
-    size_t prev = 0;
-    for (const auto& [s, e] : matches) {
-      out.append(text, prev, s - prev);
-      out.append(content_);
-      prev = e;
-    }
-    out.append(text, prev, std::string::npos);
-    text = std::move(out);
-  }
+  void normalize(std::string& text) const override { pattern_.replace_all(text, content_); }
 
  private:
   Pattern pattern_;

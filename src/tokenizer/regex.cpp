@@ -88,6 +88,22 @@ Pattern Pattern::literal(std::string s) {
   return p;
 }
 
+void Pattern::replace_all(std::string& text, std::string_view content) const {
+  std::vector<std::pair<size_t, size_t>> matches;
+  find_all(text, matches);
+  if (matches.empty()) return;
+  std::string out;
+  out.reserve(text.size());
+  size_t prev = 0;
+  for (const auto& [s, e] : matches) {
+    out.append(text, prev, s - prev);
+    out.append(content);
+    prev = e;
+  }
+  out.append(text, prev, std::string::npos);
+  text = std::move(out);
+}
+
 void Pattern::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
   if (regex_) {
     regex_->find_all(text, out);

@@ -28,6 +28,8 @@ class Regex {
   // Appends the [start, end) byte ranges of all non-overlapping, non-empty matches in `text`
   // (valid UTF-8), left to right.
   void find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
+  // Replaces every match in `text` with `content` (the Replace normalizer and decoder).
+  void replace_all(std::string& text, std::string_view content) const;
 
  private:
   explicit Regex(void* code, bool jit) : code_(code), jit_(jit) {}
@@ -43,6 +45,8 @@ class Pattern {
 
   // Non-overlapping matches, left to right, as byte ranges.
   void find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const;
+  // Replaces every match in `text` with `content` (the Replace normalizer and decoder).
+  void replace_all(std::string& text, std::string_view content) const;
 
  private:
   std::string literal_;
