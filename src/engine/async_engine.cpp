@@ -201,6 +201,9 @@ void AsyncEngine::run() {
       if (stopping_) break;
       submissions.swap(submissions_);
       aborts.swap(aborts_);
+      // Taken submissions stay counted as waiting until publish() reads the scheduler, so submit()
+      // never sees a queue emptier than it is while they are being admitted.
+      gauges_.num_waiting += static_cast<int>(submissions.size());
     }
     admit(submissions);
     for (uint64_t key : aborts) {

@@ -330,17 +330,36 @@ class ErrorTest(unittest.TestCase):
 
 class QueueAndDrainTest(unittest.TestCase):
     def test_full_queue_then_drain(self):
-        server = Server(MODEL_DIR, "--max-waiting", "1", "--max-num-seqs", "1", "--drain-timeout", "60",
-                        "--api-key", API_KEY, "--max-model-len", "4096")
+        server = Server(MODEL_DIR, "--max-waiting", "1", "--max-num-seqs", "1", "--drain-timeout", "120",
+                        "--api-key", API_KEY, "--max-model-len", "65536", "--kv-cache-blocks", "4200")
         try:
-            # Long enough (thousands of steps) that neither finishes before the checks below.
-            long = {"prompt": "Run", "max_tokens": 4000, "stream": True, "ignore_eos": True}
+            # The two long requests must outlast the checks below (a few milliseconds) on any machine,
+            # so their length comes from this machine's measured decode rate: about five seconds each.
+            calibration = 400
+            start = time.monotonic()
+            s, _, b = server.request("POST", "/v1/completions",
+                                     {"prompt": "Run", "max_tokens": calibration, "ignore_eos": True})
+            self.assertEqual(s, 200, b)
+            tokens_per_second = calibration / max(time.monotonic() - start, 1e-3)
+            max_tokens = int(min(65000, max(4000, 5 * tokens_per_second)))
+            long = {"prompt": "Run", "max_tokens": max_tokens, "stream": True, "ignore_eos": True}
+
+            def wait_for(running, waiting):
+                # Headers go out on admission, before the scheduler runs a request: poll the gauges.
+                deadline = time.time() + 30
+                while time.time() < deadline:
+                    m = server.metrics()
+                    if (m["weft:num_requests_running"], m["weft:num_requests_waiting"]) == (running, waiting):
+                        return
+                    time.sleep(0.01)
+                self.fail("gauges never showed %d running, %d waiting: %s" % (running, waiting, m))
+
             running = raw_stream(server.port, long)
             first = running.recv(4096)
             self.assertIn(b"200 OK", first)
+            wait_for(1, 0)  # until then the first request itself holds the one waiting place
             waiting = raw_stream(server.port, long)  # takes the one waiting place
-            while server.metrics()["weft:num_requests_waiting"] < 1:
-                time.sleep(0.01)
+            wait_for(1, 1)
             s, h, b = server.request("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
             self.assertIn(s, (429, 503), b)
             self.assertIn("Retry-After", h)
