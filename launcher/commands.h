@@ -15,5 +15,6 @@ int run_tokenize(const std::vector<std::string>& args);
 int run_detokenize(const std::vector<std::string>& args);
 int run_chat_template(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
+int run_perplexity(const std::vector<std::string>& args);
 
 }  // namespace weft

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu_features.h"
 #include "core/status_macros.h"
+#include "launcher/default_model.h"
 
 namespace weft {
 
@@ -16,7 +17,7 @@ std::set<std::string> engine_value_flags() {
 std::set<std::string> engine_bool_flags() { return {"no-chunked-prefill", "no-prefix-caching"}; }
 
 const char* engine_flags_help() {
-  return "  --model DIR                  Hugging Face model directory\n"
+  return "  --model DIR                  Hugging Face model directory (default: configs/default-model)\n"
          "  --threads N                  kernel threads (default: all cores)\n"
          "  --block-size N               tokens per KV block (default 16)\n"
          "  --kv-cache-memory SIZE       KV cache budget, e.g. 512MiB (default 1GiB)\n"
@@ -42,7 +43,11 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
                                                        const std::string& default_model) {
   LocalEngineOptions o;
   o.model_dir = args.get_or("model", default_model);
-  if (o.model_dir.empty()) return absl::InvalidArgumentError("--model DIR is required");
+  if (o.model_dir.empty()) o.model_dir = default_model_dir();
+  if (o.model_dir.empty()) {
+    return absl::InvalidArgumentError(
+        "--model DIR is required (no default model found: set WEFT_DEFAULT_MODEL or keep configs/default-model)");
+  }
   WEFT_ASSIGN_OR_RETURN(int64_t threads, args.get_int("threads", 0));
   o.num_threads = static_cast<int>(threads);
   WEFT_ASSIGN_OR_RETURN(int64_t block_size, args.get_int("block-size", 16));

@@ -18,6 +18,7 @@ constexpr const char* kUsage =
     "  detokenize JSON lines {\"ids\"} -> {\"text\"}\n"
     "  chat-template  render {\"messages\": [...]} with the model's chat template\n"
     "  serve      OpenAI-compatible HTTP (and gRPC) server\n"
+    "  perplexity the perplexity of a text file (sliding windows)\n"
     "Run 'weft <command> --help' for its flags.\n";
 
 }  // namespace
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   if (command == "detokenize") return weft::run_detokenize(args);
   if (command == "chat-template") return weft::run_chat_template(args);
   if (command == "serve") return weft::run_serve(args);
+  if (command == "perplexity") return weft::run_perplexity(args);
   if (command == "--help" || command == "help" || command == "-h") {
     std::cout << kUsage;
     return 0;

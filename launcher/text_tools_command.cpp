@@ -12,6 +12,7 @@
 
 #include "launcher/cli_args.h"
 #include "launcher/commands.h"
+#include "launcher/default_model.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -23,8 +24,9 @@ absl::StatusOr<std::shared_ptr<Tokenizer>> tokenizer_from(const std::vector<std:
                                                           const char* command) {
   auto cli = CliArgs::parse(args, {"model"}, {});
   if (!cli.ok()) return cli.status();
-  if (!cli->has("model")) return absl::InvalidArgumentError(std::string(command) + ": --model DIR is required");
-  return Tokenizer::load(*cli->get("model"));
+  const std::filesystem::path dir = cli->has("model") ? std::filesystem::path(*cli->get("model")) : default_model_dir();
+  if (dir.empty()) return absl::InvalidArgumentError(std::string(command) + ": --model DIR is required");
+  return Tokenizer::load(dir);
 }
 
 // Runs `handle` on every stdin line; errors become {"error": ...} lines.

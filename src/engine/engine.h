@@ -74,6 +74,13 @@ class Engine {
   // One engine step. Returns the outputs of the sequences that produced something or finished
   // (aborted sequences report once, in the next step).
   absl::StatusOr<std::vector<SequenceOutput>> step();
+  // Scores `token_ids` as one sequence: returns, for i in [1, size), the natural log-probability
+  // of token_ids[i] given token_ids[0, i) (what perplexity and prompt scoring need). Runs the
+  // prompt in chunks of at most max_num_batched_tokens tokens on every rank, holding KV blocks
+  // only for the call. Errors: a call while requests are unfinished, fewer than 2 tokens, a token
+  // outside the vocabulary, more tokens than max_model_len or the KV cache holds.
+  absl::StatusOr<std::vector<double>> score(const std::vector<int32_t>& token_ids);
+
   bool has_unfinished() const {
     return scheduler_.has_unfinished() || !pending_.empty() || !in_flight_.empty();
   }

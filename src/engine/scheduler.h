@@ -77,6 +77,9 @@ class Scheduler {
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
   bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
   const BlockManager& blocks() const { return blocks_; }
+  // Takes the next step id for a plan made outside schedule() (Engine::score), so that every
+  // plan the executors see has its own increasing id.
+  int64_t take_step_id() { return next_step_id_++; }
 
   // Sequences whose every token's logits are wanted (scoring); default: only the last.
   void set_return_all_logits(int64_t seq_id, bool all);
