@@ -1,0 +1,83 @@
+// Paged causal attention on the GPU over the paged KV cache of weft/kernels/attention.h (the CPU
+// twin, whose AttentionBatch semantics these launchers share). Valid C++17 (included by .cu files).
+//
+// KV cache (one K and one V tensor per layer, device memory):
+//   [num_blocks, block_size, num_kv_heads, head_dim] of F16 or BF16 (the query dtype), or I8 with
+//   one F32 scale per (slot, kv head) in k_scale / v_scale [num_blocks, block_size, num_kv_heads]
+//   (element = int8 * scale). A token's slot is block_id * block_size + offset_in_block.
+// Queries and outputs: [tokens, num_heads, head_dim] of F16 or BF16 (both the same dtype).
+// Sequence s owns query rows [query_start[s], query_start[s+1]); query row j of s sits at position
+// context_len[s] - query_len + j and attends to cached positions [0, that position] (causal).
+// Grouped-query attention: head h reads kv head h / (num_heads / num_kv_heads).
+// head_dim: 64, 80, 96, 128 or 256. Scores, softmax and accumulation are F32; outputs are rounded
+// once to the query dtype.
+//
+// Every launch is asynchronous on `stream`, allocates nothing and never synchronizes, so it can
+// be captured in a CUDA graph. Errors: InvalidArgument for an unsupported dtype / head_dim, a
+// shape that is not a valid GQA layout, a misaligned pointer (q, out and 16-bit caches need 16-byte
+// alignment, I8 caches 8-byte) or a workspace that is too small, naming the parameter; Internal
+// (naming the op) when a launch fails.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "core/dtype.h"
+
+namespace weft::kernels::cuda {
+
+// One layer's paged KV cache in device memory.
+struct CudaKvCache {
+  const void* k = nullptr;
+  const void* v = nullptr;
+  // I8 caches only: F32 [num_blocks, block_size, num_kv_heads]; null otherwise.
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  DType dtype = DType::kBF16;  // the query dtype, or kI8
+  int block_size = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+};
+
+// A ragged batch: the device-side twin of weft::kernels::AttentionBatch plus the host-side bounds
+// that size the launch grid (the kernels never read metadata back to the host).
+struct CudaAttentionBatch {
+  int num_seqs = 0;
+  const int32_t* query_start = nullptr;   // device [num_seqs + 1]
+  const int32_t* context_len = nullptr;   // device [num_seqs], cached tokens including this step's
+  const int32_t* block_tables = nullptr;  // device [num_seqs, max_blocks_per_seq]
+  int max_blocks_per_seq = 0;
+  // Upper bounds over the batch, known on the host; a sequence exceeding them is a contract
+  // violation (its excess queries / keys are not computed).
+  int max_query_len = 0;
+  int max_context_len = 0;
+};
+
+// Decode (flash-decoding) splits each sequence's context into partitions of this many tokens,
+// each handled by its own thread block; a second kernel merges the partial softmax results.
+inline constexpr int kDecodePartitionSize = 256;
+
+// Device workspace paged_attention_decode needs for `batch` (0 when every context fits in one
+// partition): partial outputs, maxima and sums, F32.
+size_t paged_attention_decode_workspace_bytes(int num_seqs, int num_heads, int head_dim,
+                                              int max_context_len);
+
+// Decode: every sequence has exactly one query row (query_start[s + 1] - query_start[s] == 1), the
+// newest token at position context_len[s] - 1. q, out: [batch.num_seqs, num_heads, head_dim].
+// `workspace` holds at least paged_attention_decode_workspace_bytes(...) bytes (may be null when
+// that is 0). `scale` multiplies q.k (usually 1/sqrt(head_dim)).
+absl::Status paged_attention_decode(const void* q, DType dtype, int num_heads,
+                                    const CudaKvCache& cache, const CudaAttentionBatch& batch,
+                                    float scale, void* out, void* workspace, size_t workspace_bytes,
+                                    cudaStream_t stream);
+
+// Prefill chunks, decode tokens or both in one ragged batch (any query_len >= 0 per sequence,
+// query_len <= context_len). q, out: [query_start[num_seqs], num_heads, head_dim].
+absl::Status paged_attention_prefill(const void* q, DType dtype, int num_heads,
+                                     const CudaKvCache& cache, const CudaAttentionBatch& batch,
+                                     float scale, void* out, cudaStream_t stream);
+
+}  // namespace weft::kernels::cuda
