@@ -11,13 +11,14 @@ std::set<std::string> engine_value_flags() {
   return {"model",         "threads",      "block-size",   "kv-cache-memory",
           "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "max-model-len",
           "seed",          "cpu-isa",      "kv-cache-blocks", "kv-cache-memory-fraction", "tp", "pp", "layers-per-stage",
-          "step-timeout", "pipeline-micro-batches"};
+          "step-timeout", "pipeline-micro-batches", "device"};
 }
 
 std::set<std::string> engine_bool_flags() { return {"no-chunked-prefill", "no-prefix-caching"}; }
 
 const char* engine_flags_help() {
   return "  --model DIR                  Hugging Face model directory (default: configs/default-model)\n"
+         "  --device cpu|cuda            where the model runs (default cpu; cuda: one GPU, BF16/F16)\n"
          "  --threads N                  kernel threads (default: all cores)\n"
          "  --block-size N               tokens per KV block (default 16)\n"
          "  --kv-cache-memory SIZE       KV cache budget, e.g. 512MiB (default 1GiB)\n"
@@ -47,6 +48,13 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   if (o.model_dir.empty()) {
     return absl::InvalidArgumentError(
         "--model DIR is required (no default model found: set WEFT_DEFAULT_MODEL or keep configs/default-model)");
+  }
+  const std::string device = args.get_or("device", "cpu");
+  if (device == "cuda") {
+    o.device = EngineDevice::kCuda;
+  } else if (device != "cpu") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device: expected cpu or cuda, got '", device, "'"));
   }
   WEFT_ASSIGN_OR_RETURN(int64_t threads, args.get_int("threads", 0));
   o.num_threads = static_cast<int>(threads);

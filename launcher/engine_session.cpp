@@ -7,6 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "launcher/engine_flags.h"
+#include "weft/kernels/cuda_device.h"
+#if WEFT_HAVE_CUDA
+#include "engine/cuda/cuda_device_executor.h"
+#endif
 
 namespace weft {
 namespace {
@@ -29,6 +33,22 @@ absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArg
   WEFT_ASSIGN_OR_RETURN(int64_t pp, args.get_int("pp", 1));
   if (tp < 1 || pp < 1) return absl::InvalidArgumentError("--tp and --pp must be at least 1");
   const bool distributed = launched_by_mpi() || tp * pp > 1;
+  if (s->options_.device == EngineDevice::kCuda) {
+#if !WEFT_HAVE_CUDA
+    return absl::FailedPreconditionError(
+        "--device cuda: this weft was built without CUDA (WEFT_CUDA=OFF); rebuild with "
+        "-DWEFT_CUDA=ON or use --device cpu");
+#endif
+    if (kernels::cuda_device_count() == 0) {
+      return absl::FailedPreconditionError(
+          "--device cuda: no CUDA GPU is visible to this process; use --device cpu");
+    }
+    if (distributed) {
+      return absl::UnimplementedError(
+          "--device cuda: tensor / pipeline parallel runs (--tp, --pp, mpirun, srun) are not yet "
+          "supported on GPUs; run one process with --tp 1 --pp 1");
+    }
+  }
 #ifdef WEFT_HAVE_MPI
   if (distributed) {
     s->distributed_.engine = s->options_;
@@ -75,7 +95,11 @@ absl::Status EngineSession::load(DetokenizerFactory detokenizers) {
     return absl::OkStatus();
   }
 #endif
-  WEFT_ASSIGN_OR_RETURN(local_, LocalEngine::create(options_, std::move(detokenizers)));
+  DeviceExecutorFactory device_executor;
+#if WEFT_HAVE_CUDA
+  device_executor = make_cuda_device_executor;
+#endif
+  WEFT_ASSIGN_OR_RETURN(local_, LocalEngine::create(options_, std::move(detokenizers), device_executor));
   return absl::OkStatus();
 }
 
@@ -97,7 +121,7 @@ int64_t EngineSession::num_kv_blocks() const {
 #ifdef WEFT_HAVE_MPI
   if (distributed_engine_) return distributed_engine_->kv_cache().num_blocks();
 #endif
-  return local_->kv_cache().num_blocks();
+  return local_->num_kv_blocks();
 }
 
 absl::Status EngineSession::serve() {

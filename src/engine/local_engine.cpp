@@ -11,12 +11,23 @@ std::vector<int32_t> model_eos_ids(const RankModel& model) {
 }
 
 absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
-    const LocalEngineOptions& options, DetokenizerFactory detokenizers) {
+    const LocalEngineOptions& options, DetokenizerFactory detokenizers,
+    const DeviceExecutorFactory& device_executor) {
+  if (options.device != EngineDevice::kCpu && !device_executor) {
+    return absl::FailedPreconditionError("--device cuda: this engine has no CUDA executor");
+  }
   std::unique_ptr<LocalEngine> e(new LocalEngine());
   e->pool_ = std::make_unique<ThreadPool>(options.num_threads);
   WEFT_ASSIGN_OR_RETURN(e->model_, load_whole_model(options.model_dir, e->tp_));
-  WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(options.kv),
-                                                  e->model_->blocks_fitting(options.kv)));
+  if (options.device == EngineDevice::kCpu) {
+    WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(options.kv),
+                                                    e->model_->blocks_fitting(options.kv)));
+    e->num_kv_blocks_ = e->kv_.num_blocks();
+  } else {
+    WEFT_ASSIGN_OR_RETURN(DeviceExecutor device, device_executor(*e->model_, options));
+    e->device_executor_ = std::move(device.executor);
+    e->num_kv_blocks_ = device.num_kv_blocks;
+  }
   e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, e->tp_, *e->pool_);
   e->executor_ = std::make_unique<LocalExecutor>(*e->runner_);
 
@@ -27,8 +38,8 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
                                                    : e->model_->config.max_position_embeddings;
   config.eos_token_ids = model_eos_ids(*e->model_);
   config.seed = options.seed;
-  e->engine_ = std::make_unique<Engine>(config, e->kv_.num_blocks(), options.kv.block_size,
-                                        *e->executor_, *e->pool_, std::move(detokenizers));
+  e->engine_ = std::make_unique<Engine>(config, e->num_kv_blocks_, options.kv.block_size,
+                                        e->executor(), *e->pool_, std::move(detokenizers));
   return e;
 }
 

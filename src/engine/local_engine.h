@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -15,8 +16,13 @@
 
 namespace weft {
 
+// Where the forward pass runs (--device). kCuda needs a DeviceExecutorFactory (the launcher
+// passes src/engine/cuda's when built with WEFT_CUDA).
+enum class EngineDevice { kCpu, kCuda };
+
 struct LocalEngineOptions {
   std::filesystem::path model_dir;
+  EngineDevice device = EngineDevice::kCpu;
   int num_threads = 0;  // 0: all hardware threads
   KvCacheOptions kv;
   SchedulerConfig scheduler;
@@ -24,15 +30,29 @@ struct LocalEngineOptions {
   std::optional<uint64_t> seed;
 };
 
+// The executor of a non-CPU device and the KV blocks it holds (its own device KV pool).
+struct DeviceExecutor {
+  std::unique_ptr<StepExecutor> executor;
+  int64_t num_kv_blocks = 0;
+};
+using DeviceExecutorFactory = std::function<absl::StatusOr<DeviceExecutor>(
+    const RankModel& model, const LocalEngineOptions& options)>;
+
 class LocalEngine {
  public:
-  static absl::StatusOr<std::unique_ptr<LocalEngine>> create(const LocalEngineOptions& options,
-                                                             DetokenizerFactory detokenizers = {});
+  // With options.device == kCuda, `device_executor` builds the executor (FailedPrecondition when
+  // it is empty); the host KV cache is then left empty and runner() must not be used.
+  static absl::StatusOr<std::unique_ptr<LocalEngine>> create(
+      const LocalEngineOptions& options, DetokenizerFactory detokenizers = {},
+      const DeviceExecutorFactory& device_executor = {});
 
   Engine& engine() { return *engine_; }
   ModelRunner& runner() { return *runner_; }
   const RankModel& model() const { return *model_; }
   const KvCache& kv_cache() const { return kv_; }
+  // KV blocks the engine schedules over (the host cache's, or the device executor's).
+  int64_t num_kv_blocks() const { return num_kv_blocks_; }
+  StepExecutor& executor() { return device_executor_ ? *device_executor_ : *executor_; }
   ThreadPool& pool() { return *pool_; }
 
  private:
@@ -43,6 +63,8 @@ class LocalEngine {
   KvCache kv_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<LocalExecutor> executor_;
+  std::unique_ptr<StepExecutor> device_executor_;
+  int64_t num_kv_blocks_ = 0;
   std::unique_ptr<Engine> engine_;
 };
 

@@ -1,0 +1,99 @@
+// Internal to src/engine/cuda: the device state of a CudaExecutor and the forward pass it
+// enqueues. Not a public header.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "engine/cuda/cuda_executor.h"
+#include "engine/cuda/cuda_weights.h"
+#include "weft/kernels/cuda/device_buffer.h"
+#include "weft/kernels/cuda/gemm.h"
+#include "weft/kernels/cuda/sampling.h"
+
+namespace weft {
+
+// Byte offsets of the per-step metadata inside one device block (and its pinned host twin), so
+// one copy moves all of it and CUDA graphs see fixed addresses. Ordered so the used prefix of the
+// block tables ends the copied range.
+struct MetadataLayout {
+  int64_t query_start = 0;   // I32 [max_seqs + 1]
+  int64_t context_len = 0;   // I32 [max_seqs]
+  int64_t logit_rows = 0;    // I32 [max_tokens]
+  int64_t token_ids = 0;     // I32 [max_tokens]
+  int64_t positions = 0;     // I32 [max_tokens]
+  int64_t slots = 0;         // I64 [max_tokens]
+  int64_t block_tables = 0;  // I32 [max_seqs, table_stride]
+  int64_t total_bytes = 0;
+};
+
+// What the host knows about one forward pass: sizes the kernels' grids and the GEMMs.
+struct StepShape {
+  int64_t num_tokens = 0;
+  int num_seqs = 0;
+  int max_query_len = 0;
+  int max_context_len = 0;
+  bool decode = false;         // every sequence has one query token
+  bool identity_rows = false;  // logit row r is token row r (decode steps)
+};
+
+struct CudaExecutor::State {
+  ~State();
+
+  ModelConfig config;
+  CudaExecutorOptions options;
+  DType dtype = DType::kBF16;
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;  // the F32-output LM head GEMM
+  std::unique_ptr<kernels::cuda::CublasGemm> gemm;
+  CudaModelWeights weights;
+
+  int64_t max_tokens = 0;
+  int max_seqs = 0;
+  int64_t max_logit_rows = 0;
+  int table_stride = 0;  // blocks per sequence in the block-table array
+  int64_t num_blocks = 0;
+  DeviceMemoryPlan plan;
+  ActivationLayout act;
+  MetadataLayout meta;
+  kernels::cuda::DeviceBuffer workspace;
+  kernels::cuda::DeviceBuffer metadata;
+  kernels::cuda::DeviceBuffer kv_pool;
+  kernels::cuda::DeviceBuffer cublas_workspace;
+  kernels::cuda::DeviceBuffer inv_freq;  // F32 [head_dim / 2]
+  kernels::cuda::DeviceBuffer greedy_params;  // SamplingRowParams [max_logit_rows], temperature 0
+  void* host_metadata = nullptr;  // pinned, meta.total_bytes
+  int64_t kv_layer_bytes = 0;     // one layer's K (or V) tensor
+  int64_t decode_workspace_bytes = 0;  // at act.decode_attention
+  float attention_scaling = 1.0f;
+
+  // CUDA graphs by (batch bucket, context bucket); `seen` marks buckets already run eagerly.
+  std::map<std::pair<int, int>, cudaGraphExec_t> graphs;
+  std::map<std::pair<int, int>, bool> seen;
+  CudaExecutorStats stats;
+  std::deque<StepOutput> done;
+
+  char* ws(int64_t offset) const { return workspace.as<char>() + offset; }
+  template <typename T>
+  T* md(int64_t offset) const {
+    return reinterpret_cast<T*>(metadata.as<char>() + offset);
+  }
+  void* k_cache(int layer) const { return kv_pool.as<char>() + 2 * layer * kv_layer_bytes; }
+  void* v_cache(int layer) const { return kv_pool.as<char>() + (2 * layer + 1) * kv_layer_bytes; }
+
+  // Enqueues embedding and every layer over the step's tokens; the final residual stream is left
+  // in the `residual` buffer. (cuda_forward.cpp)
+  absl::Status enqueue_layers(const StepShape& shape);
+  // Enqueues final norm + LM head for logit rows [row_begin, row_begin + rows) of the step (the
+  // rows named by the metadata's logit_rows, or token rows directly when identity_rows), leaving
+  // F32 logits [rows, vocab] in `logits` and, when `greedy`, the argmax ids in `tokens_out`.
+  absl::Status enqueue_head(const StepShape& shape, int64_t row_begin, int64_t rows, bool greedy);
+};
+
+}  // namespace weft
