@@ -98,6 +98,11 @@ struct Args {
   cudaStream_t stream = nullptr;
 };
 
+// The head dims dispatch_head_dim instantiates; validate() rejects every other one.
+inline constexpr bool supported_head_dim(int d) {
+  return d == 8 || d == 16 || d == 32 || d == 64 || d == 80 || d == 96 || d == 128 || d == 256;
+}
+
 inline bool aligned(const void* p, uintptr_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }
@@ -116,9 +121,9 @@ inline absl::Status validate(const char* op, const void* q, DType dtype, int num
     return bad("cache dtype ", dtype_name(cache.dtype), " must equal the query dtype ",
                dtype_name(dtype), " or be i8");
   }
-  const int d = cache.head_dim;
-  if (d != 64 && d != 80 && d != 96 && d != 128 && d != 256) {
-    return bad("head_dim ", d, " unsupported (expected 64, 80, 96, 128 or 256)");
+  if (!supported_head_dim(cache.head_dim)) {
+    return bad("head_dim ", cache.head_dim,
+               " unsupported (expected 8, 16, 32, 64, 80, 96, 128 or 256)");
   }
   if (cache.num_kv_heads <= 0 || num_heads <= 0 || num_heads % cache.num_kv_heads != 0) {
     return bad("num_heads ", num_heads, " must be a positive multiple of num_kv_heads ",
@@ -157,10 +162,17 @@ inline absl::Status launch_status(const char* op) {
 }
 
 // Calls Launch::template run<T, CacheT, D>(a) for the (query dtype, cache dtype, head_dim) of
-// `a`; validate() has already rejected every other combination.
+// `a`; validate() has already rejected every other combination. The one place head dims are
+// listed for instantiation: keep it in step with supported_head_dim.
 template <typename Launch, typename T, typename CacheT>
 absl::Status dispatch_head_dim(const Args& a) {
   switch (a.cache.head_dim) {
+    case 8:
+      return Launch::template run<T, CacheT, 8>(a);
+    case 16:
+      return Launch::template run<T, CacheT, 16>(a);
+    case 32:
+      return Launch::template run<T, CacheT, 32>(a);
     case 64:
       return Launch::template run<T, CacheT, 64>(a);
     case 80:

@@ -4,13 +4,15 @@
 // one block computes attention of `heads_per_block` query heads that share one kv head over one
 // partition of kDecodePartitionSize (256) cached tokens. Heads of a GQA group share the block so
 // each K/V row is read from memory once per group, not once per head.
-//   - The 128 threads form 16 token groups of 8 lanes; a token group reads one cached K row with
-//     8-element vector loads (128-bit for F16/BF16, 64-bit for I8; lane i takes vectors i, i+8,
-//     ...), dots it with every head's query (from shared memory) and sums the 8 lanes with
-//     warp shuffles. Scores go to shared memory (log2 domain).
+//   - The 128 threads form token groups of L = min(8, head_dim / 8) lanes (8 lanes for head_dim
+//     >= 64; 4, 2 and 1 for head_dim 32, 16 and 8, so every lane still issues whole 8-element
+//     vector loads and no lane idles on a short row). A token group reads one cached K row with
+//     8-element vector loads (128-bit for F16/BF16, 64-bit for I8; lane i takes vectors i, i+L,
+//     ...), dots it with every head's query (from shared memory) and sums its L lanes with warp
+//     shuffles. Scores go to shared memory (log2 domain).
 //   - Each warp takes whole heads for the softmax of the partition (max, exp2, sum).
-//   - Token groups read V rows the same way and accumulate p * v in registers; the 4 token groups
-//     of a warp are summed with shuffles and the 4 warps through shared memory.
+//   - Token groups read V rows the same way and accumulate p * v in registers; the 32 / L token
+//     groups of a warp are summed with shuffles and the 4 warps through shared memory.
 //   A sequence with a single partition writes its normalized output directly; otherwise each
 //   partition writes its unnormalized output, running max and sum to the workspace.
 //
@@ -28,16 +30,17 @@ namespace {
 
 constexpr int kDecodeThreads = 128;
 constexpr int kDecodeWarps = kDecodeThreads / 32;
-constexpr int kLanesPerToken = 8;
-constexpr int kTokenGroups = kDecodeThreads / kLanesPerToken;
 constexpr int kReduceThreads = 128;
 
+// Lanes sharing one cached row: one 8-element vector each up to 8 vectors (head_dim 64), so a
+// small head_dim packs more tokens per warp instead of leaving lanes without a vector.
+__host__ __device__ constexpr int lanes_per_token(int d) { return d / kVec < 8 ? d / kVec : 8; }
 // Vectors of one head row each lane of a token group handles.
 __host__ __device__ constexpr int vectors_per_lane(int d) {
-  return (d / kVec + kLanesPerToken - 1) / kLanesPerToken;
+  return (d / kVec + lanes_per_token(d) - 1) / lanes_per_token(d);
 }
 // Heads per block: bounded so the p.v accumulators (heads x vectors_per_lane x 8 floats) stay
-// within 64 registers per thread: 8 heads for head_dim 64, 4 for 80..128, 2 for 256.
+// within 64 registers per thread: 8 heads for head_dim 8..64, 4 for 80..128, 2 for 256.
 __host__ __device__ constexpr int max_heads_per_block(int d) {
   return 64 / (vectors_per_lane(d) * kVec) > 8   ? 8
          : 64 / (vectors_per_lane(d) * kVec) < 1 ? 1
@@ -57,9 +60,13 @@ __global__ void __launch_bounds__(kDecodeThreads)
                   float* __restrict__ part_out, float* __restrict__ part_max,
                   float* __restrict__ part_sum) {
   constexpr int kNV = D / kVec;
+  constexpr int kLanesPerToken = lanes_per_token(D);
+  constexpr int kTokenGroups = kDecodeThreads / kLanesPerToken;
   constexpr int kVPL = vectors_per_lane(D);
   constexpr int kMaxHeads = max_heads_per_block(D);
   constexpr int P = kDecodePartitionSize;
+  static_assert(kNV * kVec == D && 32 % kLanesPerToken == 0,
+                "head_dim must be a multiple of 8, and a power of two below 64");
 
   __shared__ __align__(16) float q_s[kMaxHeads][D];
   __shared__ float logits[kMaxHeads][P];
@@ -188,16 +195,22 @@ __global__ void __launch_bounds__(kDecodeThreads)
       }
     }
   }
-  // Sum the 4 token groups of the warp (lanes li, li+8, li+16, li+24), then the warps.
+  // Sum the token groups of the warp (lanes li, li+L, li+2L, ...), then the warps. hpb is
+  // uniform over the block, so skipping unused heads keeps every shuffle warp-converged.
 #pragma unroll
-  for (int g = 0; g < kMaxHeads; ++g)
+  for (int g = 0; g < kMaxHeads; ++g) {
+    if (g < hpb) {
 #pragma unroll
-    for (int i = 0; i < kVPL; ++i)
+      for (int i = 0; i < kVPL; ++i)
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        acc[g][i][e] += __shfl_xor_sync(0xffffffffu, acc[g][i][e], 8);
-        acc[g][i][e] += __shfl_xor_sync(0xffffffffu, acc[g][i][e], 16);
-      }
+        for (int e = 0; e < kVec; ++e) {
+#pragma unroll
+          for (int off = kLanesPerToken; off < 32; off *= 2) {
+            acc[g][i][e] += __shfl_xor_sync(0xffffffffu, acc[g][i][e], off);
+          }
+        }
+    }
+  }
   if (lane < kLanesPerToken) {
 #pragma unroll
     for (int g = 0; g < kMaxHeads; ++g) {

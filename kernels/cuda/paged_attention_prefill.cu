@@ -9,14 +9,19 @@
 // kTileKeys (64, or 32 for head_dim 256):
 //   - Q (pre-scaled by scale * log2(e)), the K tile and the V tile are staged in shared memory as
 //     F32, read from the paged cache with 8-element vector loads (128-bit for F16/BF16) and
-//     dequantized on the way for I8 caches. K/Q rows are padded to head_dim + 4 floats, which
-//     keeps the 128-bit shared loads of 8 consecutive lanes on distinct banks.
+//     dequantized on the way for I8 caches. K/Q rows are padded to head_dim + 4 floats: for
+//     every supported head_dim (8..256) (head_dim + 4) / 4 is odd, which keeps the 128-bit
+//     shared loads of 8 consecutive lanes (one per key) on distinct banks.
 //   - S = Q K^T: lane l computes the scores of keys l, l+32 for the warp's 8 rows (a 8 x 2
 //     register tile; each step reads one float4 of K per key and one broadcast float4 of Q per
 //     row for 64 FMAs).
 //   - Causal mask (key position <= row position), online softmax per row in registers (warp
 //     shuffles for the tile max and sum, exp2f), P goes to shared memory per warp.
-//   - O += P V: lane l owns output dims l, l+32, ... of its warp's 8 rows.
+//   - O += P V: for head_dim >= 32, lane l owns output dims l, l+32, ... of its warp's 8 rows.
+//     A smaller head_dim would leave lanes idle, so the warp splits into 32 / head_dim row
+//     groups instead: lane l owns dim l % head_dim of rows r with r % (32 / head_dim) ==
+//     l / head_dim (2 rows per lane for head_dim 8, 4 for 16). P rows are then broadcast within
+//     each quarter warp and V reads hit head_dim distinct consecutive words.
 // Rows past the sequence's last query and keys past the last visible one are masked, and staged
 // K/V rows past the visible keys are zero-filled, so no uninitialized value reaches a product.
 #include "absl/strings/str_cat.h"
@@ -51,7 +56,14 @@ __global__ void __launch_bounds__(kPrefillThreads)
   constexpr int BK = tile_keys(D);
   constexpr int kKeysPerLane = BK / 32;
   constexpr int kStride = padded(D);
-  constexpr int kDimsPerLane = (D + 31) / 32;
+  // P V lane layout (see the file comment): kRowGroups row groups of kLanesPerRow lanes.
+  constexpr int kRowGroups = D < 32 ? 32 / D : 1;
+  constexpr int kLanesPerRow = 32 / kRowGroups;
+  constexpr int kRowsPerLane = kRowsPerWarp / kRowGroups;
+  constexpr int kDimsPerLane = (D + kLanesPerRow - 1) / kLanesPerRow;
+  static_assert(kRowsPerWarp % kRowGroups == 0 && (D >= 32 || D * kRowGroups == 32),
+                "head_dim below 32 must divide 32");
+  static_assert((kStride / 4) % 2 == 1, "K/Q row padding must keep 128-bit loads conflict-free");
 
   extern __shared__ float4 smem4[];
   float* q_s = reinterpret_cast<float*>(smem4);  // [kTileRows][kStride]
@@ -74,6 +86,8 @@ __global__ void __launch_bounds__(kPrefillThreads)
   const int tid = threadIdx.x;
   const int lane = tid & 31;
   const int warp = tid >> 5;
+  const int row_group = lane / kLanesPerRow;  // owns the warp's rows i with i % kRowGroups == it
+  const int dim_lane = lane % kLanesPerRow;   // owns dims dim_lane, dim_lane + kLanesPerRow, ...
   const int64_t slot_stride = static_cast<int64_t>(num_kv_heads) * D;
   const int32_t* table = block_tables + static_cast<int64_t>(seq) * max_blocks_per_seq;
 
@@ -102,16 +116,20 @@ __global__ void __launch_bounds__(kPrefillThreads)
     const int r = row0 + warp * kRowsPerWarp + i;
     row_pos[i] = r < rows ? first_pos + r / group : -1;
   }
+  // Softmax state of all the warp's rows (identical in every lane); output accumulators of the
+  // lane's own rows: acc[i / kRowGroups] is row i's when i % kRowGroups == row_group.
   float m[kRowsPerWarp];
   float l[kRowsPerWarp];
-  float acc[kRowsPerWarp][kDimsPerLane];
+  float acc[kRowsPerLane][kDimsPerLane];
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     m[i] = -INFINITY;
     l[i] = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kDimsPerLane; ++c) acc[i][c] = 0.0f;
   }
+#pragma unroll
+  for (int ii = 0; ii < kRowsPerLane; ++ii)
+#pragma unroll
+    for (int c = 0; c < kDimsPerLane; ++c) acc[ii][c] = 0.0f;
   const float* q_warp = q_s + warp * kRowsPerWarp * kStride;
   float* p_warp = p_s + warp * kRowsPerWarp * BK;
 
@@ -153,7 +171,9 @@ __global__ void __launch_bounds__(kPrefillThreads)
     for (int i = 0; i < kRowsPerWarp; ++i)
 #pragma unroll
       for (int kk = 0; kk < kKeysPerLane; ++kk) s[i][kk] = 0.0f;
-#pragma unroll 4
+    // Fully unrolled up to head_dim 32 (at most 8 steps): with a partial unroll ptxas spills the
+    // head_dim 32 instantiation.
+#pragma unroll (D <= 32 ? D / 4 : 4)
     for (int d = 0; d < D; d += 4) {
       float4 kv[kKeysPerLane];
 #pragma unroll
@@ -194,30 +214,33 @@ __global__ void __launch_bounds__(kPrefillThreads)
       p_sum = warp_sum(p_sum);
       l[i] = l[i] * corr + p_sum;
       m[i] = m_new;
+      if (i % kRowGroups == row_group) {
 #pragma unroll
-      for (int c = 0; c < kDimsPerLane; ++c) acc[i][c] *= corr;
+        for (int c = 0; c < kDimsPerLane; ++c) acc[i / kRowGroups][c] *= corr;
+      }
     }
     __syncwarp();
 
     // O += P V over the visible keys of the tile (rounded up to 4; the rest have p = 0, v = 0).
     const int tile_n = min(BK, (n_keys - k0 + 3) & ~3);
     for (int j = 0; j < tile_n; j += 4) {
-      float4 p4[kRowsPerWarp];
+      float4 p4[kRowsPerLane];
 #pragma unroll
-      for (int i = 0; i < kRowsPerWarp; ++i) {
-        p4[i] = *reinterpret_cast<const float4*>(p_warp + i * BK + j);
+      for (int ii = 0; ii < kRowsPerLane; ++ii) {
+        const int i = ii * kRowGroups + row_group;
+        p4[ii] = *reinterpret_cast<const float4*>(p_warp + i * BK + j);
       }
 #pragma unroll
       for (int c = 0; c < kDimsPerLane; ++c) {
-        const int d = lane + 32 * c;
+        const int d = dim_lane + kLanesPerRow * c;
         if (d < D) {
           const float v0 = v_s[(j + 0) * D + d];
           const float v1 = v_s[(j + 1) * D + d];
           const float v2 = v_s[(j + 2) * D + d];
           const float v3 = v_s[(j + 3) * D + d];
 #pragma unroll
-          for (int i = 0; i < kRowsPerWarp; ++i) {
-            acc[i][c] += p4[i].x * v0 + p4[i].y * v1 + p4[i].z * v2 + p4[i].w * v3;
+          for (int ii = 0; ii < kRowsPerLane; ++ii) {
+            acc[ii][c] += p4[ii].x * v0 + p4[ii].y * v1 + p4[ii].z * v2 + p4[ii].w * v3;
           }
         }
       }
@@ -227,14 +250,14 @@ __global__ void __launch_bounds__(kPrefillThreads)
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
     const int r = row0 + warp * kRowsPerWarp + i;
-    if (r >= rows) continue;
+    if (r >= rows || i % kRowGroups != row_group) continue;
     const int head = kvh * group + r % group;
     T* o = out + (static_cast<int64_t>(q0 + r / group) * num_heads + head) * D;
     const float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
 #pragma unroll
     for (int c = 0; c < kDimsPerLane; ++c) {
-      const int d = lane + 32 * c;
-      if (d < D) o[d] = from_float<T>(acc[i][c] * inv);
+      const int d = dim_lane + kLanesPerRow * c;
+      if (d < D) o[d] = from_float<T>(acc[i / kRowGroups][c] * inv);
     }
   }
 }

@@ -2,7 +2,9 @@
 // host copies of the same (16-bit rounded) queries and caches. Covers decode batches of 1..33
 // sequences with contexts 1..3000 (edges 255/256/257, 511/512/513 straddle the 256-token
 // split-K partitions and the 16/32-token blocks), block sizes 16 and 32, GQA ratios 1/2/4/8 and
-// MQA, head dims 64/80/128 (plus 96 and 256), F16 and BF16, float and I8 caches, and ragged
+// MQA, head dims 64/80/128 (plus 96 and 256, and the small 8/16/32 of the golden and default
+// models, which take the kernels' fewer-lanes-per-row paths), F16 and BF16, float and I8 caches,
+// and ragged
 // batches mixing prefill chunks, whole prompts, decode tokens and idle sequences. Blocks are
 // scattered over a shuffled pool; every cache slot no query may see (free blocks, the tail of
 // each sequence's last block) holds NaN (or a NaN scale), unused block-table entries are -1 and
@@ -398,6 +400,46 @@ TEST_F(CudaAttentionTest, MixedPrefillDecodeInt8CacheMatchesCpu) {
   }
 }
 
+// head_dim 8, 16 and 32: decode packs 1, 2 or 4 lanes per cached row (16, 8 or 4 tokens per
+// warp at once), prefill splits each warp's P V step into 4, 2 or 1 row groups. {16, 1} has a GQA
+// group larger than the 8 heads a decode block holds; {8, 4} is the default model's layout.
+TEST_F(CudaAttentionTest, SmallHeadDimsMatchCpu) {
+  const std::vector<int> dims = {8, 16, 32};
+  const std::vector<HeadLayout> heads = {{8, 8}, {8, 4}, {8, 2}, {4, 1}, {16, 1}, {32, 4}};
+  for (const Case& c : decode_cases(dims, heads, false, 1700)) {
+    expect_matches_cpu(c, Kernel::kDecode);
+  }
+  for (const Case& c : decode_cases(dims, heads, false, 1900)) {
+    expect_matches_cpu(c, Kernel::kPrefill);
+  }
+  for (const Case& c : decode_cases(dims, {{8, 2}, {16, 1}, {8, 8}}, true, 2100)) {
+    expect_matches_cpu(c, Kernel::kDecode);
+  }
+  for (const Case& c : mixed_cases(dims, kPrefillHeads, false, 2300)) {
+    expect_matches_cpu(c, Kernel::kPrefill);
+  }
+  for (const Case& c : mixed_cases(dims, {{8, 2}, {4, 1}, {16, 1}}, true, 2500)) {
+    expect_matches_cpu(c, Kernel::kPrefill);
+  }
+}
+
+// A long prompt at head_dim 8 and 32: many key tiles through the small-head-dim P V layout.
+TEST_F(CudaAttentionTest, LongPromptSmallHeadDimsMatchCpu) {
+  for (int d : {8, 32}) {
+    for (DType dt : {DType::kF16, DType::kBF16}) {
+      Case c;
+      c.num_heads = 8;
+      c.num_kv_heads = 4;
+      c.head_dim = d;
+      c.block_size = 16;
+      c.dtype = dt;
+      c.seed = 2700 + d;
+      c.seqs = {{1500, 1500}, {2100, 700}};
+      expect_matches_cpu(c, Kernel::kPrefill);
+    }
+  }
+}
+
 TEST_F(CudaAttentionTest, HeadDims96And256MatchCpu) {
   for (const Case& c : decode_cases({96, 256}, {{8, 2}, {4, 1}}, false, 1100)) {
     expect_matches_cpu(c, Kernel::kDecode);
@@ -447,6 +489,13 @@ TEST_F(CudaAttentionTest, RejectsBadArguments) {
       paged_attention_prefill(dummy, DType::kBF16, 8, bad_dim, batch, 1.0f, dummy, nullptr);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_NE(st.message().find("head_dim 72"), std::string::npos) << st;
+  for (int d : {4, 24, 48}) {  // multiples of 4 or 8 the kernels do not instantiate
+    bad_dim.head_dim = d;
+    st = paged_attention_decode(dummy, DType::kBF16, 8, bad_dim, batch, 1.0f, dummy, dummy, 1 << 20,
+                                nullptr);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_NE(st.message().find(absl::StrCat("head_dim ", d)), std::string::npos) << st;
+  }
 
   st = paged_attention_prefill(dummy, DType::kBF16, 7, cache, batch, 1.0f, dummy, nullptr);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;

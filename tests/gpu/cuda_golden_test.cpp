@@ -1,9 +1,8 @@
 // The CUDA executor end to end (label gpu; skipped without a GPU).
 //
 // References:
-//  * The golden models' transformers dumps (tests/golden/models) for every golden model whose
-//    head_dim the CUDA attention kernels support (64, 80, 96, 128, 256). The committed models are
-//    tiny (head_dim 8-32), so today none qualifies and that case reports SKIPPED, saying so.
+//  * The golden models' transformers dumps (tests/golden/models), for every golden model
+//    (head_dim 8, 16 and 32; F32 weights except llama_bf16), with its own BF16 tolerance (below).
 //  * The CPU engine (itself held to the transformers dumps by tests/golden) on generated
 //    Llama-shaped models with head_dim 64 (GQA 2) and 128 (MQA, tied embeddings): all-position
 //    prompt logits, batched and chunked, and greedy generation.
@@ -22,7 +21,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "engine/cuda/cuda_device_executor.h"
 #include "engine/cuda/cuda_executor.h"
@@ -196,30 +198,71 @@ TEST_F(CudaGoldenTest, GreedyMatchesCpuMqaHeadDim128Tied) {
   check_greedy(mqa_hd128_tied(), "mqa128_greedy");
 }
 
-// Against transformers directly, for the golden models the CUDA kernels can run.
+// Against transformers directly: every golden model's all-position prompt logits through the
+// CUDA executor vs the committed F32 dumps (computed by transformers in F32 from the stored
+// weights).
+//
+// Tolerance. The executor rounds the weights to BF16 (all but llama_bf16 are stored in F32) and
+// keeps activations and the KV cache in BF16, F32 inside each kernel; the dumps are F32
+// throughout. The size of that error was measured with transformers itself: loading each golden
+// model with dtype=bfloat16 (eager attention, the same weight rounding plus BF16 activations) and
+// comparing with the same dumps over the same prompts gives, per model, a worst max |diff| of
+// 3.2% (qwen3_qknorm) to 6.9% (llama_4layers) of the prompt's max |reference logit| (e.g. 1.75
+// on llama_bf16, reference.json's max_abs_diff_bf16_compute_vs_f32), and an RMS diff of 1.8% to
+// 4.8% of the reference logits' standard deviation. We allow about twice the worst of each:
+// max |diff| <= 15% of max |ref| (about 5 logits, vs logits of std ~8 and max ~35), and RMS diff
+// <= 10% of std(ref). The RMS bound is the discriminating one: a wrong op (a missing bias or q/k
+// norm, the wrong rope scaling, a swapped rope half, a stale KV slot) moves the logits by O(std),
+// i.e. an RMS diff near 100% of std. Token budget 4096 runs the four prompts as one ragged
+// prefill step (prefill kernel); budget 1 feeds one token a step (decode kernel).
+constexpr float kGoldenMaxTolerance = 0.15f;  // of max |reference logit| of the prompt
+constexpr float kGoldenRmsTolerance = 0.10f;  // of the reference logits' standard deviation
+
+// Root mean square of a - b, and the standard deviation of b (two F32 tensors, same shape).
+std::pair<float, float> rms_diff_and_std(const Tensor& a, const Tensor& b) {
+  const int64_t n = b.numel();
+  double mean = 0.0;
+  for (int64_t i = 0; i < n; ++i) mean += b.data_as<float>()[i];
+  mean /= static_cast<double>(n);
+  double sq_diff = 0.0, sq_dev = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = a.data_as<float>()[i], y = b.data_as<float>()[i];
+    sq_diff += (x - y) * (x - y);
+    sq_dev += (y - mean) * (y - mean);
+  }
+  return {static_cast<float>(std::sqrt(sq_diff / static_cast<double>(n))),
+          static_cast<float>(std::sqrt(sq_dev / static_cast<double>(n)))};
+}
+
 TEST_F(CudaGoldenTest, GoldenModelsMatchTransformers) {
-  int checked = 0;
   for (const char* name : {"llama_gqa", "llama3_tied", "mistral", "qwen2_bias", "qwen3_qknorm",
                            "llama_linear_rope", "llama_bf16", "llama_4layers"}) {
     auto config = load_model_config(model_dir(name));
     ASSERT_TRUE(config.ok()) << config.status();
-    const int64_t d = config->head_dim;
-    if (d != 64 && d != 80 && d != 96 && d != 128 && d != 256) continue;
     const Reference ref = load_reference(name);
     auto ex = make_executor(model_dir(name), 16);
-    ASSERT_NE(ex, nullptr);
-    for (int i = 0; i < kNumPrompts; ++i) {
-      const Tensor got = score_prompts(*ex, ex->num_kv_blocks(), 16, config->vocab_size,
-                                       {ref.prompts[i]}, 4096)[0];
-      EXPECT_LT(max_abs_diff(got, ref.prompt_logits[i]),
-                kRelativeTolerance * max_abs(ref.prompt_logits[i]))
-          << name << " prompt " << i;
+    ASSERT_NE(ex, nullptr) << name;
+    for (int64_t budget : {4096, 1}) {
+      const std::vector<Tensor> got = score_prompts(*ex, ex->num_kv_blocks(), 16,
+                                                    config->vocab_size, ref.prompts, budget);
+      ASSERT_EQ(got.size(), static_cast<size_t>(kNumPrompts)) << name;
+      for (int i = 0; i < kNumPrompts; ++i) {
+        const Tensor& want = ref.prompt_logits[i];
+        const float diff = max_abs_diff(got[i], want);
+        const auto [rms, std_dev] = rms_diff_and_std(got[i], want);
+        EXPECT_LT(diff, kGoldenMaxTolerance * max_abs(want))
+            << name << " (head_dim " << config->head_dim << ") prompt " << i << " budget "
+            << budget;
+        EXPECT_LT(rms, kGoldenRmsTolerance * std_dev)
+            << name << " (head_dim " << config->head_dim << ") prompt " << i << " budget "
+            << budget;
+        std::printf("%s (head_dim %lld) prompt %d budget %lld: max |logit diff| %.3f (%.1f%% of "
+                    "max |ref|), rms diff %.1f%% of std\n",
+                    name, static_cast<long long>(config->head_dim), i,
+                    static_cast<long long>(budget), diff, 100.0f * diff / max_abs(want),
+                    100.0f * rms / std_dev);
+      }
     }
-    ++checked;
-  }
-  if (checked == 0) {
-    GTEST_SKIP() << "no golden model has a head_dim the CUDA attention kernels support "
-                    "(64/80/96/128/256); the committed ones use 8-32";
   }
 }
 

@@ -9,8 +9,9 @@
 // Sequence s owns query rows [query_start[s], query_start[s+1]); query row j of s sits at position
 // context_len[s] - query_len + j and attends to cached positions [0, that position] (causal).
 // Grouped-query attention: head h reads kv head h / (num_heads / num_kv_heads).
-// head_dim: 64, 80, 96, 128 or 256. Scores, softmax and accumulation are F32; outputs are rounded
-// once to the query dtype.
+// head_dim: 8, 16, 32, 64, 80, 96, 128 or 256 (every head row is a whole number of 8-element
+// vectors, so a row is read with 128-bit loads for F16/BF16 and 64-bit loads for I8). Scores,
+// softmax and accumulation are F32; outputs are rounded once to the query dtype.
 //
 // Every launch is asynchronous on `stream`, allocates nothing and never synchronizes, so it can
 // be captured in a CUDA graph. Errors: InvalidArgument for an unsupported dtype / head_dim, a
