@@ -4,8 +4,10 @@
          [--minutes M] [--seed 1234]
 DATA_DIR holds train.txt and heldout.txt (prepare_text.py); TOK_DIR holds tokenizer.json and
 tokenizer_config.json (train_tokenizer.py). Training stops after the step budget or the time
-budget, whichever comes first. OUT_DIR becomes an ordinary Hugging Face model directory in
-BF16 with the tokenizer files beside it.
+budget, whichever comes first, and the learning-rate schedule (warm-up, then cosine decay to a
+tenth) follows whichever of the two is further along, so a slow machine still ends with a decayed
+learning rate. With a fixed seed the run is reproducible where the step budget binds. OUT_DIR
+becomes an ordinary Hugging Face model directory in BF16 with the tokenizer files beside it.
 """
 import argparse
 import json
@@ -23,9 +25,9 @@ from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 # counts divide by 2 so both run with tensor parallelism 2.
 SIZES = {
     "target": dict(hidden_size=256, num_hidden_layers=6, num_attention_heads=8, num_key_value_heads=4,
-                   intermediate_size=768, steps=1200, batch=24, lr=2e-3),
+                   intermediate_size=768, steps=900, batch=24, lr=2e-3),
     "draft": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
-                  intermediate_size=384, steps=1500, batch=24, lr=3e-3),
+                  intermediate_size=384, steps=1200, batch=24, lr=3e-3),
 }
 SEQ_LEN = 256
 
@@ -64,21 +66,24 @@ def main():
                                    {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
     warmup = 100
 
-    def lr_at(step):
+    def lr_at(step, elapsed):
         if step < warmup:
             return lr * (step + 1) / warmup
-        return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / (steps - warmup)))))
+        progress = max((step - warmup) / (steps - warmup), elapsed / (args.minutes * 60))
+        return lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
     generator = torch.Generator().manual_seed(args.seed)
     start = time.time()
     model.train()
     step = 0
     for step in range(steps):
-        if time.time() - start > args.minutes * 60:
+        elapsed = time.time() - start
+        if elapsed > args.minutes * 60:
             print("time budget reached at step %d" % step, flush=True)
             break
+        rate = lr_at(step, elapsed)
         for group in optimizer.param_groups:
-            group["lr"] = lr_at(step)
+            group["lr"] = rate
         offsets = torch.randint(0, len(ids) - SEQ_LEN - 1, (batch,), generator=generator)
         x = torch.stack([ids[o:o + SEQ_LEN] for o in offsets])
         with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -88,8 +93,7 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         if step % 50 == 0:
-            print("step %d loss %.4f lr %.2e %.0fs" % (step, loss.item(), lr_at(step), time.time() - start),
-                  flush=True)
+            print("step %d loss %.4f lr %.2e %.0fs" % (step, loss.item(), rate, time.time() - start), flush=True)
     elapsed = time.time() - start
 
     os.makedirs(args.out, exist_ok=True)
