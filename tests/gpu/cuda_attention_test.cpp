@@ -277,6 +277,19 @@ int32_t random_context(std::mt19937& rng) {
 
 using HeadLayout = std::pair<int, int>;  // (num_heads, num_kv_heads)
 
+// A case's shape and dtype, with no sequences yet.
+Case shaped_case(int head_dim, const HeadLayout& heads, DType dtype, int block_size, bool int8, uint32_t seed) {
+  Case c;
+  c.num_heads = heads.first;
+  c.num_kv_heads = heads.second;
+  c.head_dim = head_dim;
+  c.block_size = block_size;
+  c.dtype = dtype;
+  c.int8 = int8;
+  c.seed = seed;
+  return c;
+}
+
 // Decode batches: one query row per sequence.
 std::vector<Case> decode_cases(const std::vector<int>& dims, const std::vector<HeadLayout>& heads,
                                bool int8, uint32_t seed0) {
@@ -286,14 +299,7 @@ std::vector<Case> decode_cases(const std::vector<int>& dims, const std::vector<H
   for (int d : dims) {
     for (const HeadLayout& h : heads) {
       for (DType dt : {DType::kF16, DType::kBF16}) {
-        Case c;
-        c.num_heads = h.first;
-        c.num_kv_heads = h.second;
-        c.head_dim = d;
-        c.block_size = idx % 2 == 0 ? 16 : 32;
-        c.dtype = dt;
-        c.int8 = int8;
-        c.seed = seed0 + idx;
+        Case c = shaped_case(d, h, dt, idx % 2 == 0 ? 16 : 32, int8, seed0 + idx);
         std::mt19937 rng(c.seed);
         const int n = kBatches[idx % (sizeof(kBatches) / sizeof(kBatches[0]))];
         for (int s = 0; s < n; ++s) c.seqs.push_back({random_context(rng), 1});
@@ -314,14 +320,7 @@ std::vector<Case> mixed_cases(const std::vector<int>& dims, const std::vector<He
   for (int d : dims) {
     for (const HeadLayout& h : heads) {
       for (DType dt : {DType::kF16, DType::kBF16}) {
-        Case c;
-        c.num_heads = h.first;
-        c.num_kv_heads = h.second;
-        c.head_dim = d;
-        c.block_size = idx % 2 == 0 ? 32 : 16;
-        c.dtype = dt;
-        c.int8 = int8;
-        c.seed = seed0 + idx;
+        Case c = shaped_case(d, h, dt, idx % 2 == 0 ? 32 : 16, int8, seed0 + idx);
         std::mt19937 rng(c.seed);
         const int n = 1 + static_cast<int>(rng() % 8);
         for (int s = 0; s < n; ++s) {
