@@ -26,7 +26,8 @@ constexpr const char* kUsage =
     "                 its tokenizer_config.json says)\n"
     "  --context N    tokens per window (default: min(max_model_len, 1024))\n"
     "  --stride S     tokens between window starts (default: context / 2); each token is scored\n"
-    "                 once, with at least context - stride tokens of history after the first window\n";
+    "                 once, with at least context - stride tokens of history after the first\n"
+    "                 window (stride = context leaves each window's first token unscored)\n";
 
 int fail(const absl::Status& status) {
   std::cerr << "weft perplexity: " << status.message() << "\n";

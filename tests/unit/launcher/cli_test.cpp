@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -212,6 +213,39 @@ TEST(CliTest, GenerateJsonMatchesTransformersGreedy) {
   EXPECT_EQ(out["output_ids"].size(), 8u);
   EXPECT_EQ(out["steps"][0]["top_logprobs"].size(), 5u);
   EXPECT_EQ(out["steps"][0]["token"], out["output_ids"][0]);
+}
+
+// weft perplexity: bad input ends with exit 2 and a message naming the flag; a good run prints
+// one JSON object whose numbers agree with each other.
+TEST_F(TextGenerationTest, PerplexityNamesBadInputAndReportsConsistentNumbers) {
+  const fs::path text = dir_ / "perplexity.txt";
+  {
+    std::ofstream f(text);
+    f << "The capital of France is Paris. The capital of Italy is Rome. ";
+    f << "The capital of Spain is Madrid, and the capital of Portugal is Lisbon.";
+  }
+  const std::string base = "perplexity --threads 1 --model " + dir_.string();
+  struct Bad {
+    std::string flags;
+    std::string message;
+  };
+  for (const Bad& bad : std::vector<Bad>{{"", "--text FILE is required"},
+                                         {" --text /nonexistent/x.txt", "--text /nonexistent/x.txt: cannot open"},
+                                         {" --text " + text.string() + " --context 1", "--context 1: must be in [2, "},
+                                         {" --text " + text.string() + " --context 8 --stride 9",
+                                          "--stride 9: must be in [1, --context 8]"}}) {
+    RunResult r = weft(base + bad.flags);
+    EXPECT_EQ(r.exit_code, 2) << bad.flags;
+    EXPECT_NE(r.err.find(bad.message), std::string::npos) << bad.flags << ": " << r.err;
+  }
+  RunResult r = weft(base + " --text " + text.string() + " --context 8 --stride 4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["context"], 8);
+  EXPECT_EQ(out["stride"], 4);
+  EXPECT_GT(out["tokens"].get<int>(), 8);
+  EXPECT_GT(out["windows"].get<int>(), 1);
+  EXPECT_NEAR(std::log(out["perplexity"].get<double>()), out["nll_per_token"].get<double>(), 1e-9);
 }
 
 }  // namespace
