@@ -2,7 +2,8 @@
 # One command for a GPU machine (issue 7): configure (WEFT_CUDA=ON, Release, Ninja), build in
 # parallel, run the `gpu` tests, compute-sanitizer memcheck on a slice of the CUDA op tests, the
 # default model's perplexity on the GPU, then bench/gpu_bench. Every step has a timeout; the
-# whole run is meant to stay well within 8 minutes on one H200. Ends with a summary block to paste into the issue note.
+# whole run is meant to stay well within 8 minutes on one H200. Ends with a summary block to
+# paste into the issue note.
 #
 #   scripts/gpu-check.sh [BUILD_DIR]        (default: build-gpu)
 #
