@@ -91,8 +91,10 @@ for t in "${targets[@]}"; do
   else
     result="FAILED (exit $status)"
     failed+=("$t")
-    grep -E -A40 '^==[0-9]+==ERROR|runtime error|fuzz property failed|ALARM|out-of-memory|Test unit written' \
-      "$work/$t.log" | head -80 >&2 || tail -40 "$work/$t.log" >&2
+    # The report: a sanitizer or libFuzzer error (deadly signal, timeout, OOM, leak), a failed
+    # property, or an uncaught exception's terminate message, each with its stack.
+    grep -E -B2 -A40 '==[0-9]+== ?ERROR|ERROR: libFuzzer|runtime error|fuzz property failed|ALARM|out-of-memory|terminate called' \
+      "$work/$t.log" | head -120 | cut -c1-300 >&2 || tail -60 "$work/$t.log" | cut -c1-300 >&2
     echo "reproduce: $bin <artifact from $build/artifacts/$t/>" >&2
   fi
   printf '%-18s %10s %14s %10s %s\n' "$t" "${rate:-?}" "${execs:-?}" "$elapsed" "$result"

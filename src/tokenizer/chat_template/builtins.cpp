@@ -34,6 +34,16 @@ absl::StatusOr<std::vector<std::optional<Value>>> bind_args(std::string_view fn,
   return out;
 }
 
+absl::StatusOr<int64_t> int_arg(std::string_view fn, std::string_view param, const std::optional<Value>& v,
+                                int64_t absent) {
+  if (!v || v->is_none()) return absent;
+  if (!v->is_int() && !v->is_bool()) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(fn), "(): '", std::string(param),
+                                                   "' must be an integer, not ", v->type_name()));
+  }
+  return v->as_int();
+}
+
 namespace {
 
 using TestResult = absl::StatusOr<bool>;

@@ -28,4 +28,9 @@ std::vector<std::pair<std::string, Value>> make_globals();
 absl::StatusOr<std::vector<std::optional<Value>>> bind_args(std::string_view fn, const CallArgs& args,
                                                             std::initializer_list<std::string_view> names);
 
+// An optional integer parameter `param` of `fn`: an int or a bool (as Python accepts); absent or
+// None gives `absent`. Any other type is an InvalidArgument error naming both.
+absl::StatusOr<int64_t> int_arg(std::string_view fn, std::string_view param, const std::optional<Value>& v,
+                                int64_t absent);
+
 }  // namespace weft::jinja

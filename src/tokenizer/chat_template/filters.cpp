@@ -263,7 +263,10 @@ Result f_string(Interpreter&, const Value& v, CallArgs&) { return Value(v.str())
 Result f_int(Interpreter&, const Value& v, CallArgs& args) {
   BIND(b, "int", {"default", "base"});
   Value dflt = opt(b[0], Value(int64_t{0}));
-  int base = b[1] ? static_cast<int>(b[1]->as_int()) : 10;
+  TRY(base_arg, int_arg("int", "base", b[1], 10));
+  // strtoll accepts 0 (auto-detect) and 2..36, as Python's int() does.
+  if (base_arg != 0 && (base_arg < 2 || base_arg > 36)) return absl::InvalidArgumentError("int: base must be 0 or 2..36");
+  int base = static_cast<int>(base_arg);
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
   if (v.is_float()) return std::isfinite(v.as_float()) ? Value(static_cast<int64_t>(std::trunc(v.as_float()))) : dflt;
   if (v.is_string()) {
@@ -304,13 +307,14 @@ double py_round(double x, int64_t n) {
     std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(std::min<int64_t>(n, 300)), x);
     return std::strtod(buf, nullptr);
   }
+  if (n < -400) return std::copysign(0.0, x);  // 10^400 overflows a double; Python gives 0.0 too.
   double p = std::pow(10.0, static_cast<double>(-n));
   return std::nearbyint(x / p) * p;
 }
 
 Result f_round(Interpreter&, const Value& v, CallArgs& args) {
   BIND(b, "round", {"precision", "method"});
-  int64_t precision = b[0] ? b[0]->as_int() : 0;
+  TRY(precision, int_arg("round", "precision", b[0], 0));
   std::string method = b[1] ? b[1]->str() : "common";
   if (!v.is_number()) return absl::InvalidArgumentError(absl::StrCat("round: expected a number, got ", v.type_name()));
   if (method == "common") {
@@ -511,13 +515,14 @@ Result f_wordcount(Interpreter&, const Value& v, CallArgs&) {
   return Value(n);
 }
 
-Result f_center(Interpreter&, const Value& v, CallArgs& args) {
+Result f_center(Interpreter& in, const Value& v, CallArgs& args) {
   BIND(b, "center", {"width"});
   std::string s = v.str();
-  int64_t width = b[0] ? b[0]->as_int() : 80;
+  TRY(width, int_arg("center", "width", b[0], 80));
   int64_t len = static_cast<int64_t>(utf8_length(s));
   if (width <= len) return Value(s);
   int64_t marg = width - len;
+  if (auto st = in.check_size(s.size() + static_cast<uint64_t>(marg)); !st.ok()) return st;
   int64_t left = marg / 2 + (marg & width & 1);
   return Value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(marg - left), ' '));
 }

@@ -160,8 +160,9 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
       const auto& sep = (*b)[0];
       if (sep && !sep->is_none() && !sep->is_string()) return arg_type(name, "str or None", *sep);
       if (sep && sep->is_string() && sep->as_string().empty()) return absl::InvalidArgumentError("empty separator");
-      int64_t maxsplit = (*b)[1] ? (*b)[1]->as_int() : -1;
-      return Value::list(split(s, sep, maxsplit, right));
+      auto maxsplit = int_arg(name, "maxsplit", (*b)[1], -1);
+      if (!maxsplit.ok()) return maxsplit.status();
+      return Value::list(split(s, sep, *maxsplit, right));
     });
   }
   if (name == "upper" || name == "lower" || name == "title" || name == "capitalize" || name == "splitlines" ||
@@ -227,14 +228,17 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
       if (!(*b)[0] || !(*b)[0]->is_string()) return absl::InvalidArgumentError(absl::StrCat(name, "() requires a str argument"));
       const std::string& sub = (*b)[0]->as_string();
       int64_t n = static_cast<int64_t>(utf8_length(s));
-      auto norm = [n](const std::optional<Value>& v, int64_t d) {
-        if (!v || v->is_none()) return d;
-        int64_t x = v->as_int();
+      auto start = int_arg(name, "start", (*b)[1], 0);
+      if (!start.ok()) return start.status();
+      auto end = int_arg(name, "end", (*b)[2], n);
+      if (!end.ok()) return end.status();
+      // Python slice bounds: negative counts from the end; both are clamped to [0, n].
+      auto norm = [n](int64_t x) {
         if (x < 0) x = std::max<int64_t>(0, x + n);
         return std::min(x, n);
       };
-      size_t lo = cp_to_byte(s, norm((*b)[1], 0));
-      size_t hi = cp_to_byte(s, norm((*b)[2], n));
+      size_t lo = cp_to_byte(s, norm(*start));
+      size_t hi = cp_to_byte(s, norm(*end));
       std::string window = lo <= hi ? s.substr(lo, hi - lo) : std::string();
       if (name == "count") {
         if (sub.empty()) return Value(static_cast<int64_t>(utf8_length(window)) + 1);

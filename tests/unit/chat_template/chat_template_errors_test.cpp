@@ -94,6 +94,28 @@ TEST(ChatTemplateRuntime, ReplaceCountMustBeAnInteger) {
               HasSubstr("count must be an integer"));
 }
 
+// Regression (tests/fuzz chat_template, CI of session 2): every integer parameter checks its type
+// instead of throwing bad_variant_access; out-of-range values are errors or clamped, as in Python.
+TEST(ChatTemplateRuntime, IntegerArgumentsAreTypeChecked) {
+  EXPECT_THAT(render_error("{{ 'a,b'.split(',', 'x') }}").message(), HasSubstr("'maxsplit' must be an integer, not str"));
+  EXPECT_THAT(render_error("{{ 'abc'.find('b', 1.5) }}").message(), HasSubstr("'start' must be an integer, not float"));
+  EXPECT_THAT(render_error("{{ 'abc'.count('b', 0, []) }}").message(), HasSubstr("'end' must be an integer, not list"));
+  EXPECT_THAT(render_error("{{ '12' | int(0, 'x') }}").message(), HasSubstr("'base' must be an integer"));
+  EXPECT_THAT(render_error("{{ '12' | int(0, 99) }}").message(), HasSubstr("base must be 0 or 2..36"));
+  EXPECT_THAT(render_error("{{ 1.5 | round('x') }}").message(), HasSubstr("'precision' must be an integer"));
+  EXPECT_THAT(render_error("{{ 'a' | center('x') }}").message(), HasSubstr("'width' must be an integer"));
+  ChatTemplateLimits limits;
+  limits.max_output_bytes = 4096;
+  EXPECT_EQ(render_error("{{ 'a' | center(9223372036854775807) }}", {}, limits).code(),
+            absl::StatusCode::kResourceExhausted);
+  auto t = ChatTemplate::parse(
+      "{{ 'a b c'.split(None, True) | length }} {{ 'abcb'.find('b', None, -1) }} {{ 12.5 | round(-9223372036854775807) }}");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto r = t->render(nlohmann::ordered_json::object(), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "2 1 0.0");
+}
+
 TEST(ChatTemplateLimits, LoopIterations) {
   ChatTemplateLimits limits;
   limits.max_loop_iterations = 1000;
