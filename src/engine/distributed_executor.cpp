@@ -61,6 +61,8 @@ absl::StatusOr<StepOutput> DistributedExecutor::receive_result(int64_t step_id) 
   StepOutput output;
   if (!result.sampled.empty()) {  // greedy tokens from the last stage
     for (const SampledTokenResult& s : result.sampled) output.tokens.push_back(s.token);
+  } else if (!result.candidates.empty()) {
+    output.candidates = std::move(result.candidates);
   } else if (result.logits.defined()) {
     output.logits = std::move(result.logits);
   } else {  // a step in which no chunk wanted logits

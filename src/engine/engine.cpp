@@ -87,26 +87,33 @@ void Engine::abort(int64_t request_id) {
   requests_.erase(it);
 }
 
-bool Engine::plain_greedy(const StepPlan& plan) const {
+int32_t Engine::sample_candidates_for(const StepPlan& plan) const {
+  int32_t k = 1;
   for (const PlannedChunk& chunk : plan.chunks) {
+    if (chunk.logits == LogitsWanted::kAll) return 0;
     const Sequence* seq = scheduler_.find(chunk.seq_id);
     if (seq == nullptr) continue;
     const SamplingParams& p = requests_.at(sequences_.at(seq->id).request_id).params;
-    // min_tokens still pending suppresses eos, which the argmax alone would not.
     const bool min_tokens_met = static_cast<int64_t>(seq->output_ids.size()) >= p.min_tokens;
-    if (!p.is_greedy() || !p.logit_bias.empty() || p.repetition_penalty != 1.0f ||
-        p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f || p.logprobs.has_value() ||
-        !min_tokens_met) {
-      return false;
+    if (!p.logit_bias.empty() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f ||
+        p.frequency_penalty != 0.0f || p.logprobs.has_value() || !min_tokens_met) {
+      return 0;
     }
+    if (p.is_greedy()) continue;
+    // Without an active top_k the sampler draws from the whole vocabulary.
+    const int64_t needed = p.top_k_active(config_.vocab_size) ? p.top_k : config_.vocab_size;
+    if (needed > kMaxSampleCandidates) return 0;
+    k = std::max(k, static_cast<int32_t>(needed));
   }
-  return true;
+  return k;
 }
 
 absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& output,
                                                         const std::vector<int64_t>& rows,
                                                         const std::vector<const Sequence*>& seqs) {
-  if (!output.logits.defined()) {  // the last stage already took the argmax
+  const int64_t num_rows = static_cast<int64_t>(rows.size());
+  if (!output.logits.defined() && output.candidates.empty()) {  // the last stage took the argmax
+    sampled_from_.argmax += num_rows;
     std::vector<SampleResult> samples(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       samples[i].token = output.tokens[rows[i]];
@@ -114,12 +121,23 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
     }
     return samples;
   }
-  const int64_t vocab = output.logits.dim(1);
-  Tensor picked = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(rows.size()), vocab});
+  // The rows to sample from: copies of full logits rows, or candidates spread over rows that are
+  // -inf elsewhere (exact for the plans sample_candidates_for allows).
+  Tensor picked;
+  if (output.logits.defined()) {
+    sampled_from_.full_logits += num_rows;
+    const int64_t vocab = output.logits.dim(1);
+    picked = Tensor::empty(DType::kF32, Shape{num_rows, vocab});
+    for (int64_t i = 0; i < num_rows; ++i) {
+      std::memcpy(picked.data_as<float>() + i * vocab,
+                  output.logits.data_as<float>() + rows[i] * vocab, vocab * sizeof(float));
+    }
+  } else {
+    sampled_from_.candidates += num_rows;
+    picked = expand_candidates(output.candidates, rows, config_.vocab_size);
+  }
   std::vector<SequenceSamplingState> states;
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::memcpy(picked.data_as<float>() + i * vocab, output.logits.data_as<float>() + rows[i] * vocab,
-                vocab * sizeof(float));
     const Sequence* seq = seqs[i];
     const SequenceInfo& info = sequences_.at(seq->id);
     SequenceSamplingState state;
@@ -148,7 +166,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   while (static_cast<int>(in_flight_.size()) < slots) {
     StepPlan next = scheduler_.schedule(share);
     if (next.chunks.empty()) break;
-    next.greedy_on_last_stage = plain_greedy(next);
+    next.sample_candidates = sample_candidates_for(next);
     WEFT_RETURN_IF_ERROR(executor_.submit(next));
     in_flight_.push_back(std::move(next));
   }

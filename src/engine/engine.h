@@ -96,6 +96,13 @@ class Engine {
   // Fraction of KV blocks held by sequences.
   double kv_usage() const { return blocks_.usage(); }
   int64_t num_requests() const { return static_cast<int64_t>(requests_.size()); }
+  // Sampled rows by what the last stage returned for them (StepPlan::sample_candidates).
+  struct SampledFrom {
+    int64_t full_logits = 0;
+    int64_t argmax = 0;
+    int64_t candidates = 0;
+  };
+  const SampledFrom& sampled_from() const { return sampled_from_; }
 
  private:
   struct SequenceInfo {
@@ -111,9 +118,13 @@ class Engine {
     std::vector<Sequence> forks;  // n > 1: sequences 1..n-1 until sequence 0's prompt is done
   };
 
-  // True when every sequence of `plan` samples by plain argmax, so the last pipeline stage can
-  // return tokens instead of full-vocabulary logits.
-  bool plain_greedy(const StepPlan& plan) const;
+  // StepPlan::sample_candidates for `plan`: the least the last stage may return so that sampling
+  // from it is exact. 1 (argmax tokens) when every sequence is greedy; otherwise the largest top_k
+  // (greedy counts 1), when every sequence samples with top_k <= kMaxSampleCandidates (top_p and
+  // min_p act within those k); 0 (full logits) when any sequence needs the whole row: logit_bias,
+  // penalties, logprobs (a log-softmax over the vocabulary), pending min_tokens (eos suppression),
+  // sampling without top_k, or a chunk that wants every token's logits.
+  int32_t sample_candidates_for(const StepPlan& plan) const;
   // One token per row of `output` named by `rows`, for the sequences `seqs`.
   absl::StatusOr<std::vector<SampleResult>> sample(const StepOutput& output,
                                                    const std::vector<int64_t>& rows,
@@ -134,6 +145,7 @@ class Engine {
   int64_t next_request_id_ = 0;
   int64_t next_seq_id_ = 0;
   int64_t num_prefilled_tokens_ = 0;
+  SampledFrom sampled_from_;
 };
 
 }  // namespace weft

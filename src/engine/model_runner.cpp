@@ -108,54 +108,55 @@ absl::StatusOr<Tensor> ModelRunner::logits(const ForwardBatch& batch, const Tens
   return full;
 }
 
-absl::StatusOr<std::vector<int32_t>> ModelRunner::greedy_tokens(const ForwardBatch& batch,
-                                                                 const Tensor& hidden) {
+absl::StatusOr<SampleCandidates> ModelRunner::top_candidates(const ForwardBatch& batch,
+                                                              const Tensor& hidden, int32_t k) {
   WEFT_ASSIGN_OR_RETURN(Tensor local, model_.local_logits(context(batch), hidden.view()));
   const int64_t rows = local.dim(0);
   const int64_t shard = local.dim(1);
   const int64_t vocab = model_.config().vocab_size;
   const int64_t begin = model_.lm_head_shard().begin;
   const int64_t valid = std::max<int64_t>(0, std::min(shard, vocab - begin));  // padding excluded
-  // Each rank's best (value, id) per row; ids as floats are exact below 2^24.
-  Tensor mine = Tensor::empty(DType::kF32, Shape{rows, 2});
+  k = static_cast<int32_t>(std::min<int64_t>(k, vocab));
+  // This rank's k best per row as (logit, id) float pairs (ids are exact in a float below 2^24,
+  // and vocabularies are smaller), so one all-gather over the TP group carries them.
+  Tensor mine = Tensor::empty(DType::kF32, Shape{rows, k, 2});
+  std::vector<int32_t> ids(k);
+  std::vector<float> logits(k);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = local.data_as<float>() + r * shard;
-    int64_t best = 0;
-    for (int64_t v = 1; v < valid; ++v) {
-      if (row[v] > row[best]) best = v;
+    select_row_candidates(local.data_as<float>() + r * shard, valid, begin, k, ids.data(), logits.data());
+    float* out = mine.data_as<float>() + r * k * 2;
+    for (int32_t j = 0; j < k; ++j) {
+      out[2 * j] = logits[j];
+      out[2 * j + 1] = static_cast<float>(ids[j]);
     }
-    mine.data_as<float>()[2 * r] = valid > 0 ? row[best] : -INFINITY;
-    mine.data_as<float>()[2 * r + 1] = static_cast<float>(begin + best);
   }
   Tensor all = mine;
   if (tp_.size() > 1) {
-    all = Tensor::empty(DType::kF32, Shape{tp_.size(), rows, 2});
+    all = Tensor::empty(DType::kF32, Shape{tp_.size(), rows, k, 2});
     WEFT_RETURN_IF_ERROR(tp_.all_gather(mine.view(), all.view()));
   }
-  std::vector<int32_t> tokens(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    float best_value = -INFINITY;
-    int64_t best_id = -1;
-    for (int t = 0; t < tp_.size(); ++t) {
-      const float* pair = all.data_as<float>() + (t * rows + r) * 2;
-      const int64_t id = static_cast<int64_t>(pair[1]);
-      if (best_id < 0 || pair[0] > best_value || (pair[0] == best_value && id < best_id)) {
-        best_value = pair[0];
-        best_id = id;
-      }
-    }
-    tokens[r] = static_cast<int32_t>(best_id);
+  const int64_t n = all.numel() / 2;
+  std::vector<int32_t> all_ids(n);
+  std::vector<float> all_logits(n);
+  for (int64_t i = 0; i < n; ++i) {
+    all_logits[i] = all.data_as<float>()[2 * i];
+    all_ids[i] = static_cast<int32_t>(all.data_as<float>()[2 * i + 1]);
   }
-  return tokens;
+  return merge_candidates(all_ids, all_logits, tp_.size(), rows, k);
 }
 
 absl::StatusOr<StepOutput> ModelRunner::output(const StepPlan& plan, const ForwardBatch& batch,
                                                const Tensor& hidden) {
   StepOutput out;
-  if (plan.greedy_on_last_stage) {
-    WEFT_ASSIGN_OR_RETURN(out.tokens, greedy_tokens(batch, hidden));
-  } else {
+  if (plan.sample_candidates == 0) {
     WEFT_ASSIGN_OR_RETURN(out.logits, logits(batch, hidden));
+    return out;
+  }
+  WEFT_ASSIGN_OR_RETURN(SampleCandidates best, top_candidates(batch, hidden, plan.sample_candidates));
+  if (best.per_row == 1) {
+    out.tokens = std::move(best.ids);  // argmax tokens
+  } else {
+    out.candidates = std::move(best);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "engine/sample_candidates.h"
 #include "engine/step_executor.h"
 #include "engine/step_plan.h"
 #include "kv/kv_cache.h"
@@ -27,7 +28,7 @@ class ModelRunner {
 
   // Runs `plan` on a single pipeline stage holding every layer (pp = 1). Returns, for each chunk
   // in order, its last token's row (kLast) or every token's (kAll), no rows for kNone: F32
-  // [rows, vocab_size] logits, or the rows' argmax tokens when plan.greedy_on_last_stage.
+  // [rows, vocab_size] logits, or (plan.sample_candidates) the rows' argmax tokens or candidates.
   absl::StatusOr<StepOutput> execute(const StepPlan& plan);
 
   // The pieces of execute(), for pipeline stages: the first stage embeds, every stage runs its
@@ -36,10 +37,11 @@ class ModelRunner {
   absl::StatusOr<Tensor> embed(const ForwardBatch& batch);
   absl::Status run_layers(const ForwardBatch& batch, const Tensor& hidden);
   absl::StatusOr<Tensor> logits(const ForwardBatch& batch, const Tensor& hidden);
-  // The argmax token of each logits row (ties to the lowest id), found in each rank's vocabulary
-  // shard and agreed over the TP group by exchanging one (value, id) pair per row.
-  absl::StatusOr<std::vector<int32_t>> greedy_tokens(const ForwardBatch& batch, const Tensor& hidden);
-  // logits() or greedy_tokens(), as the plan asks.
+  // The min(k, vocab) best (token, logit) pairs of each logits row, best first (ties to the lower
+  // id): each rank selects them in its vocabulary shard, and the TP group merges k pairs per row
+  // per rank. k = 1 is the argmax.
+  absl::StatusOr<SampleCandidates> top_candidates(const ForwardBatch& batch, const Tensor& hidden, int32_t k);
+  // logits(), or top_candidates() as argmax tokens (k = 1) or candidates, as the plan asks.
   absl::StatusOr<StepOutput> output(const StepPlan& plan, const ForwardBatch& batch, const Tensor& hidden);
 
   const DecoderModel& model() const { return model_; }

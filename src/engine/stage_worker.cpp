@@ -78,6 +78,7 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
       StepResult result;
       result.step_id = plan.step_id;
       result.logits = std::move(step_output.logits);
+      result.candidates = std::move(step_output.candidates);
       // Greedy tokens travel as sampled tokens, one per logits row, tagged with the row's sequence.
       size_t row = 0;
       for (const PlannedChunk& chunk : plan.chunks) {

@@ -12,16 +12,21 @@
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "engine/sample_candidates.h"
 #include "engine/step_plan.h"
 
 namespace weft {
 
-// What one step returns to the coordinator: logits to sample from, or (for a plan with
-// greedy_on_last_stage) the argmax token of each of those rows.
+// What one step returns to the coordinator, one of: logits to sample from; the argmax token of
+// each of those rows (a plan with sample_candidates 1); or each row's best candidates (K > 1).
 struct StepOutput {
-  Tensor logits;                // F32 [rows, vocab]; undefined when `tokens` is given
+  Tensor logits;                // F32 [rows, vocab]; undefined when one of the others is given
   std::vector<int32_t> tokens;  // [rows]
-  int64_t rows() const { return logits.defined() ? logits.dim(0) : static_cast<int64_t>(tokens.size()); }
+  SampleCandidates candidates;  // [rows * K]
+  int64_t rows() const {
+    if (logits.defined()) return logits.dim(0);
+    return candidates.empty() ? static_cast<int64_t>(tokens.size()) : candidates.rows();
+  }
 };
 
 class StepExecutor {

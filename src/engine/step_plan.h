@@ -25,10 +25,12 @@ struct PlannedChunk {
 struct StepPlan {
   int64_t step_id = 0;
   std::vector<PlannedChunk> chunks;
-  // Every sampling sequence of this step is plain greedy (no bias, penalties, logprobs or pending
-  // min_tokens): the last stage returns the argmax token of each logits row, found shard by shard
-  // over its TP group, instead of gathering and sending full-vocabulary logits.
-  bool greedy_on_last_stage = false;
+  // How much of each logits row the last stage needs to return (the coordinator picks it so that
+  // sampling stays exact, Engine::sample_candidates_for): 0 = the full F32 logits; 1 = the argmax
+  // token (ties to the lowest id); K > 1 = the K best (token, logit) pairs
+  // (sample_candidates.h). Each is found shard by shard over the TP group, so nothing
+  // vocabulary-sized is gathered or sent. An executor may always return more (full logits).
+  int32_t sample_candidates = 0;
 
   int64_t num_tokens() const {
     int64_t n = 0;

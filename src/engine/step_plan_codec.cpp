@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "proto/step_plan.pb.h"
 
 namespace weft {
@@ -38,7 +39,7 @@ proto::LogitsWanted to_proto(LogitsWanted w) {
 
 void to_proto(const StepPlan& plan, proto::StepPlan& out) {
   out.set_step_id(plan.step_id);
-  out.set_greedy_on_last_stage(plan.greedy_on_last_stage);
+  out.set_sample_candidates(plan.sample_candidates);
   out.mutable_chunks()->Reserve(static_cast<int>(plan.chunks.size()));
   for (const PlannedChunk& c : plan.chunks) {
     proto::PlannedChunk* pc = out.add_chunks();
@@ -66,7 +67,11 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
   }
   StepPlan plan;
   plan.step_id = in.step_id();
-  plan.greedy_on_last_stage = in.greedy_on_last_stage();
+  if (in.sample_candidates() < 0 || in.sample_candidates() > kMaxSampleCandidates) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": sample_candidates is ", in.sample_candidates(),
+                                                   ", expected 0..", kMaxSampleCandidates));
+  }
+  plan.sample_candidates = in.sample_candidates();
   plan.chunks.reserve(in.chunks_size());
   std::unordered_set<int64_t> seen;
   int64_t total_tokens = 0;
@@ -186,6 +191,40 @@ absl::Status check_step_plan(const StepPlan& plan, const PlanLimits& limits) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The candidates of a step result: K in 0..kMaxSampleCandidates, as many ids as logits, a whole
+// number of rows (at most kMaxResultRows), ids in [0, kMaxResultVocab) (padding: -1), logits not
+// NaN and not +inf.
+absl::StatusOr<SampleCandidates> decode_candidates(const proto::StepResult& msg, const std::string& where) {
+  SampleCandidates out;
+  const int32_t k = msg.candidates_per_row();
+  if (k < 0 || k > kMaxSampleCandidates) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": candidates_per_row is ", k, ", expected 0..", kMaxSampleCandidates));
+  }
+  const int64_t n = msg.candidate_ids_size();
+  if (msg.candidate_logits_size() != n || (k == 0 && n != 0) || (k > 0 && (n % k != 0 || n / k > kMaxResultRows))) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", n, " candidate ids and ", msg.candidate_logits_size(),
+                                                   " candidate logits do not make whole rows of ", k));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t id = msg.candidate_ids(static_cast<int>(i));
+    const float logit = msg.candidate_logits(static_cast<int>(i));
+    if (id < -1 || id >= kMaxResultVocab || std::isnan(logit) || logit == INFINITY) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ", candidate ", i, ": id ", id, " logit ", logit,
+                                                     ", expected an id in -1..", kMaxResultVocab - 1,
+                                                     " and a logit that is a number below +inf"));
+    }
+  }
+  out.per_row = k;
+  out.ids.assign(msg.candidate_ids().begin(), msg.candidate_ids().end());
+  out.logits.assign(msg.candidate_logits().begin(), msg.candidate_logits().end());
+  return out;
+}
+
+}  // namespace
+
 std::string encode_step_result(const StepResult& result) {
   proto::StepResult msg;
   msg.set_step_id(result.step_id);
@@ -203,6 +242,12 @@ std::string encode_step_result(const StepResult& result) {
     pt->set_seq_id(t.seq_id);
     pt->set_token(t.token);
     pt->set_logprob(t.logprob);
+  }
+  const SampleCandidates& c = result.candidates;
+  if (!c.empty()) {
+    msg.set_candidates_per_row(c.per_row);
+    msg.mutable_candidate_ids()->Add(c.ids.begin(), c.ids.end());
+    msg.mutable_candidate_logits()->Add(c.logits.begin(), c.logits.end());
   }
   msg.set_error(result.error);
   return msg.SerializeAsString();
@@ -256,6 +301,7 @@ absl::StatusOr<StepResult> decode_step_result(std::string_view bytes) {
     }
     out.sampled.push_back(SampledTokenResult{t.seq_id(), t.token(), t.logprob()});
   }
+  WEFT_ASSIGN_OR_RETURN(out.candidates, decode_candidates(msg, where));
   out.error = msg.error();
   return out;
 }

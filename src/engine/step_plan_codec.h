@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "engine/sample_candidates.h"
 #include "engine/step_plan.h"
 
 namespace weft {
@@ -41,6 +42,7 @@ struct StepResult {
   int64_t step_id = 0;
   Tensor logits;
   std::vector<SampledTokenResult> sampled;
+  SampleCandidates candidates;  // StepPlan::sample_candidates > 1
   std::string error;
 };
 
@@ -56,7 +58,8 @@ std::string encode_step_plan(const StepPlan& plan);
 // Errors (InvalidArgument) on unparsable bytes, a negative step_id, no chunks or more than
 // kMaxPlanChunks, a chunk without tokens, a negative or duplicated seq_id, a negative
 // start_position / token id / block id, start_position + tokens past kMaxSequencePosition, more
-// than kMaxPlanTokens tokens in all, more blocks than positions, or an unknown logits value.
+// than kMaxPlanTokens tokens in all, more blocks than positions, an unknown logits value, or
+// sample_candidates outside 0..kMaxSampleCandidates.
 absl::StatusOr<StepPlan> decode_step_plan(std::string_view bytes);
 
 // Model-dependent checks the receiver can add after decoding: token ids < vocab_size, block ids
@@ -72,7 +75,9 @@ absl::Status check_step_plan(const StepPlan& plan, const PlanLimits& limits);
 // `result.logits`, when defined, must be an F32 host tensor of rank 2 (or rank 1 = one row).
 std::string encode_step_result(const StepResult& result);
 // Errors on unparsable bytes, negative or absurd rows / vocab, logits.size() != rows * vocab,
-// sampled tokens with negative seq_id or token or a NaN / positive logprob.
+// sampled tokens with negative seq_id or token or a NaN / positive logprob, or candidates that
+// are not whole rows of candidates_per_row (0..kMaxSampleCandidates) with ids in -1..vocab and
+// logits below +inf.
 absl::StatusOr<StepResult> decode_step_result(std::string_view bytes);
 
 std::string encode_control(const ControlMessage& message);

@@ -13,7 +13,10 @@
 namespace {
 
 bool same_plan(const weft::StepPlan& a, const weft::StepPlan& b) {
-  if (a.step_id != b.step_id || a.chunks.size() != b.chunks.size()) return false;
+  if (a.step_id != b.step_id || a.sample_candidates != b.sample_candidates ||
+      a.chunks.size() != b.chunks.size()) {
+    return false;
+  }
   for (size_t i = 0; i < a.chunks.size(); ++i) {
     const auto& x = a.chunks[i];
     const auto& y = b.chunks[i];
@@ -46,6 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     WEFT_FUZZ_CHECK(again->step_id == result->step_id);
     WEFT_FUZZ_CHECK(again->error == result->error);
     WEFT_FUZZ_CHECK(again->sampled.size() == result->sampled.size());
+    WEFT_FUZZ_CHECK(again->candidates.per_row == result->candidates.per_row);
+    WEFT_FUZZ_CHECK(again->candidates.ids == result->candidates.ids);
+    WEFT_FUZZ_CHECK(again->candidates.logits.size() == result->candidates.logits.size());
     WEFT_FUZZ_CHECK(again->logits.defined() == result->logits.defined());
     if (result->logits.defined()) {
       WEFT_FUZZ_CHECK(again->logits.nbytes() == result->logits.nbytes());

@@ -97,17 +97,26 @@ std::vector<Tensor> score_prompts(StepExecutor& executor, int64_t num_blocks, in
 
 GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                  int num_tokens, bool with_logprobs) {
+  SamplingParams params;
+  params.temperature = 0.0f;
+  if (with_logprobs) params.logprobs = 5;
+  return generate(engine, prompts, num_tokens, params);
+}
+
+GreedyRun generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int num_tokens,
+                   SamplingParams params) {
   GreedyRun run;
   run.ids.resize(prompts.size());
   run.top_logprobs.resize(prompts.size());
   std::map<int64_t, size_t> index_of;
+  params.max_tokens = num_tokens;
+  params.ignore_eos = true;
+  const std::optional<uint64_t> seed = params.seed;
   for (size_t i = 0; i < prompts.size(); ++i) {
     Request request;
     request.prompt_ids = prompts[i];
-    request.params.temperature = 0.0f;
-    request.params.max_tokens = num_tokens;
-    request.params.ignore_eos = true;
-    if (with_logprobs) request.params.logprobs = 5;
+    request.params = params;
+    if (seed) request.params.seed = *seed + i;
     auto id = engine.add_request(request);
     if (!id.ok()) throw std::runtime_error(std::string(id.status().message()));
     index_of[*id] = i;
@@ -125,6 +134,29 @@ GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompt
     }
   }
   return run;
+}
+
+CandidateSamplingRuns sample_top_k_both_ways(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                             int num_tokens) {
+  SamplingParams params;
+  params.temperature = 0.9f;
+  params.top_k = 8;
+  params.top_p = 0.95f;
+  params.seed = 1234;
+  auto delta = [](const Engine::SampledFrom& after, const Engine::SampledFrom& before) {
+    return Engine::SampledFrom{after.full_logits - before.full_logits, after.argmax - before.argmax,
+                               after.candidates - before.candidates};
+  };
+  CandidateSamplingRuns runs;
+  Engine::SampledFrom before = engine.sampled_from();
+  params.logprobs = 0;  // the sampled token's logprob: a log-softmax over the whole vocabulary
+  runs.full = generate(engine, prompts, num_tokens, params);
+  runs.full_rows = delta(engine.sampled_from(), before);
+  before = engine.sampled_from();
+  params.logprobs.reset();
+  runs.from_candidates = generate(engine, prompts, num_tokens, params);
+  runs.candidate_rows = delta(engine.sampled_from(), before);
+  return runs;
 }
 
 float max_abs_diff(const Tensor& a, const Tensor& b) {

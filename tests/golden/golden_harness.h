@@ -38,13 +38,30 @@ std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::ve
 
 // Greedy generation of `num_tokens` per prompt (eos ignored), all prompts submitted together.
 // Returns the ids and, with logprobs, per step the top-5 alternatives' raw logprobs. Without
-// logprobs the engine takes the argmax on the last stage (StepPlan::greedy_on_last_stage).
+// logprobs the engine takes the argmax on the last stage (StepPlan::sample_candidates 1).
 struct GreedyRun {
   std::vector<std::vector<int32_t>> ids;
   std::vector<std::vector<std::vector<std::pair<int32_t, float>>>> top_logprobs;
 };
 GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
                  int num_tokens, bool with_logprobs = true);
+// The same with any sampling parameters (max_tokens and ignore_eos are set here; prompt i gets
+// seed params.seed + i).
+GreedyRun generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int num_tokens,
+                   SamplingParams params);
+
+// Seeded top-k sampling (temperature 0.9, top_k 8, top_p 0.95) of the prompts, twice: with
+// logprobs, which makes the last stage return full logits, and without, which lets it return
+// only each row's candidates (StepPlan::sample_candidates). `*_rows`: rows sampled by each path
+// during that run (Engine::sampled_from).
+struct CandidateSamplingRuns {
+  GreedyRun full;
+  GreedyRun from_candidates;
+  Engine::SampledFrom full_rows;
+  Engine::SampledFrom candidate_rows;
+};
+CandidateSamplingRuns sample_top_k_both_ways(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                             int num_tokens);
 
 // max |a - b| over two F32 tensors of the same shape.
 float max_abs_diff(const Tensor& a, const Tensor& b);

@@ -114,6 +114,18 @@ int run(int argc, char** argv) {
                           (with_logprobs ? "" : " (argmax on the last stage)"));
       }
     }
+    // Seeded top-k sampling: the last stage returns each row's candidates merged over its TP
+    // group, and the tokens equal those sampled from the full gathered logits.
+    const golden::CandidateSamplingRuns runs =
+        golden::sample_top_k_both_ways(engine.engine(), ref.prompts, golden::kGreedyTokens);
+    checks.expect(runs.candidate_rows.candidates == golden::kNumPrompts * golden::kGreedyTokens &&
+                      runs.candidate_rows.full_logits == 0 && runs.full_rows.candidates == 0,
+                  name + " top-k sampling rows: " + std::to_string(runs.candidate_rows.candidates) +
+                      " from candidates, " + std::to_string(runs.full_rows.full_logits) + " from full logits");
+    for (int i = 0; i < golden::kNumPrompts; ++i) {
+      checks.expect(runs.from_candidates.ids[i] == runs.full.ids[i],
+                    name + " prompt " + std::to_string(i) + " top-k tokens from candidates vs full logits");
+    }
   } catch (const std::exception& e) {
     checks.expect(false, e.what());
   }

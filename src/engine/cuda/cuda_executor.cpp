@@ -268,7 +268,7 @@ absl::Status CudaExecutor::submit(const StepPlan& plan) {
                                                   cudaMemcpyHostToDevice, s.stream),
                                   "step metadata (cudaMemcpyAsync)"));
 
-  const bool greedy = plan.greedy_on_last_stage;
+  const bool greedy = plan.sample_candidates == 1;  // K > 1: full logits, which the contract allows
   StepOutput out;
   if (greedy) {
     out.tokens.resize(static_cast<size_t>(logit_rows));

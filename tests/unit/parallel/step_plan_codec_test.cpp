@@ -38,11 +38,13 @@ StepPlan sample_plan() {
   scored.block_table = {21};
   scored.logits = LogitsWanted::kAll;
   plan.chunks = {prefill, decode, scored};
+  plan.sample_candidates = 40;
   return plan;
 }
 
 void expect_same(const StepPlan& a, const StepPlan& b) {
   EXPECT_EQ(a.step_id, b.step_id);
+  EXPECT_EQ(a.sample_candidates, b.sample_candidates);
   ASSERT_EQ(a.chunks.size(), b.chunks.size());
   for (size_t i = 0; i < a.chunks.size(); ++i) {
     EXPECT_EQ(a.chunks[i].seq_id, b.chunks[i].seq_id);
@@ -154,6 +156,10 @@ TEST(StepPlanCodec, RejectsInvalidFields) {
                            for (int i = 0; i < 30; ++i) m.mutable_chunks(2)->add_block_table(1);
                          }),
                   "blocks for only 3 positions");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.set_sample_candidates(-1); }),
+                  "sample_candidates is -1, expected 0..1024");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.set_sample_candidates(kMaxSampleCandidates + 1); }),
+                  "sample_candidates is 1025");
 }
 
 TEST(StepPlanCodec, RejectsTooManyTokens) {
@@ -198,6 +204,52 @@ TEST(StepResultCodec, RoundTripLogitsAndSampled) {
   }
   EXPECT_EQ(back->sampled, r.sampled);
   EXPECT_TRUE(back->error.empty());
+}
+
+TEST(StepResultCodec, RoundTripCandidates) {
+  StepResult r;
+  r.step_id = 4;
+  r.candidates.per_row = 3;
+  r.candidates.ids = {9, 2, 5, 0, 1, -1};
+  r.candidates.logits = {2.5f, 2.5f, -1.0f, 7.0f, -std::numeric_limits<float>::infinity(),
+                         -std::numeric_limits<float>::infinity()};
+  absl::StatusOr<StepResult> back = decode_step_result(encode_step_result(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->logits.defined());
+  EXPECT_EQ(back->candidates.per_row, 3);
+  EXPECT_EQ(back->candidates.rows(), 2);
+  EXPECT_EQ(back->candidates.ids, r.candidates.ids);
+  EXPECT_EQ(back->candidates.logits, r.candidates.logits);
+}
+
+TEST(StepResultCodec, RejectsInconsistentCandidates) {
+  auto decode = [](const proto::StepResult& m) { return decode_step_result(m.SerializeAsString()); };
+  proto::StepResult m;
+  m.set_step_id(1);
+  m.set_candidates_per_row(2);
+  for (int i = 0; i < 4; ++i) {
+    m.add_candidate_ids(i);
+    m.add_candidate_logits(1.0f);
+  }
+  EXPECT_TRUE(decode(m).ok());
+  m.add_candidate_ids(4);
+  EXPECT_THAT(std::string(decode(m).status().message()),
+              HasSubstr("5 candidate ids and 4 candidate logits do not make whole rows of 2"));
+  m.add_candidate_logits(1.0f);
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("do not make whole rows of 2"));
+  m.add_candidate_ids(5);
+  m.add_candidate_logits(std::nanf(""));
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("candidate 5: id 5 logit nan"));
+  m.set_candidate_logits(5, std::numeric_limits<float>::infinity());
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("candidate 5: id 5 logit inf"));
+  m.set_candidate_logits(5, 0.0f);
+  m.set_candidate_ids(0, -2);
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("candidate 0: id -2"));
+  m.set_candidate_ids(0, 0);
+  m.set_candidates_per_row(kMaxSampleCandidates + 1);
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("candidates_per_row is 1025"));
+  m.set_candidates_per_row(0);
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("do not make whole rows of 0"));
 }
 
 TEST(StepResultCodec, RoundTripErrorOnly) {
