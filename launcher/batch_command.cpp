@@ -20,6 +20,7 @@
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
+#include "launcher/sampling_flags.h"
 #include "launcher/prompt_input.h"
 
 namespace weft {
@@ -174,6 +175,9 @@ int run_batch_command(const std::vector<std::string>& args) {
   if (tokenizer) detokenizers = text_detokenizers(tokenizer);
   if (absl::Status s = session.load(detokenizers); !s.ok()) return fail(s);
   return run_session(session, [&] {
+    auto sampling_defaults = model_sampling_defaults(cli, session.model().generation);
+    if (!sampling_defaults.ok()) return fail(sampling_defaults.status());
+    options.sampling_defaults = *sampling_defaults;
     ProgressPrinter printer(*interval);
     auto result = run_batch(session.engine(), encoder, options, g_stop, std::ref(printer));
     if (!result.ok()) {

@@ -11,7 +11,7 @@ std::set<std::string> engine_value_flags() {
   return {"model",         "threads",      "block-size",   "kv-cache-memory",
           "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "max-model-len",
           "seed",          "cpu-isa",      "kv-cache-blocks", "kv-cache-memory-fraction", "tp", "pp", "layers-per-stage",
-          "step-timeout", "pipeline-micro-batches", "device"};
+          "step-timeout", "pipeline-micro-batches", "device", "generation-config"};
 }
 
 std::set<std::string> engine_bool_flags() { return {"no-chunked-prefill", "no-prefix-caching"}; }
@@ -33,6 +33,8 @@ const char* engine_flags_help() {
          "  --no-prefix-caching          never reuse the KV of a shared prompt prefix\n"
          "  --max-model-len N            prompt + output limit (default: the model's)\n"
          "  --seed N                     base seed for requests without one\n"
+         "  --generation-config auto|none  auto (default): requests' absent sampling fields take\n"
+         "                               generation_config.json's values; none: weft's defaults\n"
          "  --cpu-isa native|avx2|portable  cap the CPU kernels' instruction set\n"
          "  --tp T --pp P                tensor x pipeline parallel ranks (run under mpirun -np T*P)\n"
          "  --layers-per-stage 6,6       uneven pipeline split (default: even)\n"
@@ -48,6 +50,11 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   if (o.model_dir.empty()) {
     return absl::InvalidArgumentError(
         "--model DIR is required (no default model found: set WEFT_DEFAULT_MODEL or keep configs/default-model)");
+  }
+  const std::string generation_config = args.get_or("generation-config", "auto");
+  if (generation_config != "auto" && generation_config != "none") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--generation-config: expected auto or none, got '", generation_config, "'"));
   }
   const std::string device = args.get_or("device", "cpu");
   if (device == "cuda") {

@@ -58,10 +58,8 @@ int run_generate(const std::vector<std::string>& args) {
   }
   SamplingParams defaults;
   defaults.temperature = 0.0f;
-  auto params = sampling_params_from(cli, defaults);
-  if (!params.ok()) return fail(params.status());
-  const bool json = cli.has("json");
-  if (json && !params->logprobs) params->logprobs = 5;
+  // Flag errors come before the (slow) model load; the model's own defaults come with the model.
+  if (auto checked = sampling_params_from(cli, defaults); !checked.ok()) return fail(checked.status());
   auto started = EngineSession::start(cli);
   if (!started.ok()) return fail(started.status());
   EngineSession& session = **started;
@@ -71,7 +69,16 @@ int run_generate(const std::vector<std::string>& args) {
   DetokenizerFactory detokenizers;
   if (prompt.ok() && prompt->tokenizer) detokenizers = text_detokenizers(prompt->tokenizer);
   if (absl::Status s = session.load(detokenizers); !s.ok()) return fail(s);
-  return run_session(session, [&] { return generate(session, cli, prompt, *params, json); });
+  return run_session(session, [&] {
+    // Inside the session, so an error here still ends the other ranks' step loops.
+    auto model_defaults = model_sampling_defaults(cli, session.model().generation, defaults);
+    if (!model_defaults.ok()) return fail(model_defaults.status());
+    auto params = sampling_params_from(cli, *model_defaults);
+    if (!params.ok()) return fail(params.status());
+    const bool json = cli.has("json");
+    if (json && !params->logprobs) params->logprobs = 5;
+    return generate(session, cli, prompt, *params, json);
+  });
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "launcher/sampling_flags.h"
 
 #include "core/status_macros.h"
+#include "engine/generation_defaults.h"
 
 namespace weft {
 
@@ -14,7 +15,7 @@ std::set<std::string> sampling_bool_flags() { return {"ignore-eos", "keep-specia
 
 const char* sampling_flags_help() {
   return "  --max-tokens N --min-tokens N   output length bounds (default 16, 0)\n"
-         "  --temperature T                 0 = greedy (default 0)\n"
+         "  --temperature T                 0 = greedy (default: generation_config.json's, else 0)\n"
          "  --top-k K --top-p P --min-p P   filters\n"
          "  --repetition-penalty R --presence-penalty P --frequency-penalty F\n"
          "  --stop TEXT (repeatable)  --stop-token-ids 1,2  --ignore-eos\n"
@@ -22,6 +23,12 @@ const char* sampling_flags_help() {
          "  --logprobs N                    top-N alternatives per token\n"
          "  --request-seed S                seed of this request's sampling\n"
          "  --keep-special-tokens           show special tokens in the text\n";
+}
+
+absl::StatusOr<SamplingParams> model_sampling_defaults(const CliArgs& args, const GenerationConfig& generation,
+                                                       SamplingParams base) {
+  if (args.get_or("generation-config", "auto") == "none") return base;
+  return sampling_defaults_from(generation, std::move(base));
 }
 
 absl::StatusOr<SamplingParams> sampling_params_from(const CliArgs& args, SamplingParams p) {

@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "launcher/cli_args.h"
+#include "model/model_config.h"
 #include "sampling/sampling_params.h"
 
 namespace weft {
@@ -17,6 +18,12 @@ std::set<std::string> sampling_value_flags();
 // --ignore-eos --keep-special-tokens
 std::set<std::string> sampling_bool_flags();
 const char* sampling_flags_help();
+
+// The defaults requests start from: `base` with generation_config.json's sampling values over it
+// (engine/generation_defaults.h), or `base` alone with --generation-config none. Errors name the
+// file and field of an out-of-range value.
+absl::StatusOr<SamplingParams> model_sampling_defaults(const CliArgs& args, const GenerationConfig& generation,
+                                                       SamplingParams base = {});
 
 // Reads the flags over `defaults` (greedy with max_tokens 16 unless the flags say otherwise).
 absl::StatusOr<SamplingParams> sampling_params_from(const CliArgs& args,

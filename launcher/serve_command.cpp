@@ -17,6 +17,7 @@
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
+#include "launcher/sampling_flags.h"
 #include "serving/metrics.h"
 #include "serving/openai_server.h"
 #ifdef WEFT_HAVE_GRPC
@@ -110,6 +111,9 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   model.max_model_len = options.max_model_len > 0 ? options.max_model_len
                                                   : session.model().config.max_position_embeddings;
   model.vocab_size = session.model().config.vocab_size;
+  auto sampling_defaults = model_sampling_defaults(cli, session.model().generation);
+  if (!sampling_defaults.ok()) return fail(sampling_defaults.status());
+  model.sampling_defaults = *sampling_defaults;
   model.tokenizer = tokenizer;
   if (!tokenizer->chat_template().empty()) {
     auto tmpl = ChatTemplate::parse(tokenizer->chat_template());

@@ -55,7 +55,8 @@ absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line,
 }
 
 absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder& encoder,
-                                 const Engine& engine, const std::string& model) {
+                                 const Engine& engine, const BatchOptions& options) {
+  const std::string& model = options.model_name;
   Prepared p;
   nlohmann::json body = line.body;
   const bool chat = line.endpoint == BatchEndpoint::kChatCompletions;
@@ -74,7 +75,7 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
       }
     }
   }
-  WEFT_ASSIGN_OR_RETURN(p.request.params, sampling_params_from_json(body));
+  WEFT_ASSIGN_OR_RETURN(p.request.params, sampling_params_from_json(body, options.sampling_defaults));
   WEFT_ASSIGN_OR_RETURN(p.request.prompt_ids, prompt_ids_of(line, encoder));
   const int64_t prompt_len = static_cast<int64_t>(p.request.prompt_ids.size());
   const bool has_max = body.contains("max_tokens") || body.contains("max_completion_tokens");
@@ -194,7 +195,7 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
                   absl::StrCat("custom_id \"", *custom_id, "\" appears on an earlier line"));
         continue;
       }
-      absl::StatusOr<Prepared> prepared = prepare(*line, encoder, engine, options.model_name);
+      absl::StatusOr<Prepared> prepared = prepare(*line, encoder, engine, options);
       if (!prepared.ok()) {
         fail_line(custom_id, "invalid_request", std::string(prepared.status().message()));
         continue;

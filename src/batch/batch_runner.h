@@ -41,6 +41,9 @@ struct BatchOptions {
   std::filesystem::path errors;  // empty: error records go to the output file
   std::string model_name;        // the "model" field of responses
   int max_in_flight = 256;       // requests submitted to the engine and not yet finished
+  // What a line's absent sampling fields take (engine/generation_defaults.h); chat without
+  // max_tokens still runs to the context end.
+  SamplingParams sampling_defaults;
 };
 
 enum BatchStop : int { kBatchRun = 0, kBatchDrain = 1, kBatchAbandon = 2 };

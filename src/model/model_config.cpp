@@ -294,6 +294,7 @@ absl::StatusOr<GenerationConfig> parse_generation_config(const std::string& json
   WEFT_ASSIGN_OR_RETURN(config.temperature, fields.optional_number("temperature"));
   WEFT_ASSIGN_OR_RETURN(config.top_p, fields.optional_number("top_p"));
   WEFT_ASSIGN_OR_RETURN(config.top_k, fields.optional_int("top_k"));
+  WEFT_ASSIGN_OR_RETURN(config.min_p, fields.optional_number("min_p"));
   WEFT_ASSIGN_OR_RETURN(config.repetition_penalty, fields.optional_number("repetition_penalty"));
   WEFT_ASSIGN_OR_RETURN(config.max_new_tokens, fields.optional_int("max_new_tokens"));
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> do_sample, fields.optional_bool("do_sample"));

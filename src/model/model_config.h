@@ -74,6 +74,7 @@ struct GenerationConfig {
   std::optional<double> temperature;
   std::optional<double> top_p;
   std::optional<int64_t> top_k;
+  std::optional<double> min_p;
   std::optional<double> repetition_penalty;
   std::optional<int64_t> max_new_tokens;
   bool do_sample = false;

@@ -154,12 +154,12 @@ absl::Status read_logprobs(const json& obj, SamplingParams& p) {
 
 }  // namespace
 
-absl::StatusOr<SamplingParams> sampling_params_from_json(const json& request) {
+absl::StatusOr<SamplingParams> sampling_params_from_json(const json& request, const SamplingParams& defaults) {
   if (!request.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("request: expected a JSON object, got ", request.type_name()));
   }
-  SamplingParams p;
+  SamplingParams p = defaults;
   WEFT_RETURN_IF_ERROR(read_int(request, "n", p.n));
   WEFT_RETURN_IF_ERROR(read_float(request, "temperature", p.temperature));
   WEFT_RETURN_IF_ERROR(read_float(request, "top_p", p.top_p));

@@ -23,7 +23,9 @@
 namespace weft {
 
 // InvalidArgument naming the field on a type error, e.g. "temperature: expected a number, got
-// string"; InvalidArgument if `request` is not a JSON object.
-absl::StatusOr<SamplingParams> sampling_params_from_json(const nlohmann::json& request);
+// string"; InvalidArgument if `request` is not a JSON object. Absent fields keep their value in
+// `defaults` (the model's, engine/generation_defaults.h, or weft's own).
+absl::StatusOr<SamplingParams> sampling_params_from_json(const nlohmann::json& request,
+                                                         const SamplingParams& defaults = {});
 
 }  // namespace weft

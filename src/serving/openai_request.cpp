@@ -269,7 +269,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
       }
     }
   }
-  auto params = sampling_params_from_json(sampling);
+  auto params = sampling_params_from_json(sampling, model.sampling_defaults);
   if (!params.ok()) {
     ApiError e = api_error_from_status(params.status());
     if (kind == ApiKind::kChat && e.param == "logprobs") e.param = "top_logprobs";

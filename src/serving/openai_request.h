@@ -42,6 +42,9 @@ struct ServedModel {
   int64_t vocab_size = 0;  // the model's (embedding rows), >= the tokenizer's
   std::shared_ptr<const Tokenizer> tokenizer;
   std::shared_ptr<const ChatTemplate> chat_template;  // null when the model has none
+  // What a request's absent sampling fields take: generation_config.json's values over weft's
+  // defaults (engine/generation_defaults.h). Chat without max_tokens still runs to the context end.
+  SamplingParams sampling_defaults;
 };
 
 struct ApiError {

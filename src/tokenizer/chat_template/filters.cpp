@@ -68,9 +68,10 @@ CallArgs rest_args(const CallArgs& args, size_t from) {
   return r;
 }
 
-Result f_tojson(Interpreter&, const Value& v, CallArgs& args) {
+Result f_tojson(Interpreter& in, const Value& v, CallArgs& args) {
   BIND(b, "tojson", {"ensure_ascii", "indent", "separators", "sort_keys"});
   JsonDumpOptions o;
+  o.max_bytes = in.limits().max_output_bytes;
   o.ensure_ascii = flag(b[0]);
   if (b[1] && !b[1]->is_none()) {
     if (b[1]->is_string()) {
@@ -350,9 +351,16 @@ Result f_escape(Interpreter&, const Value& v, CallArgs&) {
   return Value(std::move(out));
 }
 
-Result f_indent(Interpreter&, const Value& v, CallArgs& args) {
+Result f_indent(Interpreter& in, const Value& v, CallArgs& args) {
   BIND(b, "indent", {"width", "first", "blank"});
-  std::string ind = b[0] && b[0]->is_string() ? b[0]->as_string() : std::string(static_cast<size_t>(b[0] ? std::max<int64_t>(0, b[0]->as_int()) : 4), ' ');
+  std::string ind;
+  if (b[0] && b[0]->is_string()) {
+    ind = b[0]->as_string();
+  } else {
+    TRY(width, int_arg("indent", "width", b[0], 4));
+    if (auto st = in.check_size(static_cast<size_t>(std::max<int64_t>(0, width))); !st.ok()) return st;
+    ind = std::string(static_cast<size_t>(std::max<int64_t>(0, width)), ' ');
+  }
   std::string s = v.str() + "\n";
   std::vector<std::string> lines;
   size_t start = 0;
@@ -365,10 +373,16 @@ Result f_indent(Interpreter&, const Value& v, CallArgs& args) {
   }
   std::string rv;
   if (flag(b[2])) {
-    for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + ind : "") + lines[i];
+    for (size_t i = 0; i < lines.size(); ++i) {
+      rv += (i ? "\n" + ind : "") + lines[i];
+      if (auto st = in.check_size(rv.size()); !st.ok()) return st;
+    }
   } else {
     rv = lines.empty() ? "" : lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) rv += "\n" + (lines[i].empty() ? "" : ind + lines[i]);
+    for (size_t i = 1; i < lines.size(); ++i) {
+      rv += "\n" + (lines[i].empty() ? "" : ind + lines[i]);
+      if (auto st = in.check_size(rv.size()); !st.ok()) return st;
+    }
   }
   if (flag(b[1])) rv = ind + rv;
   return Value(std::move(rv));

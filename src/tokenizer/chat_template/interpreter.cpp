@@ -37,6 +37,7 @@ absl::StatusOr<std::string> Interpreter::render(const StmtList& body, const Valu
   }
   std::string out;
   out_ = &out;
+  const ReprBudget repr_budget(limits_.max_output_bytes);
   iterations_ = 0;
   call_depth_ = 0;
   macro_frames_.push_back(root);
@@ -51,7 +52,7 @@ absl::StatusOr<std::string> Interpreter::render(const StmtList& body, const Valu
 }
 
 absl::Status Interpreter::check_size(size_t n) const {
-  if (n > limits_.max_output_bytes) {
+  if (n > limits_.max_output_bytes || ReprBudget::exceeded()) {
     return absl::ResourceExhaustedError(
         absl::StrCat("chat template output or value larger than the limit of ", limits_.max_output_bytes, " bytes"));
   }
@@ -366,6 +367,7 @@ absl::StatusOr<Value> Interpreter::eval_filter(const Expr& e, const FramePtr& fr
 
 absl::StatusOr<Value> Interpreter::eval(const Expr& e, const FramePtr& frame) {
   auto r = eval_inner(e, frame);
+  if (r.ok() && ReprBudget::exceeded()) r = check_size(0);  // a str() / repr() cut short (value.h)
   if (!r.ok()) return locate_error(r.status(), e.line, e.column);
   return r;
 }

@@ -91,6 +91,7 @@ class Dumper {
         }
         out += '[';
         for (size_t i = 0; i < items.size(); ++i) {
+          if (out.size() > o_.max_bytes) return too_long();
           if (i) out += item_sep_;
           newline(depth + 1, out);
           if (auto s = dump(items[i], depth + 1, out); !s.ok()) return s;
@@ -121,6 +122,7 @@ class Dumper {
         out += '{';
         bool first = true;
         for (size_t i : order) {
+          if (out.size() > o_.max_bytes) return too_long();
           if (!first) out += item_sep_;
           first = false;
           newline(depth + 1, out);
@@ -139,6 +141,10 @@ class Dumper {
   }
 
  private:
+  absl::Status too_long() const {
+    return absl::ResourceExhaustedError(absl::StrCat("tojson: output longer than the limit of ", o_.max_bytes, " bytes"));
+  }
+
   void newline(int depth, std::string& out) const {
     if (!o_.indent) return;
     out += '\n';

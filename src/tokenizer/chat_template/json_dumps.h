@@ -2,6 +2,7 @@
 // (json.dumps(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,9 @@ struct JsonDumpOptions {
   std::optional<std::string> item_separator;  // default ", " (or "," when indenting)
   std::string key_separator = ": ";
   bool sort_keys = false;
+  // Longest output produced: past it, json_dumps fails with ResourceExhausted (a list shared many
+  // times over serializes exponentially larger than its memory).
+  size_t max_bytes = SIZE_MAX;
 };
 
 // Serializes `v` byte-for-byte as CPython's json module would. Undefined, namespaces and callables

@@ -1,6 +1,8 @@
 #include "tokenizer/chat_template/value.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 
@@ -141,6 +143,32 @@ std::string python_string_repr(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// The str() / repr() guards of this thread (value.h): namespaces being printed, the byte budget.
+struct ReprState {
+  size_t budget = SIZE_MAX;
+  bool exceeded = false;
+  std::vector<const Namespace*> open;
+};
+thread_local ReprState t_repr;
+
+// Appends `piece` unless the budget is spent; false once it is (the caller stops expanding).
+bool append_within_budget(std::string& out, const std::string& piece) {
+  if (t_repr.exceeded || out.size() + piece.size() > t_repr.budget) {
+    t_repr.exceeded = true;
+    return false;
+  }
+  out += piece;
+  return true;
+}
+
+}  // namespace
+
+ReprBudget::ReprBudget(size_t max_bytes) { t_repr = ReprState{max_bytes, false, {}}; }
+ReprBudget::~ReprBudget() { t_repr = ReprState{}; }
+bool ReprBudget::exceeded() { return t_repr.exceeded; }
+
 std::string Value::repr() const {
   switch (kind()) {
     case Kind::kUndefined: return "Undefined";
@@ -150,7 +178,7 @@ std::string Value::repr() const {
       std::string out = l.is_tuple ? "(" : "[";
       for (size_t i = 0; i < l.items.size(); ++i) {
         if (i) out += ", ";
-        out += l.items[i].repr();
+        if (!append_within_budget(out, l.items[i].repr())) break;
       }
       if (l.is_tuple && l.items.size() == 1) out += ",";
       out += l.is_tuple ? ")" : "]";
@@ -162,7 +190,7 @@ std::string Value::repr() const {
       for (const auto& [k, v] : as_dict().entries) {
         if (!first) out += ", ";
         first = false;
-        out += k.repr() + ": " + v.repr();
+        if (!append_within_budget(out, k.repr() + ": " + v.repr())) break;
       }
       return out + "}";
     }
@@ -181,13 +209,17 @@ std::string Value::str() const {
     case Kind::kList:
     case Kind::kDict: return repr();
     case Kind::kNamespace: {
+      const Namespace* self = &as_namespace();
+      if (std::find(t_repr.open.begin(), t_repr.open.end(), self) != t_repr.open.end()) return "<Namespace {...}>";
+      t_repr.open.push_back(self);
       std::string out = "<Namespace {";
       bool first = true;
-      for (const auto& [k, v] : as_namespace().attrs.entries) {
+      for (const auto& [k, v] : self->attrs.entries) {
         if (!first) out += ", ";
         first = false;
-        out += k.repr() + ": " + v.repr();
+        if (!append_within_budget(out, k.repr() + ": " + v.repr())) break;
       }
+      t_repr.open.pop_back();
       return out + "}>";
     }
     case Kind::kCallable: return "<function " + as_callable().name + ">";

@@ -22,6 +22,18 @@ namespace weft::jinja {
 class Value;
 class Interpreter;
 
+// Bounds the output of Value::str() / repr() on this thread while it is alive (one render).
+class ReprBudget {
+ public:
+  explicit ReprBudget(size_t max_bytes);
+  ~ReprBudget();
+  ReprBudget(const ReprBudget&) = delete;
+  ReprBudget& operator=(const ReprBudget&) = delete;
+  // True once a str() / repr() under this budget stopped expanding; the interpreter then fails
+  // the expression that asked for it.
+  static bool exceeded();
+};
+
 // Arguments of a call: positional, then keyword (in call order).
 struct CallArgs {
   std::vector<Value> positional;
@@ -107,8 +119,12 @@ class Value {
   // Python truthiness (Undefined is falsy).
   bool truthy() const;
   // Python str(): what {{ value }} prints. Undefined prints as "".
+  // A namespace inside itself prints as <Namespace {...}> (Python's recursive repr). Past the
+  // budget of ReprBudget (in force while a template renders), nested values are no longer
+  // expanded and ReprBudget::exceeded() turns true: a list shared many times over has a printed
+  // form exponentially larger than its memory.
   std::string str() const;
-  // Python repr(), used inside containers.
+  // Python repr(), used inside containers; same guards as str().
   std::string repr() const;
   // Python type name, for error messages ("str", "int", "dict", ...).
   std::string type_name() const;

@@ -26,7 +26,7 @@ def check(label, got, want):
 
 def generate(cmd, prompt, max_tokens):
     """The greedy output ids of `weft generate` run by `cmd` (a binary, or mpirun + binary + flags)."""
-    out = subprocess.run(cmd + ["--prompt", prompt, "--max-tokens", str(max_tokens), "--ignore-eos",
+    out = subprocess.run(cmd + ["--prompt", prompt, "--max-tokens", str(max_tokens), "--ignore-eos", "--temperature", "0",
                                               "--json", "--threads", "1"], check=True, capture_output=True,
                          text=True, env=MPI_ENV, timeout=300).stdout
     return json.loads(out.strip().splitlines()[-1])["output_ids"]

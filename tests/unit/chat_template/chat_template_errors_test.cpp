@@ -116,6 +116,37 @@ TEST(ChatTemplateRuntime, IntegerArgumentsAreTypeChecked) {
   EXPECT_EQ(*r, "2 1 0.0");
 }
 
+// Regression (tests/fuzz chat_template): a namespace stored inside itself printed forever
+// (stack overflow); it prints as jinja2 does.
+TEST(ChatTemplateRuntime, NamespaceInsideItselfPrintsLikePython) {
+  auto t = ChatTemplate::parse("{% set ns = namespace(a=1) %}{% set ns.x = ns %}{{ ns }}|{{ [ns] }}");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto r = t->render(nlohmann::ordered_json::object(), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "<Namespace {'a': 1, 'x': <Namespace {...}>}>|[<Namespace {'a': 1, 'x': <Namespace {...}>}>]");
+}
+
+// A list shared many times over is small in memory but prints (or serializes) exponentially
+// large: printing it fails at the output limit instead of running out of time or memory.
+TEST(ChatTemplateLimits, SharedValuesPrintWithinTheOutputLimit) {
+  ChatTemplateLimits limits;
+  limits.max_output_bytes = 1 << 16;
+  const std::string doubling = "{% set ns = namespace(x=[1]) %}{% for i in range(60) %}{% set ns.x = [ns.x, ns.x] %}{% endfor %}";
+  for (const std::string use : {"{{ ns.x }}", "{{ ns.x | string | length }}", "{{ ns }}", "{{ ns.x | tojson }}",
+                                "{{ '%s' % ns.x }}"}) {
+    absl::Status s = render_error(doubling + use, {}, limits);
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << use << ": " << s;
+  }
+  // Within the limit the same construction prints whole.
+  auto t = ChatTemplate::parse("{% set ns = namespace(x=[1]) %}{% for i in range(2) %}{% set ns.x = [ns.x, ns.x] %}{% endfor %}{{ ns.x }}");
+  ASSERT_TRUE(t.ok());
+  auto r = t->render(nlohmann::ordered_json::object(), limits);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "[[[1], [1]], [[1], [1]]]");
+  EXPECT_EQ(render_error("{{ 'a\nb' | indent([]) }}").code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(render_error("{{ 'a\nb\nc' | indent(60000) }}", {}, limits).code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST(ChatTemplateLimits, LoopIterations) {
   ChatTemplateLimits limits;
   limits.max_loop_iterations = 1000;

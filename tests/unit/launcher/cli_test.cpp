@@ -215,6 +215,40 @@ TEST(CliTest, GenerateJsonMatchesTransformersGreedy) {
   EXPECT_EQ(out["steps"][0]["token"], out["output_ids"][0]);
 }
 
+// generation_config.json's sampling values are the defaults of a request that does not set them
+// (vLLM's --generation-config auto); --generation-config none restores weft's (greedy for generate).
+TEST(CliTest, GenerationConfigSamplingDefaultsApply) {
+  const fs::path model = fs::temp_directory_path() / ("weft-cli-genconfig-" + std::to_string(::getpid()));
+  fs::create_directories(model);
+  const fs::path golden = kSource / "tests/golden/models/llama_gqa";
+  for (const char* f : {"config.json", "model.safetensors"}) {
+    fs::copy_file(golden / f, model / f, fs::copy_options::overwrite_existing);
+  }
+  std::ofstream(model / "generation_config.json")
+      << R"({"eos_token_id": 2, "do_sample": true, "temperature": 1.5, "top_k": 5, "max_new_tokens": 20})";
+  const std::string base = "generate --threads 1 --model " + model.string() +
+                           " --prompt-ids 1,2,3 --json --ignore-eos --request-seed 7";
+  auto ids = [](const RunResult& r) {
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["output_ids"] : nlohmann::json();
+  };
+  const nlohmann::json from_file = ids(weft(base));
+  EXPECT_EQ(from_file.size(), 20u) << "max_new_tokens is the default max_tokens";
+  EXPECT_EQ(from_file, ids(weft(base + " --generation-config none --temperature 1.5 --top-k 5 --max-tokens 20")));
+  const nlohmann::json greedy = ids(weft(base + " --generation-config none --max-tokens 20"));
+  EXPECT_EQ(greedy, ids(weft(base + " --temperature 0")));
+  EXPECT_NE(greedy, from_file) << "the file's temperature was not applied";
+
+  RunResult bad_flag = weft(base + " --generation-config vllm");
+  EXPECT_EQ(bad_flag.exit_code, 2);
+  EXPECT_NE(bad_flag.err.find("--generation-config: expected auto or none, got 'vllm'"), std::string::npos) << bad_flag.err;
+  std::ofstream(model / "generation_config.json") << R"({"eos_token_id": 2, "top_p": 1.5})";
+  RunResult bad_file = weft(base);
+  EXPECT_NE(bad_file.exit_code, 0);
+  EXPECT_NE(bad_file.err.find("generation_config.json: top_p"), std::string::npos) << bad_file.err;
+  fs::remove_all(model);
+}
+
 // weft perplexity: bad input ends with exit 2 and a message naming the flag; a good run prints
 // one JSON object whose numbers agree with each other.
 TEST_F(TextGenerationTest, PerplexityNamesBadInputAndReportsConsistentNumbers) {

@@ -53,6 +53,25 @@ TEST(OpenAiRequestTest, ChatLogprobsBecomeTheIntegerCount) {
   EXPECT_EQ(g.engine_request.params.max_tokens + static_cast<int>(g.engine_request.prompt_ids.size()), 64);
 }
 
+TEST(OpenAiRequestTest, AbsentSamplingFieldsTakeTheModelDefaults) {
+  ServedModel model = qwen_model();
+  model.sampling_defaults.temperature = 0.6f;
+  model.sampling_defaults.top_k = 20;
+  model.sampling_defaults.max_tokens = 7;
+  auto r = parse_generation_request({{"prompt", "x"}, {"top_k", 3}}, ApiKind::kCompletion, model);
+  ASSERT_TRUE(std::holds_alternative<GenerationRequest>(r));
+  const SamplingParams& p = std::get<GenerationRequest>(r).engine_request.params;
+  EXPECT_EQ(p.temperature, 0.6f);
+  EXPECT_EQ(p.top_k, 3);  // the request's own value wins
+  EXPECT_EQ(p.max_tokens, 7);
+  // Chat without max_tokens still runs to the end of the context.
+  auto c = parse_generation_request({{"messages", {{{"role", "user"}, {"content", "hi"}}}}}, ApiKind::kChat, model);
+  ASSERT_TRUE(std::holds_alternative<GenerationRequest>(c));
+  const GenerationRequest& g = std::get<GenerationRequest>(c);
+  EXPECT_EQ(g.engine_request.params.temperature, 0.6f);
+  EXPECT_EQ(g.engine_request.params.max_tokens + static_cast<int>(g.engine_request.prompt_ids.size()), 64);
+}
+
 TEST(OpenAiRequestTest, ErrorsNameTheParameter) {
   EXPECT_EQ(error_of({{"prompt", "x"}, {"temperature", "hot"}}).param, "temperature");
   EXPECT_EQ(error_of({{"prompt", "x"}, {"max_tokens", 100}}).code, "context_length_exceeded");
