@@ -118,21 +118,11 @@ class ProgressPrinter {
 }  // namespace
 
 int run_batch_command(const std::vector<std::string>& args) {
-  std::set<std::string> value_flags = engine_value_flags();
-  value_flags.insert({"input", "output", "errors", "max-in-flight", "served-model-name",
-                      "progress-interval"});
-  std::set<std::string> bool_flags = engine_bool_flags();
-  bool_flags.insert("help");
-  auto parsed = CliArgs::parse(args, value_flags, bool_flags);
-  if (!parsed.ok()) {
-    std::cerr << kUsage;
-    return fail(parsed.status());
-  }
-  const CliArgs& cli = *parsed;
-  if (cli.has("help")) {
-    std::cout << kUsage << engine_flags_help();
-    return 0;
-  }
+  auto parsed = parse_engine_command(
+      args, {"input", "output", "errors", "max-in-flight", "served-model-name", "progress-interval"}, {}, kUsage,
+      engine_flags_help(), fail);
+  if (const int* done = std::get_if<int>(&parsed)) return *done;
+  const CliArgs& cli = std::get<CliArgs>(parsed);
   BatchOptions options;
   options.input = cli.get_or("input", "");
   options.output = cli.get_or("output", "");

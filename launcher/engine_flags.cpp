@@ -1,5 +1,7 @@
 #include "launcher/engine_flags.h"
 
+#include <iostream>
+
 #include "absl/strings/str_cat.h"
 #include "core/cpu_features.h"
 #include "core/status_macros.h"
@@ -40,6 +42,26 @@ const char* engine_flags_help() {
          "  --layers-per-stage 6,6       uneven pipeline split (default: even)\n"
          "  --step-timeout S             a step running longer ends the job (default 300)\n"
          "  --pipeline-micro-batches N   steps in flight through the pipeline (default pp; 1 = off)\n";
+}
+
+std::variant<CliArgs, int> parse_engine_command(const std::vector<std::string>& args,
+                                                std::set<std::string> value_flags,
+                                                std::set<std::string> bool_flags, std::string_view usage,
+                                                std::string_view help,
+                                                const std::function<int(const absl::Status&)>& fail) {
+  value_flags.merge(engine_value_flags());
+  bool_flags.merge(engine_bool_flags());
+  bool_flags.insert("help");
+  absl::StatusOr<CliArgs> parsed = CliArgs::parse(args, value_flags, bool_flags);
+  if (!parsed.ok()) {
+    std::cerr << usage;
+    return fail(parsed.status());
+  }
+  if (parsed->has("help")) {
+    std::cout << usage << help;
+    return 0;
+  }
+  return *std::move(parsed);
 }
 
 absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,

@@ -2,8 +2,12 @@
 // their translation into LocalEngineOptions.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/local_engine.h"
@@ -24,5 +28,15 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
 
 // Help text lines for the shared flags.
 const char* engine_flags_help();
+
+// The start of every engine-running subcommand: parses `args` against the shared engine flags
+// plus `value_flags` / `bool_flags` and --help. Returns the flags, or the exit code when the
+// command is already done: after a parse error, `usage` on stderr and `fail(error)`'s code;
+// after --help, `usage` and `help` on stdout and 0.
+std::variant<CliArgs, int> parse_engine_command(const std::vector<std::string>& args,
+                                                std::set<std::string> value_flags,
+                                                std::set<std::string> bool_flags, std::string_view usage,
+                                                std::string_view help,
+                                                const std::function<int(const absl::Status&)>& fail);
 
 }  // namespace weft

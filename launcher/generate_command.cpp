@@ -39,23 +39,15 @@ struct SequenceResult {
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
-  std::set<std::string> value_flags = engine_value_flags();
-  value_flags.merge(sampling_value_flags());
+  std::set<std::string> value_flags = sampling_value_flags();
   value_flags.merge(prompt_value_flags());
-  std::set<std::string> bool_flags = engine_bool_flags();
-  bool_flags.merge(sampling_bool_flags());
+  std::set<std::string> bool_flags = sampling_bool_flags();
   bool_flags.merge(prompt_bool_flags());
-  bool_flags.insert({"json", "help"});
-  auto parsed = CliArgs::parse(args, value_flags, bool_flags);
-  if (!parsed.ok()) {
-    std::cerr << kUsage;
-    return fail(parsed.status());
-  }
-  const CliArgs& cli = *parsed;
-  if (cli.has("help")) {
-    std::cout << kUsage << sampling_flags_help() << prompt_flags_help() << engine_flags_help();
-    return 0;
-  }
+  bool_flags.insert("json");
+  const std::string help = std::string(sampling_flags_help()) + prompt_flags_help() + engine_flags_help();
+  auto parsed = parse_engine_command(args, std::move(value_flags), std::move(bool_flags), kUsage, help, fail);
+  if (const int* done = std::get_if<int>(&parsed)) return *done;
+  const CliArgs& cli = std::get<CliArgs>(parsed);
   SamplingParams defaults;
   defaults.temperature = 0.0f;
   // Flag errors come before the (slow) model load; the model's own defaults come with the model.

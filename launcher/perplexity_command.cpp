@@ -81,19 +81,9 @@ int perplexity(EngineSession& session, const std::vector<int32_t>& ids, int64_t 
 }  // namespace
 
 int run_perplexity(const std::vector<std::string>& args) {
-  std::set<std::string> value_flags = engine_value_flags();
-  value_flags.insert({"text", "context", "stride"});
-  std::set<std::string> bool_flags = engine_bool_flags();
-  bool_flags.insert("help");
-  auto cli = CliArgs::parse(args, value_flags, bool_flags);
-  if (!cli.ok()) {
-    std::cerr << kUsage;
-    return fail(cli.status());
-  }
-  if (cli->has("help")) {
-    std::cout << kUsage << engine_flags_help();
-    return 0;
-  }
+  auto parsed = parse_engine_command(args, {"text", "context", "stride"}, {}, kUsage, engine_flags_help(), fail);
+  if (const int* done = std::get_if<int>(&parsed)) return *done;
+  const CliArgs* cli = &std::get<CliArgs>(parsed);
   if (!cli->has("text")) {
     std::cerr << kUsage;
     return fail(absl::InvalidArgumentError("--text FILE is required"));

@@ -50,21 +50,12 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
-  std::set<std::string> value_flags = engine_value_flags();
-  value_flags.insert({"host", "port", "api-key", "max-waiting", "served-model-name", "grpc-port",
-                      "drain-timeout", "max-connections"});
-  std::set<std::string> bool_flags = engine_bool_flags();
-  bool_flags.insert("help");
-  auto parsed = CliArgs::parse(args, value_flags, bool_flags);
-  if (!parsed.ok()) {
-    std::cerr << kUsage;
-    return fail(parsed.status());
-  }
-  const CliArgs& cli = *parsed;
-  if (cli.has("help")) {
-    std::cout << kUsage << engine_flags_help();
-    return 0;
-  }
+  auto parsed = parse_engine_command(args,
+                                     {"host", "port", "api-key", "max-waiting", "served-model-name", "grpc-port",
+                                      "drain-timeout", "max-connections"},
+                                     {}, kUsage, engine_flags_help(), fail);
+  if (const int* done = std::get_if<int>(&parsed)) return *done;
+  const CliArgs& cli = std::get<CliArgs>(parsed);
   auto port = cli.get_int("port", 8000);
   auto max_waiting = cli.get_int("max-waiting", 1024);
   auto drain_s = cli.get_int("drain-timeout", 30);
