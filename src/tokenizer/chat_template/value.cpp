@@ -254,6 +254,9 @@ bool values_equal(const Value& a, const Value& b) {
     case Value::Kind::kNone: return true;
     case Value::Kind::kString: return a.as_string() == b.as_string();
     case Value::Kind::kList: {
+      // The same object equals itself (Python's identity shortcut), which also keeps a list shared
+      // many times over from being compared exponentially often.
+      if (&a.as_list() == &b.as_list()) return true;
       // Python: a list never equals a tuple.
       if (a.as_list().is_tuple != b.as_list().is_tuple) return false;
       const auto& x = a.items();
@@ -267,6 +270,7 @@ bool values_equal(const Value& a, const Value& b) {
     case Value::Kind::kDict: {
       const Dict& x = a.as_dict();
       const Dict& y = b.as_dict();
+      if (&x == &y) return true;
       if (x.entries.size() != y.entries.size()) return false;
       for (const auto& [k, v] : x.entries) {
         const Value* other = y.find(k);

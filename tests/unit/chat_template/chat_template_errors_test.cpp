@@ -137,6 +137,12 @@ TEST(ChatTemplateLimits, SharedValuesPrintWithinTheOutputLimit) {
     absl::Status s = render_error(doubling + use, {}, limits);
     EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << use << ": " << s;
   }
+  // Comparing it takes Python's identity shortcut instead of exponential time.
+  auto same = ChatTemplate::parse(doubling + "{{ ns.x == ns.x }} {{ [ns.x, 1] == [ns.x, 1] }} {{ ns.x in [ns.x] }}");
+  ASSERT_TRUE(same.ok());
+  auto compared = same->render(nlohmann::ordered_json::object(), limits);
+  ASSERT_TRUE(compared.ok()) << compared.status();
+  EXPECT_EQ(*compared, "True True True");
   // Within the limit the same construction prints whole.
   auto t = ChatTemplate::parse("{% set ns = namespace(x=[1]) %}{% for i in range(2) %}{% set ns.x = [ns.x, ns.x] %}{% endfor %}{{ ns.x }}");
   ASSERT_TRUE(t.ok());
