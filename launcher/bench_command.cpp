@@ -6,7 +6,10 @@
 //     the ranks spent not computing).
 // Without --model (one process only) it generates a ~125M-parameter Llama-shaped BF16 model
 // (hidden 768, 12 layers, vocab 32000) in a temporary directory; `weft bench --write-model DIR`
-// writes that model for multi-rank runs. A benchmark prints numbers; it asserts nothing.
+// writes that model for multi-rank runs. --sampling picks what the decode steps sample with:
+// greedy (the last stage returns argmax tokens), top-k (temperature 1, top_k 50: the last stage
+// returns 50 candidates per row), full-logits (the same plus logprobs, so the full logits are
+// gathered and sent). A benchmark prints numbers; it asserts nothing.
 #include <unistd.h>
 
 #include <algorithm>
@@ -38,15 +41,16 @@ struct Measurement {
 
 // Submits `batch` prompts of `prompt_len` random tokens, times the steps that prefill and the
 // pure decode steps that follow.
-absl::StatusOr<Measurement> measure(EngineSession& session, int batch, int prompt_len,
-                                    int decode_steps, uint64_t seed) {
+absl::StatusOr<Measurement> measure(EngineSession& session, const SamplingParams& sampling, int batch,
+                                    int prompt_len, int decode_steps, uint64_t seed) {
   Engine& engine = session.engine();
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> token(3, static_cast<int32_t>(session.model().config.vocab_size) - 1);
   for (int b = 0; b < batch; ++b) {
     Request r;
     for (int i = 0; i < prompt_len; ++i) r.prompt_ids.push_back(token(rng));
-    r.params.temperature = 0;
+    r.params = sampling;
+    r.params.seed = seed + b;
     r.params.ignore_eos = true;
     r.params.max_tokens = decode_steps + 1;
     auto id = engine.add_request(std::move(r));
@@ -83,12 +87,30 @@ absl::StatusOr<Measurement> measure(EngineSession& session, int batch, int promp
   return m;
 }
 
-int bench(EngineSession& session, const std::vector<int32_t>& batches, int prompt_len,
-          int decode_steps, double* wall_seconds) {
+// The decode sampling of --sampling (see the top of this file).
+absl::StatusOr<SamplingParams> bench_sampling(const std::string& mode) {
+  SamplingParams p;
+  if (mode == "greedy") {
+    p.temperature = 0;
+    return p;
+  }
+  p.temperature = 1.0f;
+  p.top_k = 50;
+  if (mode == "full-logits") p.logprobs = 0;
+  if (mode != "top-k" && mode != "full-logits") {
+    return absl::InvalidArgumentError("--sampling: expected greedy, top-k or full-logits, got '" + mode + "'");
+  }
+  return p;
+}
+
+int bench(EngineSession& session, const SamplingParams& sampling, const std::vector<int32_t>& batches,
+          int prompt_len, int decode_steps, double* wall_seconds) {
   const double weight_bytes = static_cast<double>(session.model().model->weight_bytes());
   const bool single = session.world_size() == 1;
   double bandwidth = 0;
-  std::printf("cpu: %s, ranks: %d\n", cpu_features().to_string().c_str(), session.world_size());
+  std::printf("cpu: %s, ranks: %d, decode sampling: %s\n", cpu_features().to_string().c_str(),
+              session.world_size(),
+              sampling.is_greedy() ? "greedy" : sampling.logprobs ? "top-k 50 from full logits" : "top-k 50 from candidates");
   std::printf("model: %s, rank 0 holds %.1f MB of weights (%s), KV cache %s\n",
               session.options().model_dir.c_str(), weight_bytes / 1e6,
               dtype_name(session.model().config.torch_dtype),
@@ -103,7 +125,7 @@ int bench(EngineSession& session, const std::vector<int32_t>& batches, int promp
               "decode tok/s", "step ms", single ? "decode bytes/s vs bandwidth" : "");
   const auto start = Clock::now();
   for (int32_t batch : batches) {
-    auto m = measure(session, batch, prompt_len, decode_steps, 42 + batch);
+    auto m = measure(session, sampling, batch, prompt_len, decode_steps, 42 + batch);
     if (!m.ok()) {
       std::cerr << "weft bench: " << m.status().message() << "\n";
       return 1;
@@ -125,7 +147,7 @@ int bench(EngineSession& session, const std::vector<int32_t>& batches, int promp
 
 int run_bench(const std::vector<std::string>& args) {
   std::set<std::string> value_flags = engine_value_flags();
-  value_flags.insert({"prompt-len", "decode-steps", "batches", "write-model"});
+  value_flags.insert({"prompt-len", "decode-steps", "batches", "write-model", "sampling"});
   auto cli = CliArgs::parse(args, value_flags, engine_bool_flags());
   if (!cli.ok()) {
     std::cerr << "weft bench: " << cli.status().message() << "\n";
@@ -138,6 +160,11 @@ int run_bench(const std::vector<std::string>& args) {
     std::printf("wrote a %.1fM-parameter model to %s\n", spec.num_parameters() / 1e6,
                 cli->get("write-model")->c_str());
     return s.ok() ? 0 : 1;
+  }
+  auto sampling = bench_sampling(cli->get_or("sampling", "greedy"));
+  if (!sampling.ok()) {
+    std::cerr << "weft bench: " << sampling.status().message() << "\n";
+    return 2;
   }
   std::filesystem::path generated;
   std::string model = cli->get_or("model", "");
@@ -170,7 +197,8 @@ int run_bench(const std::vector<std::string>& args) {
   }
   double wall = 0;
   const int code = run_session(session, [&] {
-    return bench(session, *batches, static_cast<int>(*prompt_len), static_cast<int>(*decode_steps), &wall);
+    return bench(session, *sampling, *batches, static_cast<int>(*prompt_len), static_cast<int>(*decode_steps),
+                 &wall);
   });
   auto compute = session.gather_compute_seconds();
   if (compute.ok() && !compute->empty() && wall > 0) {
