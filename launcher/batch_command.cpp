@@ -160,6 +160,10 @@ int run_batch_command(const std::vector<std::string>& args) {
     encoder.encode_chat = [tokenizer](const nlohmann::json& messages) {
       return encode_chat_messages(*tokenizer, nlohmann::ordered_json::parse(messages.dump()));
     };
+    encoder.token_text = [tokenizer](int32_t id) {
+      const int32_t one[1] = {id};
+      return tokenizer->decode(one, /*skip_special_tokens=*/false);
+    };
   }
   DetokenizerFactory detokenizers;
   if (tokenizer) detokenizers = text_detokenizers(tokenizer);

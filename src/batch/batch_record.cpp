@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "serving/openai_logprobs.h"
 
 namespace weft {
 namespace {
@@ -94,7 +95,9 @@ nlohmann::ordered_json output_record(const BatchResult& result, int64_t created)
       choice["text"] = c.text;
     }
     if (result.include_token_ids) choice["token_ids"] = c.token_ids;
-    choice["logprobs"] = nullptr;
+    choice["logprobs"] = !result.logprobs    ? nlohmann::ordered_json()
+                         : c.logprobs.is_null() ? nlohmann::ordered_json(empty_openai_logprobs(chat))
+                                                : nlohmann::ordered_json(c.logprobs);
     choice["finish_reason"] = c.finish_reason;
     choices.push_back(std::move(choice));
   }

@@ -10,6 +10,8 @@
 // Error record: {"id", "custom_id" (null when unreadable), "response": {"status_code": 400,
 // "body": {"error": {...}}} or null, "error": {"code", "message"}, "line": <1-based input line>}.
 // Ids derive from the custom_id (stable across restarts); "created" is the time of writing.
+// Choices carry logprobs when the body asks for them, in the form `weft serve` answers
+// (serving/openai_logprobs.h).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +41,7 @@ struct BatchChoice {
   std::string text;
   std::vector<int32_t> token_ids;
   std::string finish_reason;  // "stop" | "length" | "abort"
+  nlohmann::json logprobs;    // serving/openai_logprobs.h form; null until a token arrives
 };
 
 struct BatchResult {
@@ -48,6 +51,7 @@ struct BatchResult {
   int64_t prompt_tokens = 0;
   std::vector<BatchChoice> choices;
   bool include_token_ids = false;  // "token_ids" in each choice (token-id mode or asked for)
+  bool logprobs = false;           // the request asked for logprobs: each choice reports them
 };
 
 // "batch_req_<16 hex digits>" from a hash of the custom_id.

@@ -12,6 +12,7 @@
 #include "batch/batch_record.h"
 #include "core/status_macros.h"
 #include "sampling/sampling_params_json.h"
+#include "serving/openai_logprobs.h"
 
 namespace weft {
 namespace {
@@ -95,6 +96,7 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
   p.result.prompt_tokens = prompt_len;
   p.result.choices.resize(static_cast<size_t>(std::max(1, p.request.params.n)));
   p.result.include_token_ids = !encoder.encode_text || body.value("return_token_ids", false);
+  p.result.logprobs = p.request.params.logprobs.has_value();
   return p;
 }
 
@@ -134,6 +136,8 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
 
   BatchProgress progress;
   progress.total_lines = count_nonempty_lines(options.input);
+  const std::function<std::string(int32_t)> token_text =
+      encoder.token_text ? encoder.token_text : [](int32_t id) { return absl::StrCat("token_id:", id); };
   std::map<int64_t, InFlight> in_flight;  // by engine request id
   std::set<std::string> seen;             // custom_ids of earlier lines (duplicates)
   std::string pending_outputs, pending_errors;
@@ -215,7 +219,13 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
     for (const SequenceOutput& out : outputs) {
       auto it = in_flight.find(out.request_id);
       if (it == in_flight.end()) continue;
-      BatchChoice& choice = it->second.result.choices.at(static_cast<size_t>(out.index));
+      BatchResult& result = it->second.result;
+      BatchChoice& choice = result.choices.at(static_cast<size_t>(out.index));
+      if (result.logprobs && !out.token_ids.empty()) {
+        append_openai_logprobs(choice.logprobs,
+                               openai_logprobs(result.endpoint == BatchEndpoint::kChatCompletions, out.token_ids,
+                                               out.samples, token_text, static_cast<int64_t>(choice.text.size())));
+      }
       choice.token_ids.insert(choice.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
       choice.text += out.text;
       progress.completion_tokens += static_cast<int64_t>(out.token_ids.size());

@@ -33,6 +33,9 @@ struct BatchPromptEncoder {
   std::function<absl::StatusOr<std::vector<int32_t>>(const std::string& text)> encode_text;
   // messages (an OpenAI messages array) -> ids through the model's chat template.
   std::function<absl::StatusOr<std::vector<int32_t>>(const nlohmann::json& messages)> encode_chat;
+  // One token decoded alone, special tokens kept (the token strings of logprobs). Empty without a
+  // tokenizer: tokens are then named "token_id:<id>", as vLLM does without one.
+  std::function<std::string(int32_t id)> token_text;
 };
 
 struct BatchOptions {

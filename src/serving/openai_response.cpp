@@ -6,6 +6,7 @@
 #include <random>
 
 #include "sampling/stop_checker.h"
+#include "serving/openai_logprobs.h"
 
 namespace weft {
 namespace {
@@ -23,12 +24,6 @@ std::string random_id(const char* prefix) {
   std::snprintf(buf, sizeof(buf), "%s%016llx%08llx", prefix, static_cast<unsigned long long>(salt),
                 static_cast<unsigned long long>(counter.fetch_add(1)));
   return buf;
-}
-
-json bytes_of(const std::string& s) {
-  json b = json::array();
-  for (unsigned char c : s) b.push_back(static_cast<int>(c));
-  return b;
 }
 
 }  // namespace
@@ -51,42 +46,8 @@ std::string ResponseBuilder::token_text(int32_t id) const {
 }
 
 json ResponseBuilder::logprobs_for(const StreamEvent& e, Choice& c) const {
-  const SequenceOutput& out = e.output;
-  if (kind_ == ApiKind::kChat) {
-    json content = json::array();
-    for (size_t i = 0; i < out.token_ids.size() && i < out.samples.size(); ++i) {
-      const std::string tok = token_text(out.token_ids[i]);
-      json top = json::array();
-      for (const auto& [id, lp] : out.samples[i].top_logprobs) {
-        const std::string t = token_text(id);
-        top.push_back({{"token", t}, {"logprob", lp}, {"bytes", bytes_of(t)}});
-      }
-      content.push_back({{"token", tok}, {"logprob", out.samples[i].logprob}, {"bytes", bytes_of(tok)}, {"top_logprobs", top}});
-    }
-    return {{"content", content}};
-  }
-  json l = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
-            {"text_offset", json::array()}};
-  for (size_t i = 0; i < out.token_ids.size() && i < out.samples.size(); ++i) {
-    const std::string tok = token_text(out.token_ids[i]);
-    json top = json::object();
-    for (const auto& [id, lp] : out.samples[i].top_logprobs) top[token_text(id)] = lp;
-    l["tokens"].push_back(tok);
-    l["token_logprobs"].push_back(out.samples[i].logprob);
-    l["top_logprobs"].push_back(top);
-    l["text_offset"].push_back(c.text_offset);
-  }
-  return l;
-}
-
-void ResponseBuilder::append_logprobs(json& into, const json& piece) const {
-  if (into.is_null()) {
-    into = piece;
-    return;
-  }
-  for (auto& [key, value] : piece.items()) {
-    for (const json& v : value) into[key].push_back(v);
-  }
+  return openai_logprobs(kind_ == ApiKind::kChat, e.output.token_ids, e.output.samples,
+                         [this](int32_t id) { return token_text(id); }, c.text_offset);
 }
 
 json ResponseBuilder::usage() const {
@@ -165,7 +126,7 @@ void ResponseBuilder::add_events(const std::vector<StreamEvent>& events) {
     if (index >= choices_.size()) continue;
     Choice& c = choices_[index];
     completion_tokens_ += static_cast<int64_t>(e.output.token_ids.size());
-    if (logprobs_ && !e.output.token_ids.empty()) append_logprobs(c.logprobs, logprobs_for(e, c));
+    if (logprobs_ && !e.output.token_ids.empty()) append_openai_logprobs(c.logprobs, logprobs_for(e, c));
     c.text += e.output.text;
     c.text_offset += static_cast<int64_t>(e.output.text.size());
     if (e.output.finished) {
@@ -179,9 +140,7 @@ std::string ResponseBuilder::full_response() const {
   json choices = json::array();
   for (size_t i = 0; i < choices_.size(); ++i) {
     const Choice& c = choices_[i];
-    json lp = logprobs_ ? (c.logprobs.is_null() ? (kind_ == ApiKind::kChat ? json{{"content", json::array()}} : json())
-                                                : c.logprobs)
-                        : json();
+    json lp = logprobs_ ? (c.logprobs.is_null() ? empty_openai_logprobs(kind_ == ApiKind::kChat) : c.logprobs) : json();
     if (kind_ == ApiKind::kChat) {
       choices.push_back({{"index", i},
                          {"message", {{"role", "assistant"}, {"content", c.text}}},

@@ -54,7 +54,6 @@ class ResponseBuilder {
     bool role_sent = false;
   };
   nlohmann::json logprobs_for(const StreamEvent& e, Choice& c) const;
-  void append_logprobs(nlohmann::json& into, const nlohmann::json& piece) const;
   nlohmann::json usage() const;
   std::string token_text(int32_t id) const;
 

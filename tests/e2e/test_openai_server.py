@@ -213,6 +213,68 @@ class OpenAiClientTest(unittest.TestCase):
         self.assertEqual(json.loads(body)["prompt"], "Hello, world!")
 
 
+class BatchMatchesServeTest(unittest.TestCase):
+    """`weft batch` answers a request body as `weft serve` does: same choices, text, finish reasons,
+    usage and logprobs (both forms), for greedy and seeded sampling."""
+
+    def test_batch_bodies_equal_serve_responses(self):
+        requests = [
+            ("/v1/completions", {"prompt": "The capital of France is", "max_tokens": 8, "temperature": 0,
+                                 "logprobs": 3, "ignore_eos": True}),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi there"}], "max_tokens": 6,
+                                      "temperature": 0, "logprobs": True, "top_logprobs": 2, "ignore_eos": True}),
+            ("/v1/completions", {"prompt": "Once upon a time", "max_tokens": 10, "temperature": 0.9, "top_k": 20,
+                                 "seed": 11, "n": 2, "logprobs": 0, "ignore_eos": True}),
+            ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Tell me"}], "max_tokens": 5,
+                                      "temperature": 0.8, "seed": 5}),
+        ]
+        tmp = tempfile.mkdtemp(prefix="weft-e2e-batch-")
+        try:
+            with open(os.path.join(tmp, "in.jsonl"), "w") as f:
+                for i, (url, body) in enumerate(requests):
+                    f.write(json.dumps({"custom_id": "r%d" % i, "method": "POST", "url": url,
+                                        "body": dict(body, model=MODEL)}) + "\n")
+            subprocess.run([ARGS.weft, "batch", "--model", MODEL_DIR, "--input", os.path.join(tmp, "in.jsonl"),
+                            "--output", os.path.join(tmp, "out.jsonl"), "--served-model-name", MODEL,
+                            "--max-model-len", str(MAX_MODEL_LEN), "--kv-cache-blocks", "256", "--threads", "1"],
+                           check=True, capture_output=True, timeout=300)
+            with open(os.path.join(tmp, "out.jsonl")) as f:
+                records = {r["custom_id"]: r for r in map(json.loads, f)}
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        for i, (url, body) in enumerate(requests):
+            status, _, text = SERVER.request("POST", url, dict(body, model=MODEL))
+            self.assertEqual(status, 200, text)
+            served = json.loads(text)
+            record = records["r%d" % i]
+            self.assertIsNone(record["error"])
+            batched = record["response"]["body"]
+            self.assertEqual(batched["object"], served["object"])
+            self.assertEqual(batched["usage"], served["usage"])
+            self.assertEqual(len(batched["choices"]), len(served["choices"]))
+            for b, s in zip(batched["choices"], served["choices"]):
+                for key in ("index", "finish_reason", "text", "message"):
+                    self.assertEqual(b.get(key), s.get(key), "request %d %s" % (i, key))
+                self.assert_same_logprobs(b["logprobs"], s["logprobs"], "request %d" % i)
+
+    def assert_same_logprobs(self, a, b, what):
+        """Equal structure and token strings; numbers within 1e-4 (batching may differ)."""
+        if isinstance(a, dict):
+            self.assertIsInstance(b, dict, what)
+            self.assertEqual(sorted(a), sorted(b), what)
+            for k in a:
+                self.assert_same_logprobs(a[k], b[k], what + "." + k)
+        elif isinstance(a, list):
+            self.assertIsInstance(b, list, what)
+            self.assertEqual(len(a), len(b), what)
+            for i, (x, y) in enumerate(zip(a, b)):
+                self.assert_same_logprobs(x, y, "%s[%d]" % (what, i))
+        elif isinstance(a, float) or isinstance(b, float):
+            self.assertAlmostEqual(a, b, delta=1e-4, msg=what)
+        else:
+            self.assertEqual(a, b, what)
+
+
 class ErrorTest(unittest.TestCase):
     def assertError(self, status, body, want_status, param=None, contains=None):
         self.assertEqual(status, want_status, body)

@@ -1,0 +1,32 @@
+// The "logprobs" object of an OpenAI choice, shared by `weft serve` (serving/openai_response.h)
+// and `weft batch` (batch/batch_record.h), so the same request gets the same logprobs either way.
+//
+// Completions form: {"tokens": [str], "token_logprobs": [float], "top_logprobs": [{str: float}],
+// "text_offset": [int]}. Chat form: {"content": [{"token", "logprob", "bytes": [int],
+// "top_logprobs": [{"token", "logprob", "bytes"}]}]}. A token's string is that token decoded
+// alone with special tokens kept (`token_text`).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "sampling/sampler.h"
+
+namespace weft {
+
+// The logprobs of `token_ids` (one step's tokens of one choice) with their sampling results.
+// `text_offset`: where the first token's text starts in the choice's text (completions form).
+nlohmann::json openai_logprobs(bool chat, std::span<const int32_t> token_ids, std::span<const SampleResult> samples,
+                               const std::function<std::string(int32_t)>& token_text, int64_t text_offset);
+
+// Appends `piece` to `into` (both one form); a null `into` becomes `piece`.
+void append_openai_logprobs(nlohmann::json& into, const nlohmann::json& piece);
+
+// What a choice that asked for logprobs reports when it has none: chat {"content": []}, null for
+// completions.
+nlohmann::json empty_openai_logprobs(bool chat);
+
+}  // namespace weft
