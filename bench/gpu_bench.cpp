@@ -63,7 +63,7 @@ PlannedChunk chunk(int seq, int start, int len, int64_t vocab, LogitsWanted logi
 // Prefills `seqs` sequences with `prompt` tokens each (steps of at most `budget` tokens).
 absl::Status prefill(CudaExecutor& ex, int seqs, int prompt, int64_t vocab, int budget) {
   StepPlan plan;
-  plan.greedy_on_last_stage = true;
+  plan.sample_candidates = 1;  // argmax tokens
   int64_t tokens = 0;
   for (int s = 0; s < seqs; ++s) {
     if (tokens + prompt > budget && !plan.chunks.empty()) {
@@ -86,7 +86,7 @@ absl::StatusOr<double> decode(CudaExecutor& ex, int seqs, int start, int steps, 
   for (int step = 0; step < steps; ++step) {
     if (step == warmup) t0 = now_s();
     StepPlan plan;
-    plan.greedy_on_last_stage = true;
+    plan.sample_candidates = 1;  // argmax tokens
     for (int s = 0; s < seqs; ++s) plan.chunks.push_back(chunk(s, start + step, 1, vocab, LogitsWanted::kLast));
     auto out = ex.execute(plan);
     if (!out.ok()) return out.status();
@@ -179,7 +179,7 @@ int run(int argc, char** argv) {
 
   // Prefill: 8 x 1024 tokens in one step.
   StepPlan pre;
-  pre.greedy_on_last_stage = true;
+  pre.sample_candidates = 1;  // argmax tokens
   for (int s = 0; s < 8; ++s) pre.chunks.push_back(chunk(s, 0, 1024, vocab, LogitsWanted::kLast));
   BENCH_CHECK(ex.execute(pre).status());
   const int reps = 5;
