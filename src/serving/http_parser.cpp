@@ -119,6 +119,77 @@ std::optional<HttpParseResult> parse_request_line(std::string_view line, const H
   return std::nullopt;
 }
 
+constexpr size_t kMaxChunkLine = 1024;  // chunk-size [chunk-ext] of one chunk
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
+  return -1;
+}
+
+// A chunked body (RFC 9112 7.1) starting at data[0]: chunks of `hex-size [;ext] CRLF data CRLF`,
+// a last chunk `0 [;ext] CRLF`, trailer fields (read and dropped) and an empty line. The encoded
+// body may be at most limits.max_body_bytes (so the decoded one is too). On success, `body` gets
+// the data and `consumed` the encoded length; incomplete input returns kIncomplete.
+HttpParseResult parse_chunked_body(std::string_view data, const HttpLimits& limits, std::string& body,
+                                   size_t& consumed) {
+  const std::string too_large = "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes";
+  auto need_more = [&]() -> HttpParseResult {
+    if (data.size() > limits.max_body_bytes) return reject(413, too_large);
+    return {};
+  };
+  size_t pos = 0;
+  for (;;) {
+    const size_t eol = data.find("\r\n", pos);
+    if (eol == std::string_view::npos) {
+      if (data.size() - pos > kMaxChunkLine) return reject(400, "malformed chunked body: chunk size line too long");
+      return need_more();
+    }
+    const std::string_view line = data.substr(pos, eol - pos);
+    if (line.size() > kMaxChunkLine) return reject(400, "malformed chunked body: chunk size line too long");
+    size_t digits = 0;
+    uint64_t size = 0;
+    while (digits < line.size() && hex_value(line[digits]) >= 0) {
+      size = size * 16 + static_cast<uint64_t>(hex_value(line[digits]));
+      // Checked each digit (leading zeros are allowed), so the value never overflows.
+      if (size > limits.max_body_bytes) return reject(413, too_large);
+      ++digits;
+    }
+    const std::string_view ext = trim(line.substr(digits));
+    if (digits == 0 || (!ext.empty() && (ext.front() != ';' || !is_field_value(ext)))) {
+      return reject(400, "malformed chunked body: invalid chunk size line");
+    }
+    pos = eol + 2;
+    if (size == 0) break;
+    if (body.size() + size > limits.max_body_bytes) return reject(413, too_large);
+    if (data.size() - pos < size + 2) return need_more();
+    if (data.substr(pos + size, 2) != "\r\n") return reject(400, "malformed chunked body: chunk data not followed by CRLF");
+    body.append(data.substr(pos, size));
+    pos += size + 2;
+  }
+  // Trailer fields, up to the empty line.
+  for (;;) {
+    const size_t eol = data.find("\r\n", pos);
+    if (eol == std::string_view::npos) {
+      if (data.size() - pos > limits.max_header_bytes) return reject(431, "trailer section too long");
+      return need_more();
+    }
+    const std::string_view line = data.substr(pos, eol - pos);
+    pos = eol + 2;
+    if (line.empty()) break;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos || !is_token(line.substr(0, colon)) ||
+        !is_field_value(line.substr(colon + 1))) {
+      return reject(400, "malformed chunked body: invalid trailer field");
+    }
+  }
+  if (pos > limits.max_body_bytes) return reject(413, too_large);
+  HttpParseResult done;
+  done.state = State::kComplete;
+  consumed = pos;
+  return done;
+}
+
 }  // namespace
 
 std::optional<std::string_view> HttpRequest::header(std::string_view name) const {
@@ -168,7 +239,7 @@ HttpParseResult parse_http_request(std::string_view bytes, const HttpLimits& lim
   if (auto err = parse_request_line(head.substr(0, pos), limits, req)) return *err;
 
   std::optional<uint64_t> content_length;
-  bool chunked_or_other_te = false;
+  std::optional<std::string> transfer_encoding;
   std::optional<std::string> connection;
   while (pos != std::string_view::npos) {
     const size_t line_start = pos + 2;
@@ -200,13 +271,22 @@ HttpParseResult parse_http_request(std::string_view bytes, const HttpLimits& lim
       if (content_length && *content_length != *len) return reject(400, "conflicting Content-Length headers");
       content_length = len;
     } else if (lname == "transfer-encoding") {
-      chunked_or_other_te = true;
+      if (transfer_encoding) return reject(400, "more than one Transfer-Encoding header");
+      transfer_encoding = lower(value);
     } else if (lname == "connection") {
       connection = lower(value);
     }
     req.headers.emplace_back(std::move(lname), std::string(value));
   }
-  if (chunked_or_other_te) return reject(501, "Transfer-Encoding in requests is not supported; send Content-Length");
+  if (transfer_encoding) {
+    // Only "chunked" alone: a coding such as gzip would need decompression, and a message with
+    // both framings is a request-smuggling vector (RFC 9112 6.3), so it is refused.
+    if (*transfer_encoding != "chunked") {
+      return reject(501, "Transfer-Encoding other than chunked is not supported");
+    }
+    if (content_length) return reject(400, "both Content-Length and Transfer-Encoding");
+    if (req.version_minor == 0) return reject(400, "Transfer-Encoding in an HTTP/1.0 request");
+  }
   if (req.version_minor == 1 && !req.header("host")) return reject(400, "HTTP/1.1 request without a Host header");
 
   if (req.version_minor == 1) {
@@ -216,6 +296,14 @@ HttpParseResult parse_http_request(std::string_view bytes, const HttpLimits& lim
   }
 
   const size_t body_start = start + head_end + 4;
+  if (transfer_encoding) {
+    size_t encoded = 0;
+    HttpParseResult body = parse_chunked_body(bytes.substr(body_start), limits, req.body, encoded);
+    if (body.state != State::kComplete) return body;
+    result.state = State::kComplete;
+    result.consumed = body_start + encoded;
+    return result;
+  }
   const uint64_t body_len = content_length.value_or(0);
   if (bytes.size() - body_start < body_len) return {};
   req.body = std::string(bytes.substr(body_start, body_len));

@@ -5,16 +5,21 @@
 // target in origin form starting with '/' or "*", visible ASCII only), header fields
 // `name ":" OWS value OWS CRLF` (name a token, value without CR/LF/NUL or other control bytes
 // except tab), an empty line, then a body of exactly Content-Length bytes (no Content-Length:
-// empty body). Header names are lower-cased; values keep their case, trimmed of spaces/tabs.
+// empty body) or, with `Transfer-Encoding: chunked` (HTTP/1.1), a chunked body (chunk
+// extensions and trailer fields are accepted and dropped). Header names are lower-cased; values
+// keep their case, trimmed of spaces/tabs.
 //
 // Rejected (with the status a server should answer):
 //   400  malformed request line / header line, bare LF or CR, obsolete line folding, a header
 //        name that is not a token, an invalid or conflicting Content-Length, a missing Host in
-//        HTTP/1.1;
-//   413  Content-Length above limits.max_body_bytes;
+//        HTTP/1.1, both Content-Length and Transfer-Encoding, Transfer-Encoding in HTTP/1.0 or
+//        twice, a malformed chunk (size line not hex or over 1 KiB, data not followed by CRLF,
+//        a bad trailer field);
+//   413  Content-Length, or the encoded chunked body, above limits.max_body_bytes;
 //   414  request target longer than limits.max_target_bytes;
-//   431  header section longer than limits.max_header_bytes or more than limits.max_headers;
-//   501  a Transfer-Encoding in the request (chunked request bodies are not supported);
+//   431  header section (or chunked trailer section) longer than limits.max_header_bytes, or more
+//        than limits.max_headers fields;
+//   501  a Transfer-Encoding other than chunked;
 //   505  any HTTP version other than 1.0 and 1.1.
 // Never reads past `bytes`, never allocates more than the limits allow, never throws.
 #pragma once

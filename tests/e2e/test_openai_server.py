@@ -205,6 +205,26 @@ class OpenAiClientTest(unittest.TestCase):
         self.assertEqual(r.choices[0].text, text[:text.find(stop)])
         self.assertEqual(r.choices[0].finish_reason, "stop")
 
+    def test_chunked_request_body(self):
+        """A body sent with Transfer-Encoding: chunked (as some proxies forward it) is answered as the
+        same body with Content-Length; other transfer codings get 501."""
+        body = {"model": MODEL, "prompt": "Once upon a time", "max_tokens": 6, "temperature": 0}
+        data = json.dumps(body).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", SERVER.port, timeout=60)
+        conn.request("POST", "/v1/completions", body=iter([data[:7], data[7:20], data[20:]]),
+                     headers={"Authorization": "Bearer " + API_KEY, "Content-Type": "application/json",
+                              "Transfer-Encoding": "chunked"}, encode_chunked=True)
+        resp = conn.getresponse()
+        chunked = json.loads(resp.read())
+        conn.close()
+        self.assertEqual(resp.status, 200, chunked)
+        status, _, text = SERVER.request("POST", "/v1/completions", body)
+        self.assertEqual(status, 200, text)
+        self.assertEqual(chunked["choices"][0]["text"], json.loads(text)["choices"][0]["text"])
+        status, _, text = SERVER.request("POST", "/v1/completions", headers={"Transfer-Encoding": "gzip"},
+                                         raw=data)
+        self.assertEqual(status, 501, text)
+
     def test_tokenize_detokenize_round_trip(self):
         status, _, body = SERVER.request("POST", "/tokenize", {"prompt": "Hello, world!"})
         self.assertEqual(status, 200)

@@ -63,7 +63,25 @@ TEST(HttpParserTest, RejectsMalformedRequestsWithTheRightStatus) {
       {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
       {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413},
       {"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 101\r\n\r\n", 413},
-      {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
+      {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501},
+      {"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+      {"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2 x\r\nab\r\n0\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nbad trailer\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(2000, '1'), 400},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n65\r\n", 413},        // 101 > 100
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n", 413},
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(60, '1') + "\r\n", 413},
+      // 40 chunks of 1 byte: 40 decoded bytes, but 240 encoded ones, over the 100-byte limit.
+      {"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + [] {
+         std::string s;
+         for (int i = 0; i < 40; ++i) s += "1;e=1\r\nx\r\n";
+         return s;
+       }(), 413},
       {"GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n", 400},
       {"GET /" + std::string(300, 'a') + " HTTP/1.1\r\n", 414},
       {"GET / HTTP/1.1\r\nHost: a\r\nX: " + std::string(2000, 'a'), 431},
@@ -79,6 +97,34 @@ TEST(HttpParserTest, RejectsMalformedRequestsWithTheRightStatus) {
   }
 }
 
+const std::string kChunked =
+    "POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: Chunked\r\n\r\n"
+    "5\r\n{\"pro\r\n"
+    "A;name=value\r\nmpt\":\"abc\"\r\n"
+    "1 ; last\r\n}\r\n"
+    "0\r\nX-Checksum: 1\r\n\r\n";
+
+TEST(HttpParserTest, ChunkedBodiesAreDecoded) {
+  const HttpParseResult r = parse_http_request(kChunked + "GET / HTTP/1.1\r\n");
+  ASSERT_EQ(r.state, State::kComplete) << r.error;
+  EXPECT_EQ(r.consumed, kChunked.size());
+  EXPECT_EQ(r.request.body, "{\"prompt\":\"abc\"}");
+  EXPECT_EQ(r.request.header("transfer-encoding"), "Chunked");
+  for (size_t n = 0; n < kChunked.size(); ++n) {
+    EXPECT_EQ(parse_http_request(kChunked.substr(0, n)).state, State::kIncomplete) << n;
+  }
+  // The smallest: no data at all.
+  const HttpParseResult empty =
+      parse_http_request("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  ASSERT_EQ(empty.state, State::kComplete) << empty.error;
+  EXPECT_EQ(empty.request.body, "");
+  // Leading zeros in a chunk size are allowed.
+  const HttpParseResult zeros = parse_http_request(
+      "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(40, '0') + "2\r\nok\r\n0\r\n\r\n");
+  ASSERT_EQ(zeros.state, State::kComplete) << zeros.error;
+  EXPECT_EQ(zeros.request.body, "ok");
+}
+
 // Property: for random mutations and truncations of valid requests the parser returns one of its
 // three states, never consumes more than it was given, and a complete parse re-parses to the same
 // request from exactly the consumed bytes.
@@ -86,7 +132,7 @@ TEST(HttpParserTest, RandomMutationsNeverMisbehave) {
   std::mt19937 rng(1234);
   const std::string alphabet = "GETPOST /:\r\n\t HTTP/1.01Content-Length: 0123456789abc\x00\xff{}";
   for (int iter = 0; iter < 20000; ++iter) {
-    std::string s = kPost;
+    std::string s = iter % 2 ? kPost : kChunked;
     const int edits = 1 + static_cast<int>(rng() % 8);
     for (int e = 0; e < edits; ++e) {
       const size_t pos = rng() % (s.size() + 1);
