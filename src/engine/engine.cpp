@@ -87,25 +87,32 @@ void Engine::abort(int64_t request_id) {
   requests_.erase(it);
 }
 
-int32_t Engine::sample_candidates_for(const StepPlan& plan) const {
+void Engine::choose_sampling_output(StepPlan& plan) const {
+  plan.sample_candidates = 0;
+  plan.candidate_logsumexp = false;
   int32_t k = 1;
+  bool logsumexp = false;
   for (const PlannedChunk& chunk : plan.chunks) {
-    if (chunk.logits == LogitsWanted::kAll) return 0;
+    if (chunk.logits == LogitsWanted::kAll) return;
     const Sequence* seq = scheduler_.find(chunk.seq_id);
     if (seq == nullptr) continue;
     const SamplingParams& p = requests_.at(sequences_.at(seq->id).request_id).params;
     const bool min_tokens_met = static_cast<int64_t>(seq->output_ids.size()) >= p.min_tokens;
     if (!p.logit_bias.empty() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f ||
-        p.frequency_penalty != 0.0f || p.logprobs.has_value() || !min_tokens_met) {
-      return 0;
+        p.frequency_penalty != 0.0f || !min_tokens_met) {
+      return;
     }
-    if (p.is_greedy()) continue;
     // Without an active top_k the sampler draws from the whole vocabulary.
-    const int64_t needed = p.top_k_active(config_.vocab_size) ? p.top_k : config_.vocab_size;
-    if (needed > kMaxSampleCandidates) return 0;
+    int64_t needed = p.is_greedy() ? 1 : p.top_k_active(config_.vocab_size) ? p.top_k : config_.vocab_size;
+    if (p.logprobs) {
+      needed = std::max<int64_t>(needed, *p.logprobs);
+      logsumexp = true;
+    }
+    if (needed > kMaxSampleCandidates) return;
     k = std::max(k, static_cast<int32_t>(needed));
   }
-  return k;
+  plan.sample_candidates = k;
+  plan.candidate_logsumexp = logsumexp;
 }
 
 absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& output,
@@ -147,6 +154,9 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
     state.seed = info.seed;
     state.seq_index = static_cast<uint32_t>(info.index);
     state.eos_token_ids = config_.eos_token_ids;
+    if (!output.logits.defined() && !output.candidates.logsumexp.empty()) {
+      state.raw_logsumexp = output.candidates.logsumexp[rows[i]];
+    }
     states.push_back(state);
   }
   return sampler_.sample(picked.view(), states, pool_);
@@ -166,7 +176,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   while (static_cast<int>(in_flight_.size()) < slots) {
     StepPlan next = scheduler_.schedule(share);
     if (next.chunks.empty()) break;
-    next.sample_candidates = sample_candidates_for(next);
+    choose_sampling_output(next);
     WEFT_RETURN_IF_ERROR(executor_.submit(next));
     in_flight_.push_back(std::move(next));
   }

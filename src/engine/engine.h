@@ -118,13 +118,14 @@ class Engine {
     std::vector<Sequence> forks;  // n > 1: sequences 1..n-1 until sequence 0's prompt is done
   };
 
-  // StepPlan::sample_candidates for `plan`: the least the last stage may return so that sampling
-  // from it is exact. 1 (argmax tokens) when every sequence is greedy; otherwise the largest top_k
-  // (greedy counts 1), when every sequence samples with top_k <= kMaxSampleCandidates (top_p and
-  // min_p act within those k); 0 (full logits) when any sequence needs the whole row: logit_bias,
-  // penalties, logprobs (a log-softmax over the vocabulary), pending min_tokens (eos suppression),
-  // sampling without top_k, or a chunk that wants every token's logits.
-  int32_t sample_candidates_for(const StepPlan& plan) const;
+  // Sets plan.sample_candidates and plan.candidate_logsumexp: the least the last stage may return
+  // so that sampling from it is exact. K = 1 (argmax tokens) when every sequence is greedy;
+  // otherwise the largest of each sequence's need: 1 for greedy, top_k when sampling with top_k
+  // <= kMaxSampleCandidates (top_p and min_p act within those k), the N alternatives of logprobs
+  // N (which also ask for each row's log-sum-exp). K = 0 (full logits) when any sequence needs the
+  // whole row: logit_bias, penalties, pending min_tokens (eos suppression), sampling without
+  // top_k, or a chunk that wants every token's logits.
+  void choose_sampling_output(StepPlan& plan) const;
   // One token per row of `output` named by `rows`, for the sequences `seqs`.
   absl::StatusOr<std::vector<SampleResult>> sample(const StepOutput& output,
                                                    const std::vector<int64_t>& rows,

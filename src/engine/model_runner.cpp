@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -108,8 +109,8 @@ absl::StatusOr<Tensor> ModelRunner::logits(const ForwardBatch& batch, const Tens
   return full;
 }
 
-absl::StatusOr<SampleCandidates> ModelRunner::top_candidates(const ForwardBatch& batch,
-                                                              const Tensor& hidden, int32_t k) {
+absl::StatusOr<SampleCandidates> ModelRunner::top_candidates(const ForwardBatch& batch, const Tensor& hidden,
+                                                              int32_t k, bool with_logsumexp) {
   WEFT_ASSIGN_OR_RETURN(Tensor local, model_.local_logits(context(batch), hidden.view()));
   const int64_t rows = local.dim(0);
   const int64_t shard = local.dim(1);
@@ -118,31 +119,47 @@ absl::StatusOr<SampleCandidates> ModelRunner::top_candidates(const ForwardBatch&
   const int64_t valid = std::max<int64_t>(0, std::min(shard, vocab - begin));  // padding excluded
   k = static_cast<int32_t>(std::min<int64_t>(k, vocab));
   // This rank's k best per row as (logit, id) float pairs (ids are exact in a float below 2^24,
-  // and vocabularies are smaller), so one all-gather over the TP group carries them.
-  Tensor mine = Tensor::empty(DType::kF32, Shape{rows, k, 2});
+  // and vocabularies are smaller), then, when asked, its log-sum-exp part as one more pair: one
+  // all-gather over the TP group carries them all.
+  const int64_t slots = k + (with_logsumexp ? 1 : 0);
+  Tensor mine = Tensor::empty(DType::kF32, Shape{rows, slots, 2});
   std::vector<int32_t> ids(k);
   std::vector<float> logits(k);
   for (int64_t r = 0; r < rows; ++r) {
-    select_row_candidates(local.data_as<float>() + r * shard, valid, begin, k, ids.data(), logits.data());
-    float* out = mine.data_as<float>() + r * k * 2;
+    const float* row = local.data_as<float>() + r * shard;
+    select_row_candidates(row, valid, begin, k, ids.data(), logits.data());
+    float* out = mine.data_as<float>() + r * slots * 2;
     for (int32_t j = 0; j < k; ++j) {
       out[2 * j] = logits[j];
       out[2 * j + 1] = static_cast<float>(ids[j]);
     }
+    if (with_logsumexp) std::tie(out[2 * k], out[2 * k + 1]) = logsumexp_part(row, valid);
   }
   Tensor all = mine;
   if (tp_.size() > 1) {
-    all = Tensor::empty(DType::kF32, Shape{tp_.size(), rows, k, 2});
+    all = Tensor::empty(DType::kF32, Shape{tp_.size(), rows, slots, 2});
     WEFT_RETURN_IF_ERROR(tp_.all_gather(mine.view(), all.view()));
   }
-  const int64_t n = all.numel() / 2;
+  const int64_t n = static_cast<int64_t>(tp_.size()) * rows * k;
   std::vector<int32_t> all_ids(n);
   std::vector<float> all_logits(n);
-  for (int64_t i = 0; i < n; ++i) {
-    all_logits[i] = all.data_as<float>()[2 * i];
-    all_ids[i] = static_cast<int32_t>(all.data_as<float>()[2 * i + 1]);
+  std::vector<std::vector<std::pair<float, float>>> parts(rows);
+  for (int t = 0; t < tp_.size(); ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* in = all.data_as<float>() + (t * rows + r) * slots * 2;
+      for (int32_t j = 0; j < k; ++j) {
+        all_logits[(t * rows + r) * k + j] = in[2 * j];
+        all_ids[(t * rows + r) * k + j] = static_cast<int32_t>(in[2 * j + 1]);
+      }
+      if (with_logsumexp) parts[r].emplace_back(in[2 * k], in[2 * k + 1]);
+    }
   }
-  return merge_candidates(all_ids, all_logits, tp_.size(), rows, k);
+  SampleCandidates best = merge_candidates(all_ids, all_logits, tp_.size(), rows, k);
+  if (with_logsumexp) {
+    best.logsumexp.resize(rows);
+    for (int64_t r = 0; r < rows; ++r) best.logsumexp[r] = combine_logsumexp(parts[r]);
+  }
+  return best;
 }
 
 absl::StatusOr<StepOutput> ModelRunner::output(const StepPlan& plan, const ForwardBatch& batch,
@@ -152,8 +169,9 @@ absl::StatusOr<StepOutput> ModelRunner::output(const StepPlan& plan, const Forwa
     WEFT_ASSIGN_OR_RETURN(out.logits, logits(batch, hidden));
     return out;
   }
-  WEFT_ASSIGN_OR_RETURN(SampleCandidates best, top_candidates(batch, hidden, plan.sample_candidates));
-  if (best.per_row == 1) {
+  WEFT_ASSIGN_OR_RETURN(SampleCandidates best,
+                        top_candidates(batch, hidden, plan.sample_candidates, plan.candidate_logsumexp));
+  if (best.per_row == 1 && !plan.candidate_logsumexp) {
     out.tokens = std::move(best.ids);  // argmax tokens
   } else {
     out.candidates = std::move(best);

@@ -39,8 +39,10 @@ class ModelRunner {
   absl::StatusOr<Tensor> logits(const ForwardBatch& batch, const Tensor& hidden);
   // The min(k, vocab) best (token, logit) pairs of each logits row, best first (ties to the lower
   // id): each rank selects them in its vocabulary shard, and the TP group merges k pairs per row
-  // per rank. k = 1 is the argmax.
-  absl::StatusOr<SampleCandidates> top_candidates(const ForwardBatch& batch, const Tensor& hidden, int32_t k);
+  // per rank. k = 1 is the argmax. With `with_logsumexp`, also each row's log-sum-exp over the
+  // whole vocabulary, from one (max, sum) part per rank.
+  absl::StatusOr<SampleCandidates> top_candidates(const ForwardBatch& batch, const Tensor& hidden, int32_t k,
+                                                  bool with_logsumexp);
   // logits(), or top_candidates() as argmax tokens (k = 1) or candidates, as the plan asks.
   absl::StatusOr<StepOutput> output(const StepPlan& plan, const ForwardBatch& batch, const Tensor& hidden);
 

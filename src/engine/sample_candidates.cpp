@@ -63,6 +63,26 @@ SampleCandidates merge_candidates(const std::vector<int32_t>& ids, const std::ve
   return out;
 }
 
+std::pair<float, float> logsumexp_part(const float* row, int64_t valid) {
+  if (valid <= 0) return {-INFINITY, 0.0f};
+  const float max = *std::max_element(row, row + valid);
+  if (!(max > -INFINITY)) return {-INFINITY, 0.0f};
+  double sum = 0.0;
+  for (int64_t i = 0; i < valid; ++i) sum += std::exp(static_cast<double>(row[i]) - max);
+  return {max, static_cast<float>(sum)};
+}
+
+float combine_logsumexp(const std::vector<std::pair<float, float>>& parts) {
+  float max = -INFINITY;
+  for (const auto& [m, s] : parts) max = std::max(max, m);
+  if (!(max > -INFINITY)) return -INFINITY;
+  double sum = 0.0;
+  for (const auto& [m, s] : parts) {
+    if (m > -INFINITY) sum += static_cast<double>(s) * std::exp(static_cast<double>(m) - max);
+  }
+  return static_cast<float>(max + std::log(sum));
+}
+
 Tensor expand_candidates(const SampleCandidates& candidates, const std::vector<int64_t>& rows,
                          int64_t vocab) {
   Tensor out = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(rows.size()), vocab});

@@ -31,6 +31,9 @@ struct StepPlan {
   // (sample_candidates.h). Each is found shard by shard over the TP group, so nothing
   // vocabulary-sized is gathered or sent. An executor may always return more (full logits).
   int32_t sample_candidates = 0;
+  // With sample_candidates >= 1: also return each row's log-sum-exp over the whole vocabulary
+  // (logprobs need it), and candidates rather than bare argmax tokens.
+  bool candidate_logsumexp = false;
 
   int64_t num_tokens() const {
     int64_t n = 0;

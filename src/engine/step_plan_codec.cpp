@@ -40,6 +40,7 @@ proto::LogitsWanted to_proto(LogitsWanted w) {
 void to_proto(const StepPlan& plan, proto::StepPlan& out) {
   out.set_step_id(plan.step_id);
   out.set_sample_candidates(plan.sample_candidates);
+  out.set_candidate_logsumexp(plan.candidate_logsumexp);
   out.mutable_chunks()->Reserve(static_cast<int>(plan.chunks.size()));
   for (const PlannedChunk& c : plan.chunks) {
     proto::PlannedChunk* pc = out.add_chunks();
@@ -72,6 +73,10 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
                                                    ", expected 0..", kMaxSampleCandidates));
   }
   plan.sample_candidates = in.sample_candidates();
+  if (in.candidate_logsumexp() && in.sample_candidates() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": candidate_logsumexp without sample_candidates"));
+  }
+  plan.candidate_logsumexp = in.candidate_logsumexp();
   plan.chunks.reserve(in.chunks_size());
   std::unordered_set<int64_t> seen;
   int64_t total_tokens = 0;
@@ -195,7 +200,7 @@ namespace {
 
 // The candidates of a step result: K in 0..kMaxSampleCandidates, as many ids as logits, a whole
 // number of rows (at most kMaxResultRows), ids in [0, kMaxResultVocab) (padding: -1), logits not
-// NaN and not +inf.
+// NaN and not +inf; log-sum-exps none or one per row, not NaN and not +inf.
 absl::StatusOr<SampleCandidates> decode_candidates(const proto::StepResult& msg, const std::string& where) {
   SampleCandidates out;
   const int32_t k = msg.candidates_per_row();
@@ -217,7 +222,18 @@ absl::StatusOr<SampleCandidates> decode_candidates(const proto::StepResult& msg,
                                                      " and a logit that is a number below +inf"));
     }
   }
+  const int64_t rows = k > 0 ? n / k : 0;
+  if (msg.candidate_logsumexp_size() != 0 && msg.candidate_logsumexp_size() != rows) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", msg.candidate_logsumexp_size(),
+                                                   " candidate log-sum-exps for ", rows, " rows"));
+  }
+  for (float lse : msg.candidate_logsumexp()) {
+    if (std::isnan(lse) || lse == INFINITY) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": a candidate log-sum-exp is ", lse));
+    }
+  }
   out.per_row = k;
+  out.logsumexp.assign(msg.candidate_logsumexp().begin(), msg.candidate_logsumexp().end());
   out.ids.assign(msg.candidate_ids().begin(), msg.candidate_ids().end());
   out.logits.assign(msg.candidate_logits().begin(), msg.candidate_logits().end());
   return out;
@@ -248,6 +264,7 @@ std::string encode_step_result(const StepResult& result) {
     msg.set_candidates_per_row(c.per_row);
     msg.mutable_candidate_ids()->Add(c.ids.begin(), c.ids.end());
     msg.mutable_candidate_logits()->Add(c.logits.begin(), c.logits.end());
+    msg.mutable_candidate_logsumexp()->Add(c.logsumexp.begin(), c.logsumexp.end());
   }
   msg.set_error(result.error);
   return msg.SerializeAsString();

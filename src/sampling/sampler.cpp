@@ -257,11 +257,14 @@ int32_t draw(const SamplingParams& p, double u, RowScratch& s) {
   return last;
 }
 
-void fill_logprobs(std::span<const float> raw, int n_top, RowScratch& s, SampleResult& r) {
+void fill_logprobs(std::span<const float> raw, int n_top, float given_lse, RowScratch& s, SampleResult& r) {
   const int64_t vocab = static_cast<int64_t>(raw.size());
-  const float max_raw = *std::max_element(raw.begin(), raw.end());
-  s.weights.resize(vocab);
-  const double lse = max_raw + std::log(exp_row(raw.data(), max_raw, s.weights.data(), vocab));
+  double lse = given_lse;
+  if (std::isnan(given_lse)) {
+    const float max_raw = *std::max_element(raw.begin(), raw.end());
+    s.weights.resize(vocab);
+    lse = max_raw + std::log(exp_row(raw.data(), max_raw, s.weights.data(), vocab));
+  }
   r.logprob = static_cast<float>(raw[r.token] - lse);
   if (n_top <= 0) return;
   n_top = static_cast<int>(std::min<int64_t>(n_top, vocab));
@@ -288,7 +291,7 @@ SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState&
   if (token < 0) token = std::max(argmax(raw), 0);
   r.token = token;
   if (p.logprobs.has_value()) {
-    fill_logprobs(raw, *p.logprobs, s, r);
+    fill_logprobs(raw, *p.logprobs, state.raw_logsumexp, s, r);
   } else {
     r.logprob = std::numeric_limits<float>::quiet_NaN();
   }

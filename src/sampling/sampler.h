@@ -14,7 +14,8 @@
 //   If every processed logit is -inf (all tokens suppressed), the token is the raw argmax.
 //
 // Logprobs (vLLM's default, "raw logprobs"): when params.logprobs is set, `logprob` is the
-// sampled token's log_softmax of the RAW row (before bias, penalties, temperature, filtering),
+// sampled token's log_softmax of the RAW row (before bias, penalties, temperature, filtering;
+// its log-sum-exp is state.raw_logsumexp when that is a number),
 // and `top_logprobs` the params.logprobs most likely tokens under that same distribution
 // (descending, ties to the lower id); the sampled token is not added to that list. Without
 // params.logprobs, `logprob` is NaN and `top_logprobs` empty (no extra pass over the vocab).

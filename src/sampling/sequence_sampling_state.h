@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 
 #include "sampling/sampling_params.h"
@@ -21,6 +22,10 @@ struct SequenceSamplingState {
   // The model's end-of-sequence ids (generation_config may list several). min_tokens suppresses
   // them unless params->ignore_eos.
   std::span<const int32_t> eos_token_ids;
+  // When a number: the log-sum-exp of the raw logits row over the whole vocabulary, for logprobs.
+  // The engine sets it when the row it passes holds only the best candidates (-inf elsewhere,
+  // engine/sample_candidates.h); NaN: computed from the row.
+  float raw_logsumexp = std::numeric_limits<float>::quiet_NaN();
 };
 
 }  // namespace weft

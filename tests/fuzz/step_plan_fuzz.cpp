@@ -14,6 +14,7 @@ namespace {
 
 bool same_plan(const weft::StepPlan& a, const weft::StepPlan& b) {
   if (a.step_id != b.step_id || a.sample_candidates != b.sample_candidates ||
+      a.candidate_logsumexp != b.candidate_logsumexp ||
       a.chunks.size() != b.chunks.size()) {
     return false;
   }
@@ -52,6 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     WEFT_FUZZ_CHECK(again->candidates.per_row == result->candidates.per_row);
     WEFT_FUZZ_CHECK(again->candidates.ids == result->candidates.ids);
     WEFT_FUZZ_CHECK(again->candidates.logits.size() == result->candidates.logits.size());
+    WEFT_FUZZ_CHECK(again->candidates.logsumexp.size() == result->candidates.logsumexp.size());
     WEFT_FUZZ_CHECK(again->logits.defined() == result->logits.defined());
     if (result->logits.defined()) {
       WEFT_FUZZ_CHECK(again->logits.nbytes() == result->logits.nbytes());

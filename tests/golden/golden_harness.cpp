@@ -107,6 +107,7 @@ GreedyRun generate(Engine& engine, const std::vector<std::vector<int32_t>>& prom
                    SamplingParams params) {
   GreedyRun run;
   run.ids.resize(prompts.size());
+  run.logprobs.resize(prompts.size());
   run.top_logprobs.resize(prompts.size());
   std::map<int64_t, size_t> index_of;
   params.max_tokens = num_tokens;
@@ -128,6 +129,7 @@ GreedyRun generate(Engine& engine, const std::vector<std::vector<int32_t>>& prom
       const size_t i = index_of.at(o.request_id);
       for (size_t t = 0; t < o.token_ids.size(); ++t) {
         run.ids[i].push_back(o.token_ids[t]);
+        run.logprobs[i].push_back(o.samples[t].logprob);
         auto top = o.samples[t].top_logprobs;
         run.top_logprobs[i].push_back(top);
       }
@@ -136,27 +138,61 @@ GreedyRun generate(Engine& engine, const std::vector<std::vector<int32_t>>& prom
   return run;
 }
 
-CandidateSamplingRuns sample_top_k_both_ways(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                                             int num_tokens) {
-  SamplingParams params;
-  params.temperature = 0.9f;
-  params.top_k = 8;
-  params.top_p = 0.95f;
-  params.seed = 1234;
+CandidateSamplingRuns sample_both_ways(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                       int num_tokens, SamplingParams params) {
   auto delta = [](const Engine::SampledFrom& after, const Engine::SampledFrom& before) {
     return Engine::SampledFrom{after.full_logits - before.full_logits, after.argmax - before.argmax,
                                after.candidates - before.candidates};
   };
   CandidateSamplingRuns runs;
   Engine::SampledFrom before = engine.sampled_from();
-  params.logprobs = 0;  // the sampled token's logprob: a log-softmax over the whole vocabulary
-  runs.full = generate(engine, prompts, num_tokens, params);
+  SamplingParams full = params;
+  full.logit_bias[0] = 0.0f;
+  runs.full = generate(engine, prompts, num_tokens, full);
   runs.full_rows = delta(engine.sampled_from(), before);
   before = engine.sampled_from();
-  params.logprobs.reset();
   runs.from_candidates = generate(engine, prompts, num_tokens, params);
   runs.candidate_rows = delta(engine.sampled_from(), before);
   return runs;
+}
+
+SamplingParams top_k_sampling_params() {
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_k = 8;
+  p.top_p = 0.95f;
+  p.seed = 1234;
+  p.logprobs = 2;
+  return p;
+}
+
+SamplingParams greedy_logprobs_params() {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.logprobs = 5;
+  return p;
+}
+
+std::string compare_runs(const GreedyRun& a, const GreedyRun& b, float tolerance) {
+  for (size_t i = 0; i < a.ids.size(); ++i) {
+    const std::string at = "prompt " + std::to_string(i);
+    if (a.ids[i] != b.ids[i]) return at + ": different tokens";
+    for (size_t t = 0; t < a.ids[i].size(); ++t) {
+      const std::string step = at + " step " + std::to_string(t);
+      if (!(std::fabs(a.logprobs[i][t] - b.logprobs[i][t]) <= tolerance)) {
+        return step + ": logprob " + std::to_string(a.logprobs[i][t]) + " vs " + std::to_string(b.logprobs[i][t]);
+      }
+      const auto& x = a.top_logprobs[i][t];
+      const auto& y = b.top_logprobs[i][t];
+      if (x.size() != y.size()) return step + ": different numbers of top logprobs";
+      for (size_t j = 0; j < x.size(); ++j) {
+        if (x[j].first != y[j].first || !(std::fabs(x[j].second - y[j].second) <= tolerance)) {
+          return step + ": top logprob " + std::to_string(j) + " differs";
+        }
+      }
+    }
+  }
+  return "";
 }
 
 float max_abs_diff(const Tensor& a, const Tensor& b) {

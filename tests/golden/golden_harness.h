@@ -41,6 +41,7 @@ std::vector<Tensor> score_prompts(LocalEngine& engine, const std::vector<std::ve
 // logprobs the engine takes the argmax on the last stage (StepPlan::sample_candidates 1).
 struct GreedyRun {
   std::vector<std::vector<int32_t>> ids;
+  std::vector<std::vector<float>> logprobs;  // the sampled tokens' (NaN without logprobs)
   std::vector<std::vector<std::vector<std::pair<int32_t, float>>>> top_logprobs;
 };
 GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
@@ -50,18 +51,25 @@ GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompt
 GreedyRun generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int num_tokens,
                    SamplingParams params);
 
-// Seeded top-k sampling (temperature 0.9, top_k 8, top_p 0.95) of the prompts, twice: with
-// logprobs, which makes the last stage return full logits, and without, which lets it return
-// only each row's candidates (StepPlan::sample_candidates). `*_rows`: rows sampled by each path
-// during that run (Engine::sampled_from).
+// Generates the prompts with `params` twice: with a logit_bias of 0 on token 0 added, which
+// changes no logit but makes the last stage return full logits, and as given, which lets it
+// return only each row's candidates (StepPlan::sample_candidates). `*_rows`: rows sampled by each
+// path during that run (Engine::sampled_from).
 struct CandidateSamplingRuns {
   GreedyRun full;
   GreedyRun from_candidates;
   Engine::SampledFrom full_rows;
   Engine::SampledFrom candidate_rows;
 };
-CandidateSamplingRuns sample_top_k_both_ways(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
-                                             int num_tokens);
+CandidateSamplingRuns sample_both_ways(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                       int num_tokens, SamplingParams params);
+// Seeded top-k sampling (temperature 0.9, top_k 8, top_p 0.95, logprobs 2), and greedy with
+// logprobs 5: the parameters the candidate checks run with.
+SamplingParams top_k_sampling_params();
+SamplingParams greedy_logprobs_params();
+// Empty when the two runs agree: same tokens and top-logprob ids, logprobs within `tolerance`;
+// otherwise what differs first.
+std::string compare_runs(const GreedyRun& a, const GreedyRun& b, float tolerance);
 
 // max |a - b| over two F32 tensors of the same shape.
 float max_abs_diff(const Tensor& a, const Tensor& b);

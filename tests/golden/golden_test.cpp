@@ -85,24 +85,29 @@ TEST_P(GoldenModelTest, GreedyTokensMatchTransformers) {
   }
 }
 
-// Top-k sampling from the candidates the runner returns gives the same tokens as sampling from
-// the full logits (the distributed path is in tests/mpi/mpi_golden_check.cpp).
-TEST_P(GoldenModelTest, TopKSamplingFromCandidatesMatchesFullLogits) {
+// Top-k sampling, and greedy decoding with logprobs, from the candidates (and log-sum-exps) the
+// runner returns give the same tokens and logprobs as from the full logits (the distributed path
+// is in tests/mpi/mpi_golden_check.cpp).
+TEST_P(GoldenModelTest, SamplingFromCandidatesMatchesFullLogits) {
   const Reference ref = load_reference(GetParam());
   auto engine = make_engine(GetParam());
   ASSERT_NE(engine, nullptr);
-  const CandidateSamplingRuns runs = sample_top_k_both_ways(engine->engine(), ref.prompts, kGreedyTokens);
   const int64_t rows = kNumPrompts * kGreedyTokens;
-  EXPECT_EQ(runs.full_rows.full_logits, rows);
-  EXPECT_EQ(runs.full_rows.candidates, 0);
-  EXPECT_EQ(runs.candidate_rows.candidates, rows);
-  EXPECT_EQ(runs.candidate_rows.full_logits, 0);
-  int differs_from_greedy = 0;
-  for (int i = 0; i < kNumPrompts; ++i) {
-    EXPECT_EQ(runs.from_candidates.ids[i], runs.full.ids[i]) << "prompt " << i;
-    differs_from_greedy += runs.full.ids[i] != ref.greedy_ids[i];
+  for (const SamplingParams& params : {top_k_sampling_params(), greedy_logprobs_params()}) {
+    const CandidateSamplingRuns runs = sample_both_ways(engine->engine(), ref.prompts, kGreedyTokens, params);
+    EXPECT_EQ(runs.full_rows.full_logits, rows);
+    EXPECT_EQ(runs.full_rows.candidates, 0);
+    EXPECT_EQ(runs.candidate_rows.candidates, rows);
+    EXPECT_EQ(runs.candidate_rows.full_logits, 0);
+    EXPECT_EQ(compare_runs(runs.from_candidates, runs.full, 1e-5f), "") << "temperature " << params.temperature;
+    int differs_from_greedy = 0;
+    for (int i = 0; i < kNumPrompts; ++i) differs_from_greedy += runs.full.ids[i] != ref.greedy_ids[i];
+    if (params.is_greedy()) {
+      EXPECT_EQ(differs_from_greedy, 0);
+    } else {
+      EXPECT_GT(differs_from_greedy, 0) << "the sampling parameters do not really sample";
+    }
   }
-  EXPECT_GT(differs_from_greedy, 0) << "the sampling parameters do not really sample";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenModelTest,

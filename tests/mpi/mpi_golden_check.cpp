@@ -114,17 +114,19 @@ int run(int argc, char** argv) {
                           (with_logprobs ? "" : " (argmax on the last stage)"));
       }
     }
-    // Seeded top-k sampling: the last stage returns each row's candidates merged over its TP
-    // group, and the tokens equal those sampled from the full gathered logits.
-    const golden::CandidateSamplingRuns runs =
-        golden::sample_top_k_both_ways(engine.engine(), ref.prompts, golden::kGreedyTokens);
-    checks.expect(runs.candidate_rows.candidates == golden::kNumPrompts * golden::kGreedyTokens &&
-                      runs.candidate_rows.full_logits == 0 && runs.full_rows.candidates == 0,
-                  name + " top-k sampling rows: " + std::to_string(runs.candidate_rows.candidates) +
-                      " from candidates, " + std::to_string(runs.full_rows.full_logits) + " from full logits");
-    for (int i = 0; i < golden::kNumPrompts; ++i) {
-      checks.expect(runs.from_candidates.ids[i] == runs.full.ids[i],
-                    name + " prompt " + std::to_string(i) + " top-k tokens from candidates vs full logits");
+    // Seeded top-k sampling and greedy with logprobs: the last stage returns each row's
+    // candidates (and log-sum-exp) merged over its TP group, and tokens and logprobs equal those
+    // from the full gathered logits.
+    for (const SamplingParams& params : {golden::top_k_sampling_params(), golden::greedy_logprobs_params()}) {
+      const std::string what = name + (params.is_greedy() ? " greedy with logprobs" : " top-k sampling");
+      const golden::CandidateSamplingRuns runs =
+          golden::sample_both_ways(engine.engine(), ref.prompts, golden::kGreedyTokens, params);
+      checks.expect(runs.candidate_rows.candidates == golden::kNumPrompts * golden::kGreedyTokens &&
+                        runs.candidate_rows.full_logits == 0 && runs.full_rows.candidates == 0,
+                    what + " rows: " + std::to_string(runs.candidate_rows.candidates) + " from candidates, " +
+                        std::to_string(runs.full_rows.full_logits) + " from full logits");
+      const std::string diff = golden::compare_runs(runs.from_candidates, runs.full, 1e-5f);
+      checks.expect(diff.empty(), what + " from candidates vs full logits: " + diff);
     }
   } catch (const std::exception& e) {
     checks.expect(false, e.what());

@@ -268,7 +268,8 @@ absl::Status CudaExecutor::submit(const StepPlan& plan) {
                                                   cudaMemcpyHostToDevice, s.stream),
                                   "step metadata (cudaMemcpyAsync)"));
 
-  const bool greedy = plan.sample_candidates == 1;  // K > 1: full logits, which the contract allows
+  // Argmax tokens; any other plan gets full logits, which the contract allows.
+  const bool greedy = plan.sample_candidates == 1 && !plan.candidate_logsumexp;
   StepOutput out;
   if (greedy) {
     out.tokens.resize(static_cast<size_t>(logit_rows));

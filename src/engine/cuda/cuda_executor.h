@@ -6,7 +6,7 @@
 // [RMSNorm (fused with the residual add), QKV GEMM (+bias), q/k norm (Qwen3), RoPE + KV-cache
 // write, paged attention (decode kernel when every chunk is one token, prefill kernel otherwise),
 // o_proj GEMM, fused residual + RMSNorm, gate/up GEMM, SwiGLU, down GEMM] -> final norm of only
-// the logit rows -> LM head GEMM (F32 logits) -> for sample_candidates == 1 plans the argmax on the
+// the logit rows -> LM head GEMM (F32 logits) -> for sample_candidates == 1 plans without candidate_logsumexp the argmax on the
 // GPU (sample_tokens with temperature 0) and a copy of one id per row; otherwise a copy of the
 // wanted logits rows to the host so the CPU Sampler keeps working unchanged.
 //

@@ -4,7 +4,9 @@
 // allows (greedy, top_k with temperature, top_p, min_p), with ties in the logits.
 #include "engine/sample_candidates.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -82,6 +84,68 @@ TEST(SampleCandidates, ExpandPlacesCandidatesInRowsOfMinusInfinity) {
   EXPECT_EQ(std::vector<float>(p, p + 4), (std::vector<float>{-inf, 7.0f, 6.0f, -inf}));
   EXPECT_EQ(std::vector<float>(p + 4, p + 8), (std::vector<float>{4.0f, -inf, -inf, 5.0f}));
   EXPECT_EQ(std::vector<float>(p + 8, p + 12), (std::vector<float>{-inf, 7.0f, 6.0f, -inf}));
+}
+
+TEST(SampleCandidates, LogSumExpFromShardPartsEqualsTheWholeRow) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> logit(0.0f, 4.0f);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int64_t vocab = 10 + trial * 7;
+    std::vector<float> row(vocab);
+    for (float& x : row) x = logit(rng);
+    double max = *std::max_element(row.begin(), row.end()), sum = 0.0;
+    for (float x : row) sum += std::exp(static_cast<double>(x) - max);
+    const double want = max + std::log(sum);
+    for (int shards : {1, 2, 3, 5}) {
+      const int64_t shard = (vocab + shards - 1) / shards;
+      std::vector<std::pair<float, float>> parts;
+      for (int s = 0; s < shards; ++s) {
+        const int64_t begin = s * shard;
+        parts.push_back(logsumexp_part(row.data() + begin, std::max<int64_t>(0, std::min(shard, vocab - begin))));
+      }
+      EXPECT_NEAR(combine_logsumexp(parts), want, 1e-5 * std::max(1.0, std::fabs(want)))
+          << "trial " << trial << " shards " << shards;
+    }
+  }
+  EXPECT_EQ(logsumexp_part(nullptr, 0).first, -INFINITY);
+  EXPECT_EQ(combine_logsumexp({{-INFINITY, 0.0f}}), -INFINITY);
+}
+
+// With the row's log-sum-exp given, logprobs from expanded candidates equal those from the full row.
+TEST(SampleCandidates, LogprobsFromCandidatesAndLogSumExpMatchTheFullRow) {
+  ThreadPool pool(1);
+  Sampler sampler;
+  std::mt19937 rng(5);
+  const int64_t vocab = 257;
+  SamplingParams params;
+  params.temperature = 0.0f;
+  params.logprobs = 4;
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::vector<float> row = tied_row(rng, vocab);
+    Tensor full = Tensor::empty(DType::kF32, Shape{1, vocab});
+    std::copy(row.begin(), row.end(), full.data_as<float>());
+    SequenceSamplingState state;
+    state.params = &params;
+    std::vector<SequenceSamplingState> states = {state};
+    auto want = sampler.sample(full.view(), states, pool);
+    ASSERT_TRUE(want.ok()) << want.status();
+    const Tensor sparse = expand_candidates(sharded_candidates(row, 2, 4), {0}, vocab);
+    states[0].raw_logsumexp = combine_logsumexp({logsumexp_part(row.data(), vocab)});
+    auto got = sampler.sample(sparse.view(), states, pool);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].token, (*want)[0].token);
+    EXPECT_NEAR((*got)[0].logprob, (*want)[0].logprob, 1e-5);
+    ASSERT_EQ((*got)[0].top_logprobs.size(), 4u);
+    for (size_t j = 0; j < 4; ++j) {
+      EXPECT_EQ((*got)[0].top_logprobs[j].first, (*want)[0].top_logprobs[j].first);
+      EXPECT_NEAR((*got)[0].top_logprobs[j].second, (*want)[0].top_logprobs[j].second, 1e-5);
+    }
+    // Without it, the log-sum-exp of the sparse row is that of the candidates only: wrong.
+    states[0].raw_logsumexp = std::numeric_limits<float>::quiet_NaN();
+    auto unaware = sampler.sample(sparse.view(), states, pool);
+    ASSERT_TRUE(unaware.ok());
+    EXPECT_GT((*unaware)[0].logprob, (*want)[0].logprob + 1e-3);
+  }
 }
 
 struct SamplingCase {

@@ -39,12 +39,14 @@ StepPlan sample_plan() {
   scored.logits = LogitsWanted::kAll;
   plan.chunks = {prefill, decode, scored};
   plan.sample_candidates = 40;
+  plan.candidate_logsumexp = true;
   return plan;
 }
 
 void expect_same(const StepPlan& a, const StepPlan& b) {
   EXPECT_EQ(a.step_id, b.step_id);
   EXPECT_EQ(a.sample_candidates, b.sample_candidates);
+  EXPECT_EQ(a.candidate_logsumexp, b.candidate_logsumexp);
   ASSERT_EQ(a.chunks.size(), b.chunks.size());
   for (size_t i = 0; i < a.chunks.size(); ++i) {
     EXPECT_EQ(a.chunks[i].seq_id, b.chunks[i].seq_id);
@@ -160,6 +162,8 @@ TEST(StepPlanCodec, RejectsInvalidFields) {
                   "sample_candidates is -1, expected 0..1024");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.set_sample_candidates(kMaxSampleCandidates + 1); }),
                   "sample_candidates is 1025");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.set_sample_candidates(0); }),
+                  "candidate_logsumexp without sample_candidates");
 }
 
 TEST(StepPlanCodec, RejectsTooManyTokens) {
@@ -213,6 +217,7 @@ TEST(StepResultCodec, RoundTripCandidates) {
   r.candidates.ids = {9, 2, 5, 0, 1, -1};
   r.candidates.logits = {2.5f, 2.5f, -1.0f, 7.0f, -std::numeric_limits<float>::infinity(),
                          -std::numeric_limits<float>::infinity()};
+  r.candidates.logsumexp = {3.25f, 7.5f};
   absl::StatusOr<StepResult> back = decode_step_result(encode_step_result(r));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_FALSE(back->logits.defined());
@@ -220,6 +225,7 @@ TEST(StepResultCodec, RoundTripCandidates) {
   EXPECT_EQ(back->candidates.rows(), 2);
   EXPECT_EQ(back->candidates.ids, r.candidates.ids);
   EXPECT_EQ(back->candidates.logits, r.candidates.logits);
+  EXPECT_EQ(back->candidates.logsumexp, r.candidates.logsumexp);
 }
 
 TEST(StepResultCodec, RejectsInconsistentCandidates) {
@@ -246,6 +252,13 @@ TEST(StepResultCodec, RejectsInconsistentCandidates) {
   m.set_candidate_ids(0, -2);
   EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("candidate 0: id -2"));
   m.set_candidate_ids(0, 0);
+  m.add_candidate_logsumexp(1.0f);
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("1 candidate log-sum-exps for 3 rows"));
+  m.add_candidate_logsumexp(1.0f);
+  m.add_candidate_logsumexp(std::nanf(""));
+  EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("a candidate log-sum-exp is nan"));
+  m.set_candidate_logsumexp(2, 1.0f);
+  EXPECT_TRUE(decode(m).ok());
   m.set_candidates_per_row(kMaxSampleCandidates + 1);
   EXPECT_THAT(std::string(decode(m).status().message()), HasSubstr("candidates_per_row is 1025"));
   m.set_candidates_per_row(0);
