@@ -7,9 +7,10 @@
 // Without --model (one process only) it generates a ~125M-parameter Llama-shaped BF16 model
 // (hidden 768, 12 layers, vocab 32000) in a temporary directory; `weft bench --write-model DIR`
 // writes that model for multi-rank runs. --sampling picks what the decode steps sample with:
-// greedy (the last stage returns argmax tokens), top-k (temperature 1, top_k 50: the last stage
-// returns 50 candidates per row), full-logits (the same plus logprobs, so the full logits are
-// gathered and sent). A benchmark prints numbers; it asserts nothing.
+// greedy (the last stage returns argmax tokens), greedy-logprobs (logprobs 5: 5 candidates and
+// the log-sum-exp per row), top-k (temperature 1, top_k 50: 50 candidates per row), full-logits
+// (top-k plus a zero logit_bias, which needs the full logits gathered and sent). A benchmark
+// prints numbers; it asserts nothing.
 #include <unistd.h>
 
 #include <algorithm>
@@ -90,15 +91,17 @@ absl::StatusOr<Measurement> measure(EngineSession& session, const SamplingParams
 // The decode sampling of --sampling (see the top of this file).
 absl::StatusOr<SamplingParams> bench_sampling(const std::string& mode) {
   SamplingParams p;
-  if (mode == "greedy") {
+  if (mode == "greedy" || mode == "greedy-logprobs") {
     p.temperature = 0;
+    if (mode == "greedy-logprobs") p.logprobs = 5;
     return p;
   }
   p.temperature = 1.0f;
   p.top_k = 50;
-  if (mode == "full-logits") p.logprobs = 0;
+  if (mode == "full-logits") p.logit_bias[0] = 0.0f;
   if (mode != "top-k" && mode != "full-logits") {
-    return absl::InvalidArgumentError("--sampling: expected greedy, top-k or full-logits, got '" + mode + "'");
+    return absl::InvalidArgumentError("--sampling: expected greedy, greedy-logprobs, top-k or full-logits, got '" +
+                                      mode + "'");
   }
   return p;
 }
@@ -110,7 +113,9 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
   double bandwidth = 0;
   std::printf("cpu: %s, ranks: %d, decode sampling: %s\n", cpu_features().to_string().c_str(),
               session.world_size(),
-              sampling.is_greedy() ? "greedy" : sampling.logprobs ? "top-k 50 from full logits" : "top-k 50 from candidates");
+              sampling.is_greedy()           ? (sampling.logprobs ? "greedy with logprobs 5" : "greedy")
+              : sampling.logit_bias.empty() ? "top-k 50 from candidates"
+                                            : "top-k 50 from full logits");
   std::printf("model: %s, rank 0 holds %.1f MB of weights (%s), KV cache %s\n",
               session.options().model_dir.c_str(), weight_bytes / 1e6,
               dtype_name(session.model().config.torch_dtype),
