@@ -1,5 +1,6 @@
 // jinja2's builtin filters (jinja2/filters.py) with Hugging Face's tojson override.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -49,7 +50,13 @@ absl::StatusOr<Value> attr_path(const Value& item, const Value& attribute, const
       std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
       Value key(part);
       if (!part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        key = Value(static_cast<int64_t>(std::stoll(part)));
+        // jinja2 looks digits up as an integer. One past 64 bits names nothing a template holds.
+        int64_t index = 0;
+        if (std::from_chars(part.data(), part.data() + part.size(), index).ec != std::errc()) {
+          cur = Value::undefined(part);
+          break;
+        }
+        key = Value(index);
       }
       TRY(v, get_item(cur, key));
       cur = v;

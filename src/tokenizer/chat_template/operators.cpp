@@ -1,5 +1,7 @@
 #include "tokenizer/chat_template/operators.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -361,14 +363,28 @@ absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& 
     switch (conv) {
       case 's': out += arg->str(); break;
       case 'r': out += arg->repr(); break;
-      case 'd': case 'i':
+      case 'd': case 'i': {
         if (!arg->is_number()) return type_error(absl::StrCat("%d format: a real number is required, not ", arg->type_name()));
-        std::snprintf(buf, sizeof(buf), ("%" + spec + "lld").c_str(),
-                      static_cast<long long>(arg->is_float() ? std::trunc(arg->as_float()) : arg->as_int()));
+        long long value = 0;
+        if (arg->is_float()) {
+          // Python prints any integral value; past 64 bits (or inf / nan) this refuses instead.
+          const double t = std::trunc(arg->as_float());
+          if (!(t >= -9.2233720368547758e18 && t < 9.2233720368547758e18)) {
+            return type_error("%d format: the number does not fit in 64 bits");
+          }
+          value = static_cast<long long>(t);
+        } else {
+          value = arg->as_int();
+        }
+        std::snprintf(buf, sizeof(buf), ("%" + spec + "lld").c_str(), value);
         out += buf;
         break;
+      }
       case 'f': case 'e': case 'g': case 'x': case 'X': case 'o':
         if (!arg->is_number()) return type_error(absl::StrCat("format requires a number, not ", arg->type_name()));
+        if ((conv == 'x' || conv == 'X' || conv == 'o') && arg->is_float()) {
+          return type_error(absl::StrCat("%", std::string(1, conv), " format: an integer is required, not float"));
+        }
         if (conv == 'x' || conv == 'X' || conv == 'o') {
           std::snprintf(buf, sizeof(buf), ("%" + spec + "ll" + std::string(1, conv)).c_str(), static_cast<long long>(arg->as_int()));
         } else {
@@ -417,9 +433,12 @@ absl::StatusOr<std::string> brace_format(const std::string& fmt, const CallArgs&
     if (field.empty()) {
       if (auto_index >= args.positional.size()) return type_error("Replacement index out of range for positional args tuple");
       v = &args.positional[auto_index++];
-    } else if (std::isdigit(static_cast<unsigned char>(field[0]))) {
-      size_t idx = std::stoul(field);
-      if (idx >= args.positional.size()) return type_error("Replacement index out of range for positional args tuple");
+    } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
+      size_t idx = 0;
+      const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), idx);
+      if (ec != std::errc() || end != field.data() + field.size() || idx >= args.positional.size()) {
+        return type_error("Replacement index out of range for positional args tuple");
+      }
       v = &args.positional[idx];
     } else {
       for (const auto& [k, kv] : args.keyword) {

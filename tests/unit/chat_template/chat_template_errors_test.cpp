@@ -116,6 +116,24 @@ TEST(ChatTemplateRuntime, IntegerArgumentsAreTypeChecked) {
   EXPECT_EQ(*r, "2 1 0.0");
 }
 
+// Regression (tests/fuzz chat_template): string formatting threw bad_variant_access ('%x' of a
+// float), std::out_of_range (a 23-digit '{...}' index) and overflowed ('%d' of 1e300); a digit
+// attribute path past 64 bits threw too. Each is a clear error now, as in Python.
+TEST(ChatTemplateRuntime, FormattingRejectsWhatPythonRejects) {
+  EXPECT_THAT(render_error("{{ '%x' % 1.5 }}").message(), HasSubstr("%x format: an integer is required, not float"));
+  EXPECT_THAT(render_error("{{ '%o' | format(2.5) }}").message(), HasSubstr("an integer is required"));
+  EXPECT_THAT(render_error("{{ '{99999999999999999999999}'.format(1) }}").message(),
+              HasSubstr("Replacement index out of range"));
+  EXPECT_THAT(render_error("{{ '%d' % 1e300 }}").message(), HasSubstr("does not fit in 64 bits"));
+  auto t = ChatTemplate::parse(
+      "{{ '%d %x %o' % (1.9, 255, 8) }} {{ '{0}-{1}'.format('a', 'b') }} "
+      "{{ [{'99999999999999999999999': 7}] | map(attribute='99999999999999999999999') | list }}");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto r = t->render(nlohmann::ordered_json::object(), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r, "1 ff 10 a-b [Undefined]");  // what jinja2 renders
+}
+
 // Regression (tests/fuzz chat_template): a namespace stored inside itself printed forever
 // (stack overflow); it prints as jinja2 does.
 TEST(ChatTemplateRuntime, NamespaceInsideItselfPrintsLikePython) {
