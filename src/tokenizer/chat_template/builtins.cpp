@@ -82,10 +82,10 @@ TestResult t_even(Interpreter&, const Value& v, CallArgs&) {
   if (!v.is_int() && !v.is_bool()) return absl::InvalidArgumentError(absl::StrCat("test 'even' needs an integer, got ", v.type_name()));
   return (v.as_int() % 2) == 0;
 }
-TestResult t_divisibleby(Interpreter&, const Value& v, CallArgs& a) {
+TestResult t_divisibleby(Interpreter& in, const Value& v, CallArgs& a) {
   auto n = one_arg("divisibleby", a);
   if (!n.ok()) return n.status();
-  auto r = binary_op("%", v, *n, SIZE_MAX);
+  auto r = binary_op("%", v, *n, in.limits().max_output_bytes);
   if (!r.ok()) return r.status();
   return values_equal(*r, Value(int64_t{0}));
 }
@@ -157,7 +157,8 @@ absl::StatusOr<Value> g_range(Interpreter&, CallArgs& args) {
     return absl::ResourceExhaustedError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
   }
   std::vector<Value> out;
-  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) out.emplace_back(start + i * step);
+  // In 128 bits: i * step may pass 64 bits although every start + i * step lies in [start, stop).
+  for (int64_t i = 0; i < static_cast<int64_t>(n); ++i) out.emplace_back(static_cast<int64_t>(start + static_cast<__int128>(i) * step));
   return Value::list(std::move(out));
 }
 

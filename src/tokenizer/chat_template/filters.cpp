@@ -276,7 +276,12 @@ Result f_int(Interpreter&, const Value& v, CallArgs& args) {
   if (base_arg != 0 && (base_arg < 2 || base_arg > 36)) return absl::InvalidArgumentError("int: base must be 0 or 2..36");
   int base = static_cast<int>(base_arg);
   if (v.is_int() || v.is_bool()) return Value(v.as_int());
-  if (v.is_float()) return std::isfinite(v.as_float()) ? Value(static_cast<int64_t>(std::trunc(v.as_float()))) : dflt;
+  // A float past 64 bits (Python would give a big int) or not finite takes the default.
+  auto to_int = [&dflt](double d) {
+    const double t = std::trunc(d);
+    return t >= -9.2233720368547758e18 && t < 9.2233720368547758e18 ? Value(static_cast<int64_t>(t)) : dflt;
+  };
+  if (v.is_float()) return to_int(v.as_float());
   if (v.is_string()) {
     std::string s = py_strip(v.as_string(), nullptr, true, true);
     std::string digits;
@@ -289,7 +294,7 @@ Result f_int(Interpreter&, const Value& v, CallArgs& args) {
       long long x = std::strtoll(digits.c_str(), &end, base);
       if (errno == 0 && *end == '\0') return Value(static_cast<int64_t>(x));
       double d = std::strtod(digits.c_str(), &end);
-      if (*end == '\0' && std::isfinite(d)) return Value(static_cast<int64_t>(std::trunc(d)));
+      if (*end == '\0') return to_int(d);
     }
   }
   return dflt;
@@ -337,7 +342,10 @@ Result f_round(Interpreter&, const Value& v, CallArgs& args) {
 
 Result f_abs(Interpreter&, const Value& v, CallArgs&) {
   if (v.is_float()) return Value(std::fabs(v.as_float()));
-  if (v.is_int() || v.is_bool()) return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  if (v.is_int() || v.is_bool()) {
+    if (v.as_int() == INT64_MIN) return absl::InvalidArgumentError("integer overflow in abs()");
+    return Value(v.as_int() < 0 ? -v.as_int() : v.as_int());
+  }
   return absl::InvalidArgumentError(absl::StrCat("bad operand type for abs(): '", v.type_name(), "'"));
 }
 
@@ -461,7 +469,7 @@ Result f_dictsort(Interpreter&, const Value& v, CallArgs& args) {
   return Value::list(std::move(out));
 }
 
-Result f_sum(Interpreter&, const Value& v, CallArgs& args) {
+Result f_sum(Interpreter& in, const Value& v, CallArgs& args) {
   BIND(b, "sum", {"attribute", "start"});
   TRY(items, iterate(v));
   Value total = opt(b[1], Value(int64_t{0}));
@@ -471,7 +479,7 @@ Result f_sum(Interpreter&, const Value& v, CallArgs& args) {
       TRY(a, attr_path(item, *b[0], Value::none()));
       x = a;
     }
-    TRY(t, binary_op("+", total, x, SIZE_MAX));
+    TRY(t, binary_op("+", total, x, in.limits().max_output_bytes));
     total = t;
   }
   return total;
@@ -503,7 +511,7 @@ absl::StatusOr<Value> min_max(const Value& v, CallArgs& args, bool want_max) {
 Result f_min(Interpreter&, const Value& v, CallArgs& a) { return min_max(v, a, false); }
 Result f_max(Interpreter&, const Value& v, CallArgs& a) { return min_max(v, a, true); }
 
-Result f_format(Interpreter&, const Value& v, CallArgs& args) {
+Result f_format(Interpreter& in, const Value& v, CallArgs& args) {
   if (!args.positional.empty() && !args.keyword.empty()) {
     return absl::InvalidArgumentError("can't handle positional and keyword arguments at the same time");
   }
@@ -515,7 +523,7 @@ Result f_format(Interpreter&, const Value& v, CallArgs& args) {
   } else {
     fmt_args = Value::list(args.positional, true);
   }
-  TRY(s, percent_format(v.str(), fmt_args));
+  TRY(s, percent_format(v.str(), fmt_args, in.limits().max_output_bytes));
   return Value(std::move(s));
 }
 

@@ -435,7 +435,9 @@ absl::StatusOr<Value> Interpreter::eval_inner(const Expr& e, const FramePtr& fra
         return absl::InvalidArgumentError(absl::StrCat("bad operand type for unary ", e.name, ": '", v.type_name(), "'"));
       }
       if (e.name == "+") return v.is_float() ? v : Value(v.as_int());
-      return v.is_float() ? Value(-v.as_float()) : Value(-v.as_int());
+      if (v.is_float()) return Value(-v.as_float());
+      if (v.as_int() == INT64_MIN) return absl::InvalidArgumentError("integer overflow in unary -");
+      return Value(-v.as_int());
     }
     case Expr::Kind::kBinary: {
       EVAL_TRY(a, eval(*e.args[0], frame));

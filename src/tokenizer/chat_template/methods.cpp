@@ -274,8 +274,8 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
     });
   }
   if (name == "format") {
-    return method(name, [s](Interpreter&, CallArgs& a) -> absl::StatusOr<Value> {
-      auto r = brace_format(s, a);
+    return method(name, [s](Interpreter& in, CallArgs& a) -> absl::StatusOr<Value> {
+      auto r = brace_format(s, a, in.limits().max_output_bytes);
       if (!r.ok()) return r.status();
       return Value(std::move(*r));
     });

@@ -139,7 +139,7 @@ absl::StatusOr<Value> binary_op(const std::string& op, const Value& a, const Val
     return type_error(absl::StrCat("can't multiply sequence by non-int of type '", b.type_name(), "'"));
   }
   if (op == "%" && a.is_string()) {
-    auto s = percent_format(a.as_string(), b);
+    auto s = percent_format(a.as_string(), b, max_bytes);
     if (!s.ok()) return s.status();
     return Value(std::move(*s));
   }
@@ -162,9 +162,15 @@ absl::StatusOr<Value> binary_op(const std::string& op, const Value& a, const Val
       return op == "%" ? Value(m) : Value(std::floor(x / y));
     }
     int64_t x = a.as_int(), y = b.as_int();
-    if (x == INT64_MIN && y == -1) return type_error("integer overflow in //");
-    int64_t q = floor_div(x, y);
-    return op == "//" ? Value(q) : Value(x - q * y);
+    if (y == -1) {  // x // -1 = -x overflows for INT64_MIN; x % -1 is always 0
+      if (op == "%") return Value(int64_t{0});
+      if (x == INT64_MIN) return type_error("integer overflow in //");
+    }
+    if (op == "//") return Value(floor_div(x, y));
+    // Python's modulo takes the divisor's sign; computed without x - q * y, which can overflow.
+    int64_t m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) m += y;
+    return Value(m);
   }
   if (op == "**") {
     if (!any_float && b.as_int() >= 0) {
@@ -324,7 +330,7 @@ absl::StatusOr<Value> slice_value(const Value& obj, const Value& start, const Va
   return type_error(absl::StrCat("'", obj.type_name(), "' object is not subscriptable"));
 }
 
-absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& args) {
+absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& args, size_t max_bytes) {
   std::vector<Value> positional;
   if (args.is_list() && args.as_list().is_tuple) {
     positional = args.items();
@@ -334,6 +340,7 @@ absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& 
   size_t next = 0;
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
+    if (out.size() > max_bytes) return too_big(max_bytes);
     if (fmt[i] != '%') {
       out += fmt[i];
       continue;
@@ -396,10 +403,11 @@ absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& 
     }
   }
   if (next < positional.size() && !args.is_dict()) return type_error("not all arguments converted during string formatting");
+  if (out.size() > max_bytes) return too_big(max_bytes);
   return out;
 }
 
-absl::StatusOr<std::string> brace_format(const std::string& fmt, const CallArgs& args) {
+absl::StatusOr<std::string> brace_format(const std::string& fmt, const CallArgs& args, size_t max_bytes) {
   std::string out;
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -447,6 +455,7 @@ absl::StatusOr<std::string> brace_format(const std::string& fmt, const CallArgs&
       if (!v) return type_error(absl::StrCat("KeyError: '", field, "'"));
     }
     out += conversion == 'r' ? v->repr() : v->str();
+    if (out.size() > max_bytes) return too_big(max_bytes);
   }
   return out;
 }

@@ -35,8 +35,9 @@ absl::StatusOr<Value> get_item(const Value& obj, const Value& key);
 absl::StatusOr<Value> slice_value(const Value& obj, const Value& start, const Value& stop, const Value& step);
 
 // Python's `fmt % args` (printf-style) and str.format(*args, **kwargs), for the common cases.
-absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& args);
-absl::StatusOr<std::string> brace_format(const std::string& fmt, const CallArgs& args);
+// Both fail with ResourceExhausted once the output passes `max_bytes`.
+absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& args, size_t max_bytes);
+absl::StatusOr<std::string> brace_format(const std::string& fmt, const CallArgs& args, size_t max_bytes);
 
 // Bound methods of str, dict and list values (`"x".strip`, `d.items`); nullopt if none.
 std::optional<Value> find_method(const Value& obj, const std::string& name);

@@ -134,6 +134,39 @@ TEST(ChatTemplateRuntime, FormattingRejectsWhatPythonRejects) {
   EXPECT_EQ(*r, "1 ff 10 a-b [Undefined]");  // what jinja2 renders
 }
 
+// Integer edge cases are errors or Python's values, never signed overflow (UBSan would abort), and
+// floats past 64 bits do not convert.
+TEST(ChatTemplateRuntime, IntegerEdgesDoNotOverflow) {
+  const std::string min = "(-9223372036854775807 - 1)";
+  EXPECT_THAT(render_error("{{ -" + min + " }}").message(), HasSubstr("integer overflow in unary -"));
+  EXPECT_THAT(render_error("{{ " + min + " | abs }}").message(), HasSubstr("integer overflow in abs()"));
+  EXPECT_THAT(render_error("{{ " + min + " // -1 }}").message(), HasSubstr("integer overflow in //"));
+  auto t = ChatTemplate::parse("{{ " + min + " % 3 }} {{ " + min + " % -1 }} {{ -7 % 3 }} {{ 7 % -3 }} " +
+                               "{{ range(" + min + ", 9223372036854775807, 4611686018427387904) | list | length }} " +
+                               "{{ 1e300 | int }} {{ '1e300' | int(5) }} {{ 2.9 | int }}");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto r = t->render(nlohmann::ordered_json::object(), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Python: 1, 0, 2, -2, 4; jinja2's int gives a big int for 1e300, which weft does not hold
+  // (the default instead).
+  EXPECT_EQ(*r, "1 0 2 -2 4 0 5 2");
+}
+
+// A format string repeating a large value is bounded by the output limit while it is built.
+TEST(ChatTemplateLimits, FormattingIsBoundedWhileBuilt) {
+  ChatTemplateLimits limits;
+  limits.max_output_bytes = 4096;
+  const std::string big = "{% set x = 'a' * 4000 %}";
+  EXPECT_EQ(render_error(big + "{% set y = '%s%s%s%s' % (x, x, x, x) %}", {}, limits).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(render_error(big + "{% set y = '{0}{0}{0}'.format(x) %}", {}, limits).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(render_error(big + "{% set y = '%s%s' | format(x, x) %}", {}, limits).code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(render_error("{% set y = ([[1] * 4000] * 4000) | sum(start=[]) %}", {}, limits).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 // Regression (tests/fuzz chat_template): a namespace stored inside itself printed forever
 // (stack overflow); it prints as jinja2 does.
 TEST(ChatTemplateRuntime, NamespaceInsideItselfPrintsLikePython) {
