@@ -80,10 +80,19 @@ absl::StatusOr<std::vector<int64_t>> slice_indices(int64_t len, const Value& sta
   int64_t lo = clamp(*b, s < 0 ? len - 1 : 0);
   int64_t hi = clamp(*e, s < 0 ? -1 : len);
   std::vector<int64_t> idx;
+  // Steps are taken only while the next index stays inside (lo, hi], so i + s never overflows
+  // however large |s| is; |s| is computed unsigned (s may be INT64_MIN).
+  const uint64_t stride = s > 0 ? static_cast<uint64_t>(s) : static_cast<uint64_t>(-(s + 1)) + 1;
   if (s > 0) {
-    for (int64_t i = lo; i < hi; i += s) idx.push_back(i);
+    for (int64_t i = lo; i < hi; i += s) {
+      idx.push_back(i);
+      if (static_cast<uint64_t>(hi - i) <= stride) break;
+    }
   } else {
-    for (int64_t i = lo; i > hi; i += s) idx.push_back(i);
+    for (int64_t i = lo; i > hi; i += s) {
+      idx.push_back(i);
+      if (static_cast<uint64_t>(i - hi) <= stride) break;
+    }
   }
   return idx;
 }

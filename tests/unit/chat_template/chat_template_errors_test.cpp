@@ -143,13 +143,15 @@ TEST(ChatTemplateRuntime, IntegerEdgesDoNotOverflow) {
   EXPECT_THAT(render_error("{{ " + min + " // -1 }}").message(), HasSubstr("integer overflow in //"));
   auto t = ChatTemplate::parse("{{ " + min + " % 3 }} {{ " + min + " % -1 }} {{ -7 % 3 }} {{ 7 % -3 }} " +
                                "{{ range(" + min + ", 9223372036854775807, 4611686018427387904) | list | length }} " +
-                               "{{ 1e300 | int }} {{ '1e300' | int(5) }} {{ 2.9 | int }}");
+                               "{{ 1e300 | int }} {{ '1e300' | int(5) }} {{ 2.9 | int }} " +
+                               "{{ [1, 2, 3][1::9223372036854775807] }} {{ [1, 2, 3][1::" + min + "] }} " +
+                               "{{ 'abcdef'[::-2] }} {{ [1, 2, 3, 4][3:0:-9223372036854775807] }}");
   ASSERT_TRUE(t.ok()) << t.status();
   auto r = t->render(nlohmann::ordered_json::object(), {});
   ASSERT_TRUE(r.ok()) << r.status();
   // Python: 1, 0, 2, -2, 4; jinja2's int gives a big int for 1e300, which weft does not hold
   // (the default instead).
-  EXPECT_EQ(*r, "1 0 2 -2 4 0 5 2");
+  EXPECT_EQ(*r, "1 0 2 -2 4 0 5 2 [2] [2] fdb [4]");  // Python gives the same
 }
 
 // A format string repeating a large value is bounded by the output limit while it is built.
