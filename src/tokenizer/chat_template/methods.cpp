@@ -90,12 +90,16 @@ std::vector<Value> split(const std::string& s, const std::optional<Value>& sep_a
   return out;
 }
 
-std::string replace_all(const std::string& s, const std::string& old, const std::string& repl, int64_t count) {
+// Python str.replace. Stops (returning what it has) as soon as the output passes max_bytes, so
+// the caller's size check fails before a huge string is built.
+std::string replace_all(const std::string& s, const std::string& old, const std::string& repl, int64_t count,
+                        size_t max_bytes) {
   std::string out;
   if (old.empty()) {
     std::u32string cps = utf8_decode(s);
     int64_t n = 0;
     for (size_t i = 0; i <= cps.size(); ++i) {
+      if (out.size() > max_bytes) return out;
       if (count < 0 || n < count) {
         out += repl;
         ++n;
@@ -107,6 +111,7 @@ std::string replace_all(const std::string& s, const std::string& old, const std:
   size_t pos = 0;
   int64_t n = 0;
   while (count < 0 || n < count) {
+    if (out.size() > max_bytes) return out;
     size_t f = s.find(old, pos);
     if (f == std::string::npos) break;
     out.append(s, pos, f - pos);
@@ -216,7 +221,8 @@ std::optional<Value> string_method(const std::string& s, const std::string& name
       if ((*b)[2] && !(*b)[2]->is_int() && !(*b)[2]->is_bool()) {
         return absl::InvalidArgumentError("replace() count must be an integer");
       }
-      std::string r = replace_all(s, (*b)[0]->as_string(), (*b)[1]->as_string(), (*b)[2] ? (*b)[2]->as_int() : -1);
+      std::string r = replace_all(s, (*b)[0]->as_string(), (*b)[1]->as_string(), (*b)[2] ? (*b)[2]->as_int() : -1,
+                                  in.limits().max_output_bytes);
       if (auto st = in.check_size(r.size()); !st.ok()) return st;
       return Value(std::move(r));
     });

@@ -167,6 +167,10 @@ TEST(ChatTemplateLimits, FormattingIsBoundedWhileBuilt) {
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(render_error("{% set y = ([[1] * 4000] * 4000) | sum(start=[]) %}", {}, limits).code(),
             absl::StatusCode::kResourceExhausted);
+  // replace('', x) inserts x between every character: 4000 x 4001 bytes were built before.
+  EXPECT_EQ(render_error(big + "{% set y = x.replace('', x) %}", {}, limits).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(render_error(big + "{% set y = x | replace('a', x) %}", {}, limits).code(),
+            absl::StatusCode::kResourceExhausted);
 }
 
 // Regression (tests/fuzz chat_template): a namespace stored inside itself printed forever
