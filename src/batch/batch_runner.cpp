@@ -224,7 +224,7 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
       if (result.logprobs && !out.token_ids.empty()) {
         append_openai_logprobs(choice.logprobs,
                                openai_logprobs(result.endpoint == BatchEndpoint::kChatCompletions, out.token_ids,
-                                               out.samples, token_text, static_cast<int64_t>(choice.text.size())));
+                                               out.samples, token_text, utf8_code_points(choice.text)));
       }
       choice.token_ids.insert(choice.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
       choice.text += out.text;

@@ -34,10 +34,12 @@ json openai_logprobs(bool chat, std::span<const int32_t> token_ids, std::span<co
   for (size_t i = 0; i < n; ++i) {
     json top = json::object();
     for (const auto& [id, lp] : samples[i].top_logprobs) top[token_text(id)] = lp;
-    l["tokens"].push_back(token_text(token_ids[i]));
+    const std::string tok = token_text(token_ids[i]);
+    l["tokens"].push_back(tok);
     l["token_logprobs"].push_back(samples[i].logprob);
     l["top_logprobs"].push_back(top);
     l["text_offset"].push_back(text_offset);
+    text_offset += utf8_code_points(tok);
   }
   return l;
 }
@@ -50,6 +52,12 @@ void append_openai_logprobs(json& into, const json& piece) {
   for (auto& [key, value] : piece.items()) {
     for (const json& v : value) into[key].push_back(v);
   }
+}
+
+int64_t utf8_code_points(std::string_view text) {
+  int64_t n = 0;
+  for (unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
 }
 
 json empty_openai_logprobs(bool chat) { return chat ? json{{"content", json::array()}} : json(); }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "nlohmann/json.hpp"
 #include "sampling/sampler.h"
@@ -18,12 +19,17 @@
 namespace weft {
 
 // The logprobs of `token_ids` (one step's tokens of one choice) with their sampling results.
-// `text_offset`: where the first token's text starts in the choice's text (completions form).
+// `text_offset`: where the first token's text starts in the choice's text, in code points
+// (completions form); each next token's offset adds the previous token string's length, as vLLM
+// counts them.
 nlohmann::json openai_logprobs(bool chat, std::span<const int32_t> token_ids, std::span<const SampleResult> samples,
                                const std::function<std::string(int32_t)>& token_text, int64_t text_offset);
 
 // Appends `piece` to `into` (both one form); a null `into` becomes `piece`.
 void append_openai_logprobs(nlohmann::json& into, const nlohmann::json& piece);
+
+// The length of UTF-8 text in code points (the unit of text_offset).
+int64_t utf8_code_points(std::string_view text);
 
 // What a choice that asked for logprobs reports when it has none: chat {"content": []}, null for
 // completions.

@@ -84,7 +84,7 @@ std::string ResponseBuilder::stream_events(const std::vector<StreamEvent>& event
       choice["text"] = e.output.text;
     }
     choice["logprobs"] = has_logprobs ? logprobs_for(e, c) : json();
-    c.text_offset += static_cast<int64_t>(e.output.text.size());
+    c.text_offset += utf8_code_points(e.output.text);
     if (e.output.finished) {
       c.finish_reason = std::string(finish_reason_name(e.output.finish_reason));
       if (any_finish_reason_.empty()) any_finish_reason_ = c.finish_reason;
@@ -128,7 +128,7 @@ void ResponseBuilder::add_events(const std::vector<StreamEvent>& events) {
     completion_tokens_ += static_cast<int64_t>(e.output.token_ids.size());
     if (logprobs_ && !e.output.token_ids.empty()) append_openai_logprobs(c.logprobs, logprobs_for(e, c));
     c.text += e.output.text;
-    c.text_offset += static_cast<int64_t>(e.output.text.size());
+    c.text_offset += utf8_code_points(e.output.text);
     if (e.output.finished) {
       c.finish_reason = std::string(finish_reason_name(e.output.finish_reason));
       if (any_finish_reason_.empty()) any_finish_reason_ = c.finish_reason;

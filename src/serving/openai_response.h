@@ -50,7 +50,7 @@ class ResponseBuilder {
     std::string text;
     std::string finish_reason;
     nlohmann::json logprobs;   // accumulated (non-streaming)
-    int64_t text_offset = 0;   // completions logprobs: characters... bytes of text so far
+    int64_t text_offset = 0;   // completions logprobs: code points of text so far
     bool role_sent = false;
   };
   nlohmann::json logprobs_for(const StreamEvent& e, Choice& c) const;

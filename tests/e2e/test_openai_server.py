@@ -133,6 +133,11 @@ class OpenAiClientTest(unittest.TestCase):
         self.assertEqual(r.usage.prompt_tokens, json.loads(tok)["count"])
         self.assertEqual(len(c.logprobs.tokens), 12)
         self.assertEqual(len(c.logprobs.token_logprobs), 12)
+        # Offsets count code points: each token starts where the previous token's string ended.
+        offsets = c.logprobs.text_offset
+        self.assertEqual(offsets[0], 0)
+        for i in range(1, len(offsets)):
+            self.assertEqual(offsets[i], offsets[i - 1] + len(c.logprobs.tokens[i - 1]))
         for lp, top in zip(c.logprobs.token_logprobs, c.logprobs.top_logprobs):
             self.assertLessEqual(lp, 0.0)
             self.assertLessEqual(len(top), 3)
