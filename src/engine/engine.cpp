@@ -129,7 +129,7 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
     return samples;
   }
   // The rows to sample from: copies of full logits rows, or candidates spread over rows that are
-  // -inf elsewhere (exact for the plans sample_candidates_for allows).
+  // -inf elsewhere (exact for the plans choose_sampling_output makes).
   Tensor picked;
   if (output.logits.defined()) {
     sampled_from_.full_logits += num_rows;

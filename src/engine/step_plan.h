@@ -26,7 +26,7 @@ struct StepPlan {
   int64_t step_id = 0;
   std::vector<PlannedChunk> chunks;
   // How much of each logits row the last stage needs to return (the coordinator picks it so that
-  // sampling stays exact, Engine::sample_candidates_for): 0 = the full F32 logits; 1 = the argmax
+  // sampling stays exact, Engine::choose_sampling_output): 0 = the full F32 logits; 1 = the argmax
   // token (ties to the lowest id); K > 1 = the K best (token, logit) pairs
   // (sample_candidates.h). Each is found shard by shard over the TP group, so nothing
   // vocabulary-sized is gathered or sent. An executor may always return more (full logits).
