@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "tokenizer/chat_template/unicode_text.h"
@@ -339,6 +341,81 @@ absl::StatusOr<Value> slice_value(const Value& obj, const Value& start, const Va
   return type_error(absl::StrCat("'", obj.type_name(), "' object is not subscriptable"));
 }
 
+namespace {
+
+// A printf-style conversion's flags, width and precision (Python's grammar without '*').
+struct PrintfSpec {
+  std::string flags;  // of "-+ #0"
+  size_t width = 0;
+  std::optional<size_t> precision;
+};
+
+// Widths and precisions past this are refused: C's printf would pad them one byte at a time.
+constexpr size_t kMaxFormatWidth = 4096;
+
+absl::StatusOr<PrintfSpec> parse_printf_spec(std::string_view spec) {
+  PrintfSpec out;
+  size_t i = 0;
+  while (i < spec.size() && std::string_view("-+ #0").find(spec[i]) != std::string_view::npos) out.flags += spec[i++];
+  auto number = [&](size_t& value) {
+    for (; i < spec.size() && spec[i] >= '0' && spec[i] <= '9'; ++i) {
+      value = std::min<size_t>(value * 10 + static_cast<size_t>(spec[i] - '0'), kMaxFormatWidth + 1);
+    }
+  };
+  number(out.width);
+  if (i < spec.size() && spec[i] == '.') {
+    ++i;
+    size_t precision = 0;
+    number(precision);
+    out.precision = precision;
+  }
+  if (i != spec.size()) return type_error(absl::StrCat("unsupported format specification '%", std::string(spec), "'"));
+  if (out.width > kMaxFormatWidth || out.precision.value_or(0) > kMaxFormatWidth) {
+    return type_error(absl::StrCat("format width or precision above ", kMaxFormatWidth));
+  }
+  return out;
+}
+
+// snprintf of one number with `spec` and the length + conversion letters `conv`, into a string of
+// the size it needs (bounded: width and precision are at most kMaxFormatWidth).
+template <typename T>
+std::string c_format(const PrintfSpec& spec, const std::string& conv, T value) {
+  std::string f = "%" + spec.flags + (spec.width ? std::to_string(spec.width) : std::string()) +
+                  (spec.precision ? "." + std::to_string(*spec.precision) : std::string()) + conv;
+  const int n = std::snprintf(nullptr, 0, f.c_str(), value);
+  if (n <= 0) return std::string();
+  std::string out(static_cast<size_t>(n), '\0');
+  std::snprintf(out.data(), out.size() + 1, f.c_str(), value);
+  return out;
+}
+
+// %s / %r: precision cuts to that many code points, width pads with spaces ('-': on the right).
+std::string pad_text(const PrintfSpec& spec, std::string text) {
+  if (spec.precision) {
+    std::u32string cps = utf8_decode(text);
+    if (cps.size() > *spec.precision) text = utf8_encode(std::u32string_view(cps).substr(0, *spec.precision));
+  }
+  const size_t len = utf8_length(text);
+  if (len >= spec.width) return text;
+  const std::string pad(spec.width - len, ' ');
+  return spec.flags.find('-') != std::string::npos ? text + pad : pad + text;
+}
+
+// %x / %X / %o of a signed value as Python writes it: a '-' before the magnitude.
+std::string signed_radix(const PrintfSpec& spec, char conv, int64_t value) {
+  if (value >= 0) return c_format(spec, std::string("ll") + conv, static_cast<long long>(value));
+  const unsigned long long magnitude = static_cast<unsigned long long>(-(value + 1)) + 1;
+  PrintfSpec inner = spec;
+  inner.width = 0;
+  std::string digits = "-" + c_format(inner, std::string("ll") + conv, magnitude);
+  if (digits.size() >= spec.width) return digits;
+  if (spec.flags.find('-') != std::string::npos) return digits + std::string(spec.width - digits.size(), ' ');
+  if (spec.flags.find('0') != std::string::npos) return "-" + std::string(spec.width - digits.size(), '0') + digits.substr(1);
+  return std::string(spec.width - digits.size(), ' ') + digits;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& args, size_t max_bytes) {
   std::vector<Value> positional;
   if (args.is_list() && args.as_list().is_tuple) {
@@ -375,10 +452,11 @@ absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& 
       if (next >= positional.size()) return type_error("not enough arguments for format string");
       arg = &positional[next++];
     }
-    char buf[512];
+    auto parsed = parse_printf_spec(spec);
+    if (!parsed.ok()) return parsed.status();
     switch (conv) {
-      case 's': out += arg->str(); break;
-      case 'r': out += arg->repr(); break;
+      case 's': out += pad_text(*parsed, arg->str()); break;
+      case 'r': out += pad_text(*parsed, arg->repr()); break;
       case 'd': case 'i': {
         if (!arg->is_number()) return type_error(absl::StrCat("%d format: a real number is required, not ", arg->type_name()));
         long long value = 0;
@@ -392,8 +470,7 @@ absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& 
         } else {
           value = arg->as_int();
         }
-        std::snprintf(buf, sizeof(buf), ("%" + spec + "lld").c_str(), value);
-        out += buf;
+        out += c_format(*parsed, "lld", value);
         break;
       }
       case 'f': case 'e': case 'g': case 'x': case 'X': case 'o':
@@ -402,11 +479,10 @@ absl::StatusOr<std::string> percent_format(const std::string& fmt, const Value& 
           return type_error(absl::StrCat("%", std::string(1, conv), " format: an integer is required, not float"));
         }
         if (conv == 'x' || conv == 'X' || conv == 'o') {
-          std::snprintf(buf, sizeof(buf), ("%" + spec + "ll" + std::string(1, conv)).c_str(), static_cast<long long>(arg->as_int()));
+          out += signed_radix(*parsed, conv, arg->as_int());
         } else {
-          std::snprintf(buf, sizeof(buf), ("%" + spec + std::string(1, conv)).c_str(), arg->as_float());
+          out += c_format(*parsed, std::string(1, conv), arg->as_float());
         }
-        out += buf;
         break;
       default: return type_error(absl::StrCat("unsupported format character '", std::string(1, conv), "'"));
     }

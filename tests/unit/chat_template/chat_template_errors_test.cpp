@@ -134,6 +134,23 @@ TEST(ChatTemplateRuntime, FormattingRejectsWhatPythonRejects) {
   EXPECT_EQ(*r, "1 ff 10 a-b [Undefined]");  // what jinja2 renders
 }
 
+// printf-style formatting follows Python: widths and precisions apply to %s too, negative %x has
+// a sign; absurd widths are refused instead of padded a byte at a time (a fuzz timeout).
+TEST(ChatTemplateRuntime, PercentFormattingFollowsPython) {
+  auto t = ChatTemplate::parse(
+      "[{{ '%5s|%-5s|%.2s|%5.1s' % ('ab', 'ab', 'abc', 'xyz') }}] [{{ '%x %X %o %#x %5x %-5x| %05x' % (-255, 255, -8, 255, -255, -255, -255) }}] "
+      "[{{ '%08.3f %+d %e %g' % (3.14159, 5, 12345.678, 0.0001) }}] [{{ '%r' % 'q' }}]");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto r = t->render(nlohmann::ordered_json::object(), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r,
+            "[   ab|ab   |ab|    x] [-ff FF -10 0xff   -ff -ff  | -00ff] [0003.142 +5 1.234568e+04 0.0001] ['q']");
+  EXPECT_THAT(render_error("{{ '%000000000000000000723883956.2f' % 2.5 }}").message(),
+              HasSubstr("format width or precision above 4096"));
+  EXPECT_THAT(render_error("{{ '%.99999d' % 1 }}").message(), HasSubstr("format width or precision above 4096"));
+  EXPECT_THAT(render_error("{{ '%1.2.3f' % 1.0 }}").message(), HasSubstr("unsupported format specification"));
+}
+
 // Integer edge cases are errors or Python's values, never signed overflow (UBSan would abort), and
 // floats past 64 bits do not convert.
 TEST(ChatTemplateRuntime, IntegerEdgesDoNotOverflow) {
