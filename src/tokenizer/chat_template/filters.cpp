@@ -84,7 +84,9 @@ Result f_tojson(Interpreter& in, const Value& v, CallArgs& args) {
     if (b[1]->is_string()) {
       o.indent = b[1]->as_string();
     } else if (b[1]->is_int() || b[1]->is_bool()) {
-      o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, b[1]->as_int())), ' ');
+      const int64_t width = std::max<int64_t>(0, b[1]->as_int());
+      if (auto st = in.check_size(static_cast<uint64_t>(width)); !st.ok()) return st;
+      o.indent = std::string(static_cast<size_t>(width), ' ');
     } else {
       return absl::InvalidArgumentError(absl::StrCat("tojson: indent must be an int or str, not ", b[1]->type_name()));
     }

@@ -225,6 +225,7 @@ TEST(ChatTemplateLimits, SharedValuesPrintWithinTheOutputLimit) {
   EXPECT_EQ(*r, "[[[1], [1]], [[1], [1]]]");
   EXPECT_EQ(render_error("{{ 'a\nb' | indent([]) }}").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(render_error("{{ 'a\nb\nc' | indent(60000) }}", {}, limits).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(render_error("{{ [1] | tojson(indent=4000000000) }}", {}, limits).code(), absl::StatusCode::kResourceExhausted);
 }
 
 TEST(ChatTemplateLimits, LoopIterations) {
