@@ -38,6 +38,8 @@ double py_fmod(double a, double b) {
 
 absl::StatusOr<Value> repeat(const Value& seq, int64_t n, size_t max_bytes) {
   if (n < 0) n = 0;
+  // An empty sequence stays empty however often it repeats (without looping n times).
+  if ((seq.is_string() && seq.as_string().empty()) || (seq.is_list() && seq.items().empty())) n = 0;
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
     if (!s.empty() && static_cast<uint64_t>(n) > max_bytes / s.size()) return too_big(max_bytes);

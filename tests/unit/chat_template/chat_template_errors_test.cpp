@@ -184,6 +184,12 @@ TEST(ChatTemplateLimits, FormattingIsBoundedWhileBuilt) {
             absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(render_error("{% set y = ([[1] * 4000] * 4000) | sum(start=[]) %}", {}, limits).code(),
             absl::StatusCode::kResourceExhausted);
+  // An empty string or list repeated 1e16 times is empty at once (a fuzz timeout looped 1e16 times).
+  auto empty = ChatTemplate::parse("[{{ '' * 10000000000000000 }}]{{ [] * 10000000000000000 }}{{ () * 10000000000000000 }}");
+  ASSERT_TRUE(empty.ok());
+  auto rendered = empty->render(nlohmann::ordered_json::object(), limits);
+  ASSERT_TRUE(rendered.ok()) << rendered.status();
+  EXPECT_EQ(*rendered, "[][]()");
   // replace('', x) inserts x between every character: 4000 x 4001 bytes were built before.
   EXPECT_EQ(render_error(big + "{% set y = x.replace('', x) %}", {}, limits).code(), absl::StatusCode::kResourceExhausted);
   EXPECT_EQ(render_error(big + "{% set y = x | replace('a', x) %}", {}, limits).code(),
