@@ -55,13 +55,17 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   return e;
 }
 
+// create() may fail at any point after the object exists (a load error, a KV allocation that
+// does not fit, a pipeline channel that cannot open): only a coordinator whose executor was built
+// has workers serving steps, so only then is there anyone to tell to stop.
 DistributedEngine::~DistributedEngine() {
-  if (is_coordinator() && !shut_down_) (void)shutdown();
+  if (executor_ && !shut_down_) (void)shutdown();
 }
 
 absl::Status DistributedEngine::serve() { return worker_->serve(); }
 
 absl::Status DistributedEngine::shutdown() {
+  if (!executor_) return absl::FailedPreconditionError("shutdown() on a rank that is not the coordinator");
   shut_down_ = true;
   return executor_->shutdown();
 }
