@@ -10,6 +10,7 @@
 #include <iterator>
 #include <string>
 
+#include "core/bounded_json.h"
 #include "launcher/cli_args.h"
 #include "launcher/commands.h"
 #include "launcher/default_model.h"
@@ -35,9 +36,9 @@ int for_each_json_line(const std::function<absl::StatusOr<nlohmann::json>(const 
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    nlohmann::json in = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    absl::StatusOr<nlohmann::json> out =
-        in.is_discarded() ? absl::InvalidArgumentError("line is not valid JSON") : handle(in);
+    absl::StatusOr<nlohmann::json> in =
+        parse_json_bounded<nlohmann::json>(line, "line", request_json_limits());
+    absl::StatusOr<nlohmann::json> out = in.ok() ? handle(*in) : in.status();
     if (out.ok()) {
       std::cout << out->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
@@ -107,8 +108,11 @@ int run_chat_template(const std::vector<std::string>& args) {
     return fail("chat-template", absl::InvalidArgumentError("the model's tokenizer_config.json has no chat_template"));
   }
   const std::string input(std::istreambuf_iterator<char>(std::cin), {});
-  nlohmann::ordered_json request = nlohmann::ordered_json::parse(input, nullptr, false);
-  if (request.is_discarded() || !request.is_object()) {
+  absl::StatusOr<nlohmann::ordered_json> parsed =
+      parse_json_bounded<nlohmann::ordered_json>(input, "stdin", request_json_limits());
+  if (!parsed.ok()) return fail("chat-template", parsed.status());
+  nlohmann::ordered_json& request = *parsed;
+  if (!request.is_object()) {
     return fail("chat-template", absl::InvalidArgumentError("stdin must hold one JSON object"));
   }
   if (!request.contains("messages") || !request["messages"].is_array()) {

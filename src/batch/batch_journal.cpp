@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/bounded_json.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -43,12 +44,13 @@ absl::Status scan_file(const std::filesystem::path& path, int64_t& torn, F on_li
     const std::string line = data.substr(begin, nl - begin);
     begin = nl + 1;
     if (line.empty()) continue;
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
+    absl::StatusOr<nlohmann::json> parsed =
+        parse_json_bounded<nlohmann::json>(line, "a journal line", request_json_limits());
+    if (!parsed.ok() || !parsed->is_object()) {
       return absl::DataLossError(absl::StrCat(path.string(), " line ", line_no,
                                               ": not a batch record; refusing to append to it"));
     }
-    on_line(j);
+    on_line(*parsed);
   }
   return absl::OkStatus();
 }

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "core/bounded_json.h"
 #include "serving/openai_logprobs.h"
 
 namespace weft {
@@ -35,8 +36,10 @@ std::string batch_request_id(const std::string& custom_id) {
 
 absl::StatusOr<BatchLine> parse_batch_line(const std::string& line,
                                            std::optional<std::string>* custom_id) {
-  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return absl::InvalidArgumentError("the line is not valid JSON");
+  absl::StatusOr<nlohmann::json> parsed =
+      parse_json_bounded<nlohmann::json>(line, "the line", request_json_limits());
+  if (!parsed.ok()) return parsed.status();
+  const nlohmann::json& j = *parsed;
   if (!j.is_object()) return absl::InvalidArgumentError("the line is not a JSON object");
   auto id = j.find("custom_id");
   if (id == j.end() || !id->is_string()) {

@@ -1,94 +1,23 @@
 #include "model/json_reader.h"
 
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/bounded_json.h"
 
 namespace weft {
-namespace {
 
 using nlohmann::json;
 
-// Tracks the keys of every open object so a repeated key is caught while parsing; nlohmann's
-// DOM keeps only the last value of a repeated key, which would let a file hide a tensor.
-struct DuplicateKeyFinder {
-  struct Level {
-    bool is_object = false;
-    std::set<std::string> seen;
-    std::string current_key;
-  };
-  std::vector<Level> stack;
-  std::optional<std::string> duplicate_path;
-  bool too_deep = false;
-
-  std::string path_with(const std::string& key) const {
-    std::string path;
-    for (const Level& level : stack) {
-      if (level.is_object && &level != &stack.back())
-        absl::StrAppend(&path, level.current_key, ".");
-    }
-    return path + key;
-  }
-
-  bool on_event(int depth, json::parse_event_t event, const json& parsed) {
-    if (depth >= kMaxJsonNestingDepth && (event == json::parse_event_t::object_start ||
-                                          event == json::parse_event_t::array_start)) {
-      // Returning false drops the container from the result, so nothing deeper is built.
-      too_deep = true;
-      return false;
-    }
-    switch (event) {
-      case json::parse_event_t::object_start:
-        stack.push_back(Level{true, {}, {}});
-        break;
-      case json::parse_event_t::array_start:
-        stack.push_back(Level{false, {}, {}});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!stack.empty()) stack.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!stack.empty() && parsed.is_string()) {
-          Level& level = stack.back();
-          const std::string& key = parsed.get_ref<const std::string&>();
-          if (!level.seen.insert(key).second && !duplicate_path) duplicate_path = path_with(key);
-          level.current_key = key;
-        }
-        break;
-      case json::parse_event_t::value:
-        break;
-    }
-    return true;
-  }
-};
-
-}  // namespace
-
-absl::StatusOr<json> parse_json_strict(std::string_view text, const std::string& source) {
-  DuplicateKeyFinder finder;
-  json::parser_callback_t callback = [&finder](int depth, json::parse_event_t event,
-                                               json& parsed) {
-    return finder.on_event(depth, event, parsed);
-  };
-  json value;
-  try {
-    value = json::parse(text.begin(), text.end(), callback);
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": not valid JSON: ", e.what()));
-  }
-  if (finder.too_deep) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": arrays/objects nested deeper than ", kMaxJsonNestingDepth, " levels"));
-  }
-  if (finder.duplicate_path) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": duplicate key '", *finder.duplicate_path, "'"));
-  }
-  return value;
+absl::StatusOr<json> parse_json_strict(std::string_view text, const std::string& source,
+                                       int64_t max_container_size) {
+  JsonLimits limits;
+  limits.max_depth = kMaxJsonNestingDepth;
+  limits.max_container_size = max_container_size;
+  limits.max_values = int64_t{1} << 27;
+  return parse_json_bounded<json>(text, source, limits);
 }
 
 const char* json_type_name(const json& value) {

@@ -27,10 +27,13 @@ inline constexpr uint64_t kMaxJsonFileBytes = uint64_t{64} << 20;
 // kMaxJsonFileBytes.
 absl::StatusOr<std::string> read_json_file(const std::filesystem::path& path);
 
-// Parses `text`. Errors (InvalidArgument) name `source`: not JSON (with the byte position), an
-// object that repeats a key (the key and its path) — nlohmann would silently keep the last one —
-// or nesting deeper than kMaxJsonNestingDepth.
-absl::StatusOr<nlohmann::json> parse_json_strict(std::string_view text, const std::string& source);
+// Parses `text` with parse_json_bounded (core/bounded_json.h): time linear in its size, limits
+// enforced while parsing. Errors (InvalidArgument) name `source`: not JSON (with the byte
+// position), an object that repeats a key (the key and its path) — nlohmann would silently keep
+// the last one —, nesting deeper than kMaxJsonNestingDepth, an object or array with more than
+// `max_container_size` entries.
+absl::StatusOr<nlohmann::json> parse_json_strict(std::string_view text, const std::string& source,
+                                                 int64_t max_container_size = int64_t{1} << 20);
 
 // "string", "integer", "number", "boolean", "object", "array" or "null": for error messages.
 const char* json_type_name(const nlohmann::json& value);

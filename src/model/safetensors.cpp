@@ -205,15 +205,11 @@ absl::StatusOr<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(
   const uint64_t data_size = file_size - self->data_offset_;
 
   const std::string_view header(reinterpret_cast<const char*>(self->map_ + 8), header_len);
-  WEFT_ASSIGN_OR_RETURN(json root, parse_json_strict(header, absl::StrCat(file, " (header)")));
+  WEFT_ASSIGN_OR_RETURN(json root, parse_json_strict(header, absl::StrCat(file, " (header)"),
+                                                          kMaxTensors + 1));  // + "__metadata__"
   if (!root.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat(file, ": header must be a JSON object, got ", json_type_name(root)));
-  }
-  if (root.size() > kMaxTensors + 1) {  // + "__metadata__"
-    return absl::InvalidArgumentError(absl::StrCat(file, ": header lists ", root.size(),
-                                                   " entries, more than the limit of ",
-                                                   kMaxTensors, " tensors"));
   }
   for (const auto& [name, value] : root.items()) {
     if (name == "__metadata__") {

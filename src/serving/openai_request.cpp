@@ -1,6 +1,7 @@
 #include "serving/openai_request.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/bounded_json.h"
 #include "sampling/sampling_params_json.h"
 
 namespace weft {
@@ -21,33 +22,6 @@ const json* field(const json& obj, const char* name) {
   auto it = obj.find(name);
   if (it == obj.end() || it->is_null()) return nullptr;
   return &*it;
-}
-
-// Depth of [ and { outside strings, stopping at the first level past `max_depth`.
-bool nesting_within(std::string_view text, int max_depth) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
 }
 
 std::optional<ApiError> token_ids_from(const json& v, const char* param, int64_t vocab, std::vector<int32_t>& out) {
@@ -204,11 +178,9 @@ ApiError api_error_from_status(const absl::Status& status) {
 }
 
 std::variant<json, ApiError> parse_json_body(std::string_view body) {
-  if (!nesting_within(body, kMaxJsonDepth)) {
-    return bad("", absl::StrCat("request body: JSON nested deeper than ", kMaxJsonDepth, " levels"));
-  }
-  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return bad("", "request body: not valid JSON (UTF-8)");
+  absl::StatusOr<json> parsed = parse_json_bounded<json>(body, "request body", request_json_limits());
+  if (!parsed.ok()) return bad("", std::string(parsed.status().message()));
+  json& j = *parsed;
   if (!j.is_object()) return bad("", absl::StrCat("request body: expected a JSON object, got ", j.type_name()));
   return j;
 }

@@ -1,7 +1,7 @@
 // OpenAI-compatible request bodies -> engine requests, and errors in the OpenAI shape.
 //
-// parse_json_body: the body must be a JSON object nested at most kMaxJsonDepth deep (checked
-// before parsing, so a deeply nested body cannot exhaust the stack).
+// parse_json_body: the body must be a JSON object within request_json_limits()
+// (core/bounded_json.h: nesting, sizes and repeated keys checked while parsing).
 // parse_generation_request reads /v1/completions and /v1/chat/completions bodies:
 //   model (optional; must name the served model: 404 otherwise), prompt (completions: a string,
 //   an array of token ids, or a one-element array of either), messages (chat: role + content as a
@@ -33,8 +33,6 @@
 #include "tokenizer/tokenizer.h"
 
 namespace weft {
-
-constexpr int kMaxJsonDepth = 64;
 
 struct ServedModel {
   std::string name;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/bounded_json.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/decoders.h"
 #include "tokenizer/normalizers.h"
@@ -32,43 +33,17 @@ absl::StatusOr<std::string> read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
-// Deepest array/object nesting in JSON `text` (strings skipped); stops counting past `limit`.
-int json_nesting_depth(std::string_view text, int limit) {
-  int depth = 0;
-  int deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
+// tokenizer.json files are large (a 150k-token vocabulary object, as many merges), so the
+// container and value limits are the file-size limit's worth; a repeated key keeps its last
+// value, as Hugging Face's serde-based reader does.
 absl::StatusOr<nlohmann::json> parse_json(const std::string& text,
                                           const std::filesystem::path& path) {
-  if (json_nesting_depth(text, Tokenizer::kMaxJsonNestingDepth) >
-      Tokenizer::kMaxJsonNestingDepth) {
-    return absl::InvalidArgumentError(str_cat(path.string(),
-                                              ": arrays/objects nested deeper than ",
-                                              Tokenizer::kMaxJsonNestingDepth, " levels"));
-  }
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e999
-    return absl::InvalidArgumentError(str_cat(path.string(), ": malformed JSON: ", e.what()));
-  }
+  JsonLimits limits;
+  limits.max_depth = Tokenizer::kMaxJsonNestingDepth;
+  limits.max_container_size = int64_t{1} << 24;
+  limits.max_values = int64_t{1} << 28;
+  limits.reject_duplicate_keys = false;
+  return parse_json_bounded<nlohmann::json>(text, path.string(), limits);
 }
 
 // tokenizer_config.json names special tokens as strings or as {"content": ..., ...} objects.

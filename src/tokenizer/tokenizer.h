@@ -40,7 +40,7 @@ class Tokenizer {
   static constexpr int kMaxJsonNestingDepth = 128;
 
   // Loads `model_dir`/tokenizer.json (required) and `model_dir`/tokenizer_config.json
-  // (optional). Errors name the file and field: missing/unreadable file, malformed JSON,
+  // (optional). Errors name the file and field: missing/unreadable file, JSON that is not valid,
   // unsupported model ("unsupported tokenizer model type X in <file>"), unknown normalizer,
   // pre-tokenizer, decoder or post-processor type, invalid regex, a file larger than
   // kMaxFileBytes or nested deeper than kMaxJsonNestingDepth.

@@ -28,7 +28,9 @@ TEST(BatchRecordTest, ParsesChatAndCompletionLines) {
 }
 
 TEST(BatchRecordTest, ErrorsNameTheFieldAndKeepTheCustomId) {
-  EXPECT_EQ(parse_error("{oops"), "the line is not valid JSON");
+  EXPECT_EQ(parse_error("{oops").rfind("the line: not valid JSON", 0), 0u);
+  EXPECT_EQ(parse_error(std::string(150000, '[') + std::string(150000, ']')),
+            "the line: arrays/objects nested deeper than 64 levels");
   EXPECT_EQ(parse_error("[1]"), "the line is not a JSON object");
   EXPECT_EQ(parse_error(R"({"url":"/v1/completions"})"), "custom_id: expected a string");
   std::optional<std::string> id;

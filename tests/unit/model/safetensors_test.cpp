@@ -165,6 +165,32 @@ TEST(SafetensorsTest, MisalignedTensorIsReturnedAsAlignedCopy) {
   EXPECT_EQ(t->data_as<int64_t>()[0], value);
 }
 
+// Header with `count` zero-size F32 tensors "t0", "t1", ...
+std::string many_tensors_header(size_t count) {
+  std::string header = "{";
+  for (size_t i = 0; i < count; ++i) {
+    if (i) header += ',';
+    header += "\"t" + std::to_string(i) + "\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}";
+  }
+  return header + "}";
+}
+
+// Regression (issue 18): a header of 65,536 zero-size tensors took 38 s to open (nlohmann's
+// callback parser is quadratic in the members of an object of objects), and the tensor limit was
+// checked only after the whole parse. At the limit it now opens in linear time (the ctest timeout
+// catches a regression), and one past it is refused while parsing.
+TEST(SafetensorsErrorTest, TensorCountLimitIsReachedInLinearTime) {
+  TempDir dir;
+  const std::filesystem::path path = dir / "many.safetensors";
+  write_bytes(path, safetensors_bytes(many_tensors_header(SafetensorsFile::kMaxTensors), ""));
+  auto file = SafetensorsFile::open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->entries().size(), SafetensorsFile::kMaxTensors);
+  absl::Status status =
+      open_error(dir, safetensors_bytes(many_tensors_header(SafetensorsFile::kMaxTensors + 2), ""));
+  EXPECT_THAT(status.message(), HasSubstr("more than 1048577 members"));
+}
+
 // Regression: a deeply nested value used to overflow the stack when the error message dumped it
 // (nlohmann's dump and copy recurse); the header parser now refuses deep nesting up front.
 TEST(SafetensorsErrorTest, DeeplyNestedHeader) {

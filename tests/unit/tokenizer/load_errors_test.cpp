@@ -74,7 +74,7 @@ TEST_F(LoadErrorTest, DeeplyNestedJson) {
 // overflow, dropout of the wrong type) or ask for a table of 2^31 entries.
 TEST_F(LoadErrorTest, HostileValues) {
   write(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "x": 1e999})");
-  expect_error({"malformed JSON"});
+  expect_error({"not valid JSON"});
   write(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [], "dropout": "x"}})");
   expect_error({"dropout"});
   write(R"({"model": {"type": "BPE", "vocab": {"a": 2147483647}, "merges": []}})");
@@ -93,7 +93,7 @@ TEST_F(LoadErrorTest, MissingFile) {
 
 TEST_F(LoadErrorTest, MalformedJson) {
   write("{\"model\": {\"type\": \"BPE\", ");
-  expect_error({"malformed JSON"});
+  expect_error({"not valid JSON"});
 }
 
 TEST_F(LoadErrorTest, UnknownModelType) {
@@ -167,7 +167,7 @@ TEST_F(LoadErrorTest, MalformedConfig) {
   std::ofstream(dir_ / "tokenizer_config.json") << "{not json";
   auto tok = Tokenizer::load(dir_);
   ASSERT_FALSE(tok.ok());
-  EXPECT_NE(tok.status().message().find("tokenizer_config.json: malformed JSON"),
+  EXPECT_NE(tok.status().message().find("tokenizer_config.json: not valid JSON"),
             std::string_view::npos)
       << tok.status();
 }
