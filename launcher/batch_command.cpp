@@ -157,8 +157,9 @@ int run_batch_command(const std::vector<std::string>& args) {
     encoder.encode_text = [tokenizer](const std::string& text) {
       return tokenizer->encode(text, /*add_special_tokens=*/true);
     };
-    encoder.encode_chat = [tokenizer](const nlohmann::json& messages) {
-      return encode_chat_messages(*tokenizer, nlohmann::ordered_json::parse(messages.dump()));
+    encoder.encode_chat = [tokenizer](const nlohmann::ordered_json& messages,
+                                      const nlohmann::ordered_json& template_kwargs) {
+      return encode_chat_messages(*tokenizer, messages, template_kwargs);
     };
     encoder.token_text = [tokenizer](int32_t id) {
       const int32_t one[1] = {id};

@@ -15,7 +15,8 @@ const char* prompt_flags_help() {
 }
 
 absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& tokenizer,
-                                                          const nlohmann::ordered_json& messages) {
+                                                          const nlohmann::ordered_json& messages,
+                                                          const nlohmann::ordered_json& template_kwargs) {
   if (tokenizer.chat_template().empty()) {
     return absl::InvalidArgumentError("the model's tokenizer_config.json has no chat_template");
   }
@@ -24,7 +25,7 @@ absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& token
   WEFT_ASSIGN_OR_RETURN(std::string text,
                         render_chat(tmpl, messages, /*add_generation_prompt=*/true,
                                     tokenizer.bos_token().value_or(""),
-                                    tokenizer.eos_token().value_or("")));
+                                    tokenizer.eos_token().value_or(""), template_kwargs));
   return tokenizer.encode(text, /*add_special_tokens=*/false);
 }
 

@@ -34,9 +34,11 @@ absl::StatusOr<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer,
                                                  const std::string& system_text);
 
 // Renders an OpenAI messages array ([{"role", "content"}, ...]) with the model's chat template
-// (add_generation_prompt) and encodes it the same way. InvalidArgument when the tokenizer has no
-// chat template, `messages` is not an array, or the template fails (its message says where).
-absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& tokenizer,
-                                                          const nlohmann::ordered_json& messages);
+// (add_generation_prompt; `template_kwargs`' members as extra template variables) and encodes it
+// the same way. InvalidArgument when the tokenizer has no chat template, `messages` is not an
+// array, or the template fails (its message says where).
+absl::StatusOr<std::vector<int32_t>> encode_chat_messages(
+    const Tokenizer& tokenizer, const nlohmann::ordered_json& messages,
+    const nlohmann::ordered_json& template_kwargs = nlohmann::ordered_json());
 
 }  // namespace weft

@@ -12,6 +12,7 @@
 #include "batch/batch_record.h"
 #include "core/status_macros.h"
 #include "sampling/sampling_params_json.h"
+#include "serving/openai_fields.h"
 #include "serving/openai_logprobs.h"
 
 namespace weft {
@@ -34,7 +35,16 @@ absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line,
     if (!encoder.encode_chat) {
       return absl::InvalidArgumentError("body.messages: chat requests need the model's tokenizer and chat template");
     }
-    return encoder.encode_chat(line.body.at("messages"));
+    nlohmann::ordered_json messages;
+    if (auto err = chat_messages_for_template(line.body.at("messages"), messages)) {
+      return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+    }
+    nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
+    if (auto kw = line.body.find("chat_template_kwargs"); kw != line.body.end() && !kw->is_null()) {
+      if (!kw->is_object()) return absl::InvalidArgumentError("body.chat_template_kwargs: expected an object");
+      kwargs = nlohmann::ordered_json::parse(kw->dump());
+    }
+    return encoder.encode_chat(messages, kwargs);
   }
   const nlohmann::json& prompt = line.body.at("prompt");
   if (prompt.is_string()) {
@@ -76,6 +86,7 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
       }
     }
   }
+  if (auto err = unsupported_field(body, chat)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
   WEFT_ASSIGN_OR_RETURN(p.request.params, sampling_params_from_json(body, options.sampling_defaults));
   WEFT_ASSIGN_OR_RETURN(p.request.prompt_ids, prompt_ids_of(line, encoder));
   const int64_t prompt_len = static_cast<int64_t>(p.request.prompt_ids.size());
@@ -89,10 +100,15 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
   if (priority != body.end() && priority->is_number_integer()) p.request.priority = priority->get<int>();
   p.result.endpoint = line.endpoint;
   p.result.custom_id = line.custom_id;
-  auto requested_model = body.find("model");
-  p.result.model = requested_model != body.end() && requested_model->is_string()
-                       ? requested_model->get<std::string>()
-                       : model;
+  // As in serve: a line that names another model is refused, not answered by this one.
+  if (auto requested = body.find("model"); requested != body.end() && !requested->is_null()) {
+    if (!requested->is_string()) return absl::InvalidArgumentError("body.model: expected a string");
+    if (requested->get_ref<const std::string&>() != model) {
+      return absl::NotFoundError(absl::StrCat("body.model: the model `", requested->get<std::string>(),
+                                              "` does not exist; this batch job serves `", model, "`"));
+    }
+  }
+  p.result.model = model;
   p.result.prompt_tokens = prompt_len;
   p.result.choices.resize(static_cast<size_t>(std::max(1, p.request.params.n)));
   p.result.include_token_ids = !encoder.encode_text || body.value("return_token_ids", false);
@@ -116,6 +132,11 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
                                         const BatchOptions& options, const std::atomic<int>& stop,
                                         const std::function<void(const BatchProgress&)>& on_progress) {
   const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  if (std::filesystem::is_directory(options.input, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--input ", options.input.string(), ": is a directory, not a JSONL file"));
+  }
   std::ifstream in(options.input);
   if (!in) return absl::NotFoundError(absl::StrCat("--input ", options.input.string(), ": cannot open"));
   const bool separate_errors = !options.errors.empty() && options.errors != options.output;
@@ -201,7 +222,10 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
       }
       absl::StatusOr<Prepared> prepared = prepare(*line, encoder, engine, options);
       if (!prepared.ok()) {
-        fail_line(custom_id, "invalid_request", std::string(prepared.status().message()));
+        fail_line(custom_id,
+                  prepared.status().code() == absl::StatusCode::kNotFound ? "model_not_found"
+                                                                          : "invalid_request",
+                  std::string(prepared.status().message()));
         continue;
       }
       absl::StatusOr<int64_t> id = engine.add_request(prepared->request);

@@ -32,7 +32,11 @@ struct BatchPromptEncoder {
   // carry token_ids instead of text.
   std::function<absl::StatusOr<std::vector<int32_t>>(const std::string& text)> encode_text;
   // messages (an OpenAI messages array) -> ids through the model's chat template.
-  std::function<absl::StatusOr<std::vector<int32_t>>(const nlohmann::json& messages)> encode_chat;
+  // Chat messages (as chat_messages_for_template normalized them) and chat_template_kwargs
+  // (an object, possibly empty) -> ids through the model's chat template.
+  std::function<absl::StatusOr<std::vector<int32_t>>(const nlohmann::ordered_json& messages,
+                                                     const nlohmann::ordered_json& template_kwargs)>
+      encode_chat;
   // One token decoded alone, special tokens kept (the token strings of logprobs). Empty without a
   // tokenizer: tokens are then named "token_id:<id>", as vLLM does without one.
   std::function<std::string(int32_t id)> token_text;

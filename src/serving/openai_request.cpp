@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/bounded_json.h"
+#include "serving/openai_fields.h"
 #include "sampling/sampling_params_json.h"
 
 namespace weft {
@@ -60,36 +61,9 @@ std::optional<ApiError> completion_prompt(const json& body, const ServedModel& m
 
 std::optional<ApiError> chat_prompt(const json& body, const ServedModel& model, std::vector<int32_t>& ids) {
   const json* m = field(body, "messages");
-  if (m == nullptr || !m->is_array() || m->empty()) {
-    return bad("messages", "messages: expected a non-empty array of {role, content} objects");
-  }
+  nlohmann::ordered_json messages;
+  if (auto err = chat_messages_for_template(m != nullptr ? *m : json(), messages)) return bad(err->param, err->message);
   if (!model.chat_template) return bad("messages", "messages: the model's tokenizer_config.json has no chat_template");
-  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < m->size(); ++i) {
-    const json& msg = (*m)[i];
-    const std::string where = absl::StrCat("messages[", i, "]");
-    if (!msg.is_object()) return bad("messages", absl::StrCat(where, ": expected an object"));
-    const json* role = field(msg, "role");
-    if (role == nullptr || !role->is_string()) return bad("messages", absl::StrCat(where, ".role: expected a string"));
-    nlohmann::ordered_json out = nlohmann::ordered_json::parse(msg.dump(-1, ' ', false, json::error_handler_t::replace));
-    const json* content = field(msg, "content");
-    if (content != nullptr && content->is_array()) {
-      std::string text;
-      for (size_t j = 0; j < content->size(); ++j) {
-        const json& part = (*content)[j];
-        const json* type = part.is_object() ? field(part, "type") : nullptr;
-        const json* t = part.is_object() ? field(part, "text") : nullptr;
-        if (type == nullptr || *type != "text" || t == nullptr || !t->is_string()) {
-          return bad("messages", absl::StrCat(where, ".content[", j, "]: only {\"type\": \"text\", \"text\": ...} parts are supported"));
-        }
-        text += t->get<std::string>();
-      }
-      out["content"] = text;
-    } else if (content != nullptr && !content->is_string()) {
-      return bad("messages", absl::StrCat(where, ".content: expected a string or an array of text parts"));
-    }
-    messages.push_back(std::move(out));
-  }
   nlohmann::ordered_json extra;
   if (const json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object()) return bad("chat_template_kwargs", "chat_template_kwargs: expected an object");
@@ -102,28 +76,6 @@ std::optional<ApiError> chat_prompt(const json& body, const ServedModel& model, 
   auto encoded = tok.encode(*text, /*add_special_tokens=*/false);
   if (!encoded.ok()) return bad("messages", absl::StrCat("messages: ", encoded.status().message()));
   ids = std::move(*encoded);
-  return std::nullopt;
-}
-
-std::optional<ApiError> unsupported(const json& body, ApiKind kind) {
-  if (const json* rf = field(body, "response_format")) {
-    if (!(rf->is_object() && rf->value("type", json()) == "text")) {
-      return bad("response_format", "response_format: structured output is not supported yet; only {\"type\": \"text\"}");
-    }
-  }
-  if (const json* tools = field(body, "tools"); tools != nullptr && !(tools->is_array() && tools->empty())) {
-    return bad("tools", "tools: tool calling is not supported");
-  }
-  if (kind == ApiKind::kCompletion) {
-    if (const json* echo = field(body, "echo"); echo != nullptr && *echo != false) {
-      return bad("echo", "echo: not supported");
-    }
-    if (field(body, "suffix") != nullptr) return bad("suffix", "suffix: not supported");
-  }
-  if (const json* best_of = field(body, "best_of")) {
-    const json* n = field(body, "n");
-    if (*best_of != (n != nullptr ? *n : json(1))) return bad("best_of", "best_of: only best_of == n is supported");
-  }
   return std::nullopt;
 }
 
@@ -205,7 +157,7 @@ std::optional<ApiError> check_model(const json& body, const ServedModel& model) 
 std::variant<GenerationRequest, ApiError> parse_generation_request(const json& body, ApiKind kind,
                                                                    const ServedModel& model) {
   if (auto err = check_model(body, model)) return *err;
-  if (auto err = unsupported(body, kind)) return *err;
+  if (auto err = unsupported_field(body, kind == ApiKind::kChat)) return bad(err->param, err->message);
   GenerationRequest out;
   out.kind = kind;
   if (const json* s = field(body, "stream")) {

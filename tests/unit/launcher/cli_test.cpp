@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -247,6 +248,78 @@ TEST(CliTest, GenerationConfigSamplingDefaultsApply) {
   EXPECT_NE(bad_file.exit_code, 0);
   EXPECT_NE(bad_file.err.find("generation_config.json: top_p"), std::string::npos) << bad_file.err;
   fs::remove_all(model);
+}
+
+// weft batch on hostile or unusual lines (issue 18): every line gets a record naming what was
+// wrong, the good lines complete, and the job never crashes. A 150,000-deep line used to overflow
+// the stack on every rerun; body.model naming another model was ignored; content given as text
+// parts was refused though serve accepts it; tools were silently ignored.
+TEST_F(TextGenerationTest, BatchRecordsEveryBadLineAndCompletesTheRest) {
+  const fs::path work = dir_ / "batch";
+  fs::create_directories(work);
+  const std::string deep = std::string(150000, '[') + std::string(150000, ']');
+  const std::string chat = R"("url":"/v1/chat/completions","body":{"max_tokens":3,"temperature":0,)";
+  {
+    std::ofstream f(work / "in.jsonl");
+    f << R"({"custom_id":"deep","url":"/v1/completions","body":{"prompt":"x","max_tokens":2,"extra":)" << deep << "}}\n";
+    f << R"({"custom_id":"parts",)" << chat
+      << R"("messages":[{"role":"user","content":[{"type":"text","text":"Hello "},{"type":"text","text":"there"}]}]}})" << "\n";
+    f << R"({"custom_id":"plain",)" << chat << R"("messages":[{"role":"user","content":"Hello there"}]}})" << "\n";
+    f << R"({"custom_id":"other-model","url":"/v1/completions","body":{"model":"gpt-9","prompt":"x","max_tokens":2}})" << "\n";
+    f << R"({"custom_id":"tools",)" << chat
+      << R"("messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}})" << "\n";
+    f << R"({"custom_id":"image",)" << chat
+      << R"("messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}})" << "\n";
+  }
+  const std::string base = "batch --threads 1 --model " + dir_.string() + " --served-model-name m --input " +
+                           (work / "in.jsonl").string() + " --output " + (work / "out.jsonl").string() +
+                           " --errors " + (work / "err.jsonl").string();
+  RunResult r = weft(base);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, nlohmann::json> out, err;
+  std::vector<nlohmann::json> anonymous_errors;
+  for (auto [file, into] : {std::pair{"out.jsonl", &out}, std::pair{"err.jsonl", &err}}) {
+    std::istringstream lines(read_file(work / file));
+    for (std::string line; std::getline(lines, line);) {
+      nlohmann::json record = nlohmann::json::parse(line);
+      if (record["custom_id"].is_string()) {
+        (*into)[record["custom_id"].get<std::string>()] = record;
+      } else {
+        anonymous_errors.push_back(record);
+      }
+    }
+  }
+  ASSERT_EQ(out.count("parts"), 1u) << read_file(work / "err.jsonl");
+  ASSERT_EQ(out.count("plain"), 1u);
+  EXPECT_EQ(out["parts"]["response"]["body"]["choices"][0]["message"],
+            out["plain"]["response"]["body"]["choices"][0]["message"]) << "text parts render as their joined text";
+  ASSERT_EQ(anonymous_errors.size(), 1u);
+  EXPECT_NE(anonymous_errors[0].dump().find("nested deeper than 64"), std::string::npos) << anonymous_errors[0];
+  EXPECT_EQ(err["other-model"]["error"]["code"], "model_not_found") << err["other-model"];
+  EXPECT_NE(err["other-model"]["error"]["message"].get<std::string>().find("gpt-9"), std::string::npos);
+  EXPECT_NE(err["tools"]["error"]["message"].get<std::string>().find("body.tools"), std::string::npos) << err["tools"];
+  EXPECT_NE(err["image"]["error"]["message"].get<std::string>().find("body.messages[0].content[0]"),
+            std::string::npos) << err["image"];
+
+  // Rerun: nothing is redone, nothing crashes.
+  RunResult again = weft(base);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+
+  // An input that is a directory is an error, not "done: 0 lines".
+  RunResult directory = weft("batch --threads 1 --model " + dir_.string() + " --input " + work.string() +
+                             " --output " + (work / "d.jsonl").string());
+  EXPECT_NE(directory.exit_code, 0);
+  EXPECT_NE(directory.err.find("is a directory"), std::string::npos) << directory.err;
+  fs::remove_all(work);
+}
+
+// weft chat-template on a message nested 300,000 deep: an error naming the limit, no crash.
+TEST(CliTest, ChatTemplateRefusesDeepNesting) {
+  const std::string deep = std::string(300000, '[') + std::string(300000, ']');
+  RunResult r = weft("chat-template --model " + kQwen3.string(),
+                     R"({"messages":[{"role":"user","content":"hi","x":)" + deep + "}]}");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("nested deeper than 64"), std::string::npos) << r.err;
 }
 
 // weft perplexity: bad input ends with exit 2 and a message naming the flag; a good run prints
