@@ -174,6 +174,28 @@ absl::Status parse_dtype(const JsonFields& fields, ModelConfig& config) {
   return absl::OkStatus();
 }
 
+// Fields that change what the model computes and that weft does not implement are refused by
+// name, never read past: a checkpoint that relies on them would otherwise run and answer wrong.
+absl::Status refuse_unimplemented_fields(const JsonFields& fields) {
+  // transformers' ACT2FN: "silu" and "swish" are the same function, the one weft's MLP computes.
+  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> act, fields.optional_string("hidden_act"));
+  if (act && *act != "silu" && *act != "swish") {
+    return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field 'hidden_act' is '", *act,
+                                                   "' (weft implements silu)"));
+  }
+  if (fields.has("quantization_config")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": field 'quantization_config' is set: quantized checkpoints are not supported yet"));
+  }
+  // transformers' RoPE initialisers rotate only head_dim * partial_rotary_factor dimensions.
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> partial, fields.optional_number("partial_rotary_factor"));
+  if (partial && *partial != 1.0) {
+    return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field 'partial_rotary_factor' is ",
+                                                   *partial, " (weft rotates the whole head: 1.0)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status require_object(const nlohmann::json& root, const std::string& source) {
   if (root.is_object()) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -189,6 +211,7 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   const JsonFields fields(root, source);
   ModelConfig config;
   WEFT_RETURN_IF_ERROR(resolve_architecture(fields, root, config));
+  WEFT_RETURN_IF_ERROR(refuse_unimplemented_fields(fields));
   const bool is_qwen2 = config.model_type == "qwen2";
   const bool is_qwen3 = config.model_type == "qwen3";
   const bool is_mistral = config.model_type == "mistral";

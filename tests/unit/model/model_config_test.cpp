@@ -199,6 +199,21 @@ TEST(ModelConfigErrorTest, UnknownRopeType) {
   EXPECT_THAT(status.message(), HasSubstr("must be greater than"));
 }
 
+// Regression (issue 18): `"hidden_act": "swish_of_doom"` loaded and answered. Fields that change
+// the computation and are not implemented are refused by name.
+TEST(ModelConfigErrorTest, UnimplementedComputationFieldsAreRefusedByName) {
+  EXPECT_THAT(parse_error({{"hidden_act", "swish_of_doom"}}).message(),
+              HasSubstr("config.json: field 'hidden_act' is 'swish_of_doom' (weft implements silu)"));
+  EXPECT_THAT(parse_error({{"hidden_act", "gelu_pytorch_tanh"}}).message(), HasSubstr("hidden_act"));
+  EXPECT_TRUE(parse_error({{"hidden_act", "silu"}}).ok());
+  EXPECT_TRUE(parse_error({{"hidden_act", "swish"}}).ok());  // the same function in transformers
+  EXPECT_THAT(parse_error({{"hidden_act", 3}}).message(), HasSubstr("field 'hidden_act' must be a string"));
+  EXPECT_THAT(parse_error({{"quantization_config", {{"quant_method", "gptq"}}}}).message(),
+              HasSubstr("field 'quantization_config' is set"));
+  EXPECT_THAT(parse_error({{"partial_rotary_factor", 0.5}}).message(), HasSubstr("partial_rotary_factor"));
+  EXPECT_TRUE(parse_error({{"partial_rotary_factor", 1.0}}).ok());
+}
+
 TEST(ModelConfigErrorTest, MalformedJsonNamesFile) {
   TempDir dir;
   write_bytes(dir / "config.json", "{\"architectures\": [\"LlamaForCausalLM\",");
