@@ -96,6 +96,10 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
   const int64_t heads = it.h_end - it.h_begin;
   const int64_t rows = (it.q_end - it.q_begin) * heads;
   const int64_t n_keys = first_pos + it.q_end;  // keys the last row of the item sees
+  // The first key row j sees: 0, or the start of its sliding window.
+  auto first_key = [&](int64_t j) -> int64_t {
+    return batch.window > 0 ? std::max<int64_t>(0, first_pos + j - batch.window + 1) : 0;
+  };
   const int64_t kv_stride = g.num_kv_heads * d;
   const size_t esize = dtype_size(k_cache.dtype);
   const bool direct = k_cache.dtype == DType::kF32;
@@ -111,8 +115,9 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
   const int32_t* table =
       batch.block_tables + static_cast<int64_t>(it.seq) * batch.max_blocks_per_seq;
 
-  for (int64_t b = 0; b * bs < n_keys; ++b) {
+  for (int64_t b = first_key(it.q_begin) / bs; b * bs < n_keys; ++b) {
     const int64_t block = table[b];
+    assert(block >= 0);
     const int64_t t0 = b * bs;
     const int64_t nt = std::min(bs, n_keys - t0);
     // Element offset of (block, token 0, kv_head, 0).
@@ -147,18 +152,20 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
     for (int64_t j = it.q_begin; j < it.q_end; ++j) {
       // Causal: query j (position first_pos + j) sees keys up to and including its own.
       const int64_t lim = std::min(nt, first_pos + j - t0 + 1);
-      if (lim <= 0) continue;
+      const int64_t skip = std::max<int64_t>(0, first_key(j) - t0);  // keys before its window
+      if (lim - skip <= 0) continue;
+      const int64_t n = lim - skip;
       for (int64_t h = 0; h < heads; ++h) {
         const int64_t r = (j - it.q_begin) * heads + h;
         const int64_t head = it.kv_head * g.group + it.h_begin + h;
         const float* qr = q + ((q_row0 + j) * g.num_heads + head) * d;
         float* s = sc.scores.data();
-        ops.dot_rows(qr, kp, lim, d, stride, scale, s);
+        ops.dot_rows(qr, kp + skip * stride, n, d, stride, scale, s);
         float mx = s[0];
-        for (int64_t t = 1; t < lim; ++t) mx = std::max(mx, s[t]);
+        for (int64_t t = 1; t < n; ++t) mx = std::max(mx, s[t]);
         const float old_max = sc.row_max[r];
         const float new_max = std::max(old_max, mx);
-        const float sum = ops.exp_shift(s, lim, new_max);
+        const float sum = ops.exp_shift(s, n, new_max);
         float* acc = sc.acc.data() + r * d;
         if (old_max != -std::numeric_limits<float>::infinity() && old_max != new_max) {
           // Rescale what was accumulated under the old running max.
@@ -168,7 +175,7 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
         }
         sc.row_sum[r] += sum;
         sc.row_max[r] = new_max;
-        ops.axpy_rows(s, vp, lim, d, stride, acc);
+        ops.axpy_rows(s, vp + skip * stride, n, d, stride, acc);
       }
     }
   }

@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
     const std::string prefix = absl::StrCat("model.layers.", i);
     WEFT_ASSIGN_OR_RETURN(RmsNorm input_norm,
                           RmsNorm::load(ctx, prefix + ".input_layernorm", config.hidden_size));
-    WEFT_ASSIGN_OR_RETURN(Attention attention, Attention::load(ctx, prefix + ".self_attn"));
+    WEFT_ASSIGN_OR_RETURN(Attention attention, Attention::load(ctx, prefix + ".self_attn",
+                                                                    config.layer_window[i]));
     WEFT_ASSIGN_OR_RETURN(RmsNorm post_norm, RmsNorm::load(ctx, prefix + ".post_attention_layernorm",
                                                            config.hidden_size));
     WEFT_ASSIGN_OR_RETURN(GatedMlp mlp, GatedMlp::load(ctx, prefix + ".mlp"));

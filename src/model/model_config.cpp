@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -196,6 +197,72 @@ absl::Status refuse_unimplemented_fields(const JsonFields& fields) {
   return absl::OkStatus();
 }
 
+// The window of each layer (ModelConfig::layer_window), as transformers 5 resolves it: Mistral
+// applies sliding_window (class default 4096, null: none) to every layer; Qwen2/Qwen3 keep it only
+// with use_sliding_window and apply it to the layers `layer_types` marks sliding_attention,
+// derived when absent as the layers >= max_window_layers (class default 28).
+absl::Status parse_attention_windows(const JsonFields& fields, const nlohmann::json& root,
+                                     ModelConfig& config) {
+  const int64_t layers = config.num_hidden_layers;
+  config.layer_window.assign(static_cast<size_t>(layers), 0);
+  const bool is_mistral = config.model_type == "mistral";
+  const bool is_qwen = config.model_type == "qwen2" || config.model_type == "qwen3";
+  if (!is_mistral && !is_qwen) return absl::OkStatus();  // Llama attends over the full context
+
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> window, fields.optional_int("sliding_window"));
+  const bool absent = root.find("sliding_window") == root.end();
+  if (absent) window = 4096;
+  if (is_qwen) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<bool> use_window, fields.optional_bool("use_sliding_window"));
+    if (!use_window.value_or(false)) window.reset();
+  }
+  if (window && *window <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(fields.source(), ": field 'sliding_window' must be positive, got ", *window));
+  }
+  config.sliding_window = window;
+
+  std::vector<bool> sliding(static_cast<size_t>(layers), is_mistral && window.has_value());
+  if (is_qwen) {
+    auto types = root.find("layer_types");
+    if (types != root.end() && !types->is_null()) {
+      if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
+        return fields.type_error("layer_types", absl::StrCat("a list of ", layers, " layer types (num_hidden_layers)"));
+      }
+      for (int64_t i = 0; i < layers; ++i) {
+        const nlohmann::json& t = (*types)[static_cast<size_t>(i)];
+        if (t == "sliding_attention") {
+          sliding[static_cast<size_t>(i)] = true;
+        } else if (t != "full_attention") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              fields.source(), ": field 'layer_types[", i, "]' is ", t.dump(),
+              " (supported: \"full_attention\", \"sliding_attention\")"));
+        }
+      }
+      if (!window && std::find(sliding.begin(), sliding.end(), true) != sliding.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            fields.source(), ": field 'layer_types' marks sliding_attention layers but no window is set "
+            "('sliding_window' with 'use_sliding_window': true)"));
+      }
+    } else if (window) {
+      WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> first, fields.optional_int("max_window_layers"));
+      for (int64_t i = std::max<int64_t>(0, first.value_or(28)); i < layers; ++i) {
+        sliding[static_cast<size_t>(i)] = true;
+      }
+    }
+  }
+  for (int64_t i = 0; i < layers; ++i) {
+    if (!sliding[static_cast<size_t>(i)]) continue;
+    if (*window > config.max_position_embeddings) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          fields.source(), ": field 'sliding_window' (", *window, ") is larger than 'max_position_embeddings' (",
+          config.max_position_embeddings, ")"));
+    }
+    config.layer_window[static_cast<size_t>(i)] = *window;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status require_object(const nlohmann::json& root, const std::string& source) {
   if (root.is_object()) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -276,22 +343,7 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   config.mlp_bias = config.model_type == "llama" && mlp_bias.value_or(false);
   config.qk_norm = is_qwen3;
 
-  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> window, fields.optional_int("sliding_window"));
-  if (is_mistral) {
-    config.sliding_window =
-        root.find("sliding_window") == root.end() ? std::optional<int64_t>(4096) : window;
-  } else if (is_qwen2 || is_qwen3) {
-    WEFT_ASSIGN_OR_RETURN(std::optional<bool> use_window,
-                          fields.optional_bool("use_sliding_window"));
-    if (use_window.value_or(false)) {
-      config.sliding_window =
-          root.find("sliding_window") == root.end() ? std::optional<int64_t>(4096) : window;
-    }
-  }
-  if (config.sliding_window && *config.sliding_window <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": field 'sliding_window' must be positive, got ", *config.sliding_window));
-  }
+  WEFT_RETURN_IF_ERROR(parse_attention_windows(fields, root, config));
 
   WEFT_RETURN_IF_ERROR(parse_dtype(fields, config));
   WEFT_ASSIGN_OR_RETURN(config.eos_token_ids, fields.int_or_int_list("eos_token_id"));

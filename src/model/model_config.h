@@ -43,7 +43,13 @@ struct ModelConfig {
   bool o_proj_bias = false;     // o_proj bias (Llama/Qwen3 if attention_bias; never Qwen2/Mistral)
   bool mlp_bias = false;        // gate/up/down biases (Llama mlp_bias only)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
-  std::optional<int64_t> sliding_window;  // recorded; weft attends over the full context
+  // The config's window as transformers resolves it (Qwen2/3: only with use_sliding_window).
+  std::optional<int64_t> sliding_window;
+  // Per layer: 0 for full causal attention, else W: a query at position p sees keys (p - W, p].
+  // Mistral: every layer takes sliding_window; Qwen2/3: the layers `layer_types` marks
+  // "sliding_attention" (derived, when absent, as transformers does: layers >= max_window_layers
+  // when use_sliding_window); Llama: none.
+  std::vector<int64_t> layer_window;
   DType torch_dtype = DType::kF32;        // dtype the checkpoint declares
   std::vector<int64_t> eos_token_ids;     // from config.json (may be empty)
   std::optional<int64_t> bos_token_id;
@@ -58,7 +64,10 @@ struct ModelConfig {
 // and the class default otherwise (Mistral 8, Qwen2/Qwen3 32; null = heads); head_dim =
 // hidden_size / heads (Qwen3: 128, its class default; null means hidden_size / heads);
 // tie_word_embeddings false; rms_norm_eps 1e-6; rope_theta 10000; Mistral sliding_window 4096,
-// Qwen2/3 sliding_window only when use_sliding_window. RoPE parameters are read from
+// Qwen2/3 sliding_window only when use_sliding_window, max_window_layers 28. A window larger than
+// max_position_embeddings on a layer that uses it, a `layer_types` entry other than
+// full_attention / sliding_attention or of the wrong length, and a sliding layer without a window
+// are errors naming the field. RoPE parameters are read from
 // `rope_parameters` (transformers >= 5 writes rope_theta inside it) or from the legacy
 // `rope_scaling` + top-level `rope_theta`; "type" is accepted for "rope_type".
 // llama3 needs factor, low_freq_factor < high_freq_factor; original_max_position_embeddings

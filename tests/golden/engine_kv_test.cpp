@@ -173,7 +173,7 @@ TEST_P(EngineKvTest, ForkedSequencesEachSeeTheirOwnKv) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EngineKvTest,
-                         ::testing::Values("llama_gqa", "qwen2_bias", "mistral"));
+                         ::testing::Values("llama_gqa", "qwen2_bias", "mistral", "mistral_window", "qwen2_window"));
 
 }  // namespace
 }  // namespace weft::golden

@@ -112,6 +112,19 @@ SPECS = [
          base_seed=800,
          covers="Llama with 4 layers for 4 pipeline stages; intermediate 150 (not divisible by "
                 "TP 4: padded shards); 2 kv heads (replicated at TP 4)"),
+    Spec("mistral_window", MistralForCausalLM, MistralConfig,
+         dict(num_attention_heads=8, num_key_value_heads=4, rope_theta=10000.0,
+              sliding_window=12, tie_word_embeddings=False),
+         base_seed=900,
+         covers="Mistral, sliding_window 12 on every layer: shorter than 3 of the 4 prompts and "
+                "than every generation (prompt + 32 tokens)"),
+    Spec("qwen2_window", Qwen2ForCausalLM, Qwen2Config,
+         dict(num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+              rope_theta=10000.0, tie_word_embeddings=False, use_sliding_window=True,
+              sliding_window=10, max_window_layers=1),
+         base_seed=1000,
+         covers="Qwen2, use_sliding_window with max_window_layers 1 of 3 layers: layer 0 full "
+                "attention, layers 1-2 a window of 10 (layer_types in config.json)"),
     Spec("llama_bf16", LlamaForCausalLM, LlamaConfig,
          dict(num_attention_heads=8, num_key_value_heads=2, rope_theta=10000.0,
               tie_word_embeddings=False),

@@ -74,6 +74,15 @@ CudaExecutor::~CudaExecutor() = default;
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
     const ModelConfig& config, const WeightStore& weights, const CudaExecutorOptions& options) {
+  // The GPU attention kernels attend over the whole causal context; running a windowed layer on
+  // them would silently answer wrong from the first token past the window.
+  for (size_t i = 0; i < config.layer_window.size(); ++i) {
+    if (config.layer_window[i] > 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          "--device cuda: layer ", i, " uses sliding-window attention (window ", config.layer_window[i],
+          "), which the CUDA kernels do not implement yet; use --device cpu"));
+    }
+  }
   if (kernels::cuda_device_count() <= options.device) {
     return absl::FailedPreconditionError(absl::StrCat(
         "--device cuda: no CUDA GPU ", options.device, " is visible (", kernels::cuda_device_count(),

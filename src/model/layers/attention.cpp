@@ -9,7 +9,8 @@
 
 namespace weft {
 
-absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::string& prefix) {
+absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::string& prefix,
+                                          int64_t window) {
   const ModelConfig& c = ctx.config;
   const int rank = ctx.tp.rank(), size = ctx.tp.size();
   WEFT_ASSIGN_OR_RETURN(ShardRange q_rows,
@@ -37,6 +38,7 @@ absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::str
   attn.num_kv_heads_ = kv_rows.count / c.head_dim;
   attn.head_dim_ = c.head_dim;
   attn.scale_ = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  attn.window_ = static_cast<int32_t>(window);
   return attn;
 }
 
@@ -80,17 +82,19 @@ absl::Status Attention::forward(const ForwardContext& fc, const TensorView& x,
   kernels::apply_rope(k.view(), fc.batch.positions.view(), fc.rope_inv_freq.view(),
                       fc.rope_attention_scaling, fc.pool);
   Tensor attn_out = Tensor::empty(DType::kF32, Shape{tokens, num_heads_, head_dim_});
+  kernels::AttentionBatch batch = fc.batch.attention();
+  batch.window = window_;
   if (int8) {
     kernels::write_kv_cache(k.view(), v.view(), fc.batch.slots.view(), k_cache.view(),
                             v_cache.view(), k_scale->view(), v_scale->view(), fc.pool);
     kernels::paged_attention(q.view(), k_cache.view(), v_cache.view(), k_scale->view(),
-                             v_scale->view(), fc.batch.attention(), scale_, attn_out.view(),
+                             v_scale->view(), batch, scale_, attn_out.view(),
                              fc.pool);
   } else {
     kernels::write_kv_cache(k.view(), v.view(), fc.batch.slots.view(), k_cache.view(),
                             v_cache.view(), fc.pool);
-    kernels::paged_attention(q.view(), k_cache.view(), v_cache.view(), fc.batch.attention(),
-                             scale_, attn_out.view(), fc.pool);
+    kernels::paged_attention(q.view(), k_cache.view(), v_cache.view(), batch, scale_,
+                             attn_out.view(), fc.pool);
   }
   return o_proj_.forward(attn_out.view().reshaped(Shape{tokens, q_width}), out, fc.tp, fc.pool);
 }

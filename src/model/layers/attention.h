@@ -16,8 +16,10 @@ namespace weft {
 
 class Attention {
  public:
-  // `prefix` like "model.layers.3.self_attn".
-  static absl::StatusOr<Attention> load(const LoadContext& ctx, const std::string& prefix);
+  // `prefix` like "model.layers.3.self_attn"; `window`: 0 for full causal attention, else the
+  // sliding window W (a query sees its W newest positions; ModelConfig::layer_window).
+  static absl::StatusOr<Attention> load(const LoadContext& ctx, const std::string& prefix,
+                                        int64_t window = 0);
 
   // x: F32 [tokens, hidden] (normalised input); out: F32 [tokens, hidden], the all-reduced
   // o_proj output. k_cache / v_cache: this layer's cache tensors (see kv/kv_cache.h);
@@ -28,6 +30,7 @@ class Attention {
 
   int64_t num_heads() const { return num_heads_; }        // on this rank
   int64_t num_kv_heads() const { return num_kv_heads_; }  // on this rank
+  int64_t window() const { return window_; }
   size_t weight_bytes() const;
 
  private:
@@ -39,6 +42,7 @@ class Attention {
   int64_t num_kv_heads_ = 0;
   int64_t head_dim_ = 0;
   float scale_ = 1.0f;
+  int32_t window_ = 0;
 };
 
 }  // namespace weft

@@ -2,11 +2,14 @@
 // whose blocks are scattered over a shuffled pool, for GQA ratios 1, 2, 4 and MQA, every cache
 // dtype and ISA path, against a dense causal softmax computed in double from the same (rounded)
 // K/V values. Tolerance: 1e-5 absolute on outputs of magnitude <= 1 (F32 online softmax with
-// a ~2 ulp vector exp).
+// a ~2 ulp vector exp). With a sliding window, each query sees only its `window` newest
+// positions, and the table entries of blocks wholly before a sequence's first window point at a
+// block of NaNs: reading one (instead of skipping it, as a freed block must be) poisons the output.
 #include "weft/kernels/attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "kernel_test_util.h"
@@ -22,7 +25,8 @@ struct SeqSpec {
 };
 
 void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_t num_kv_heads,
-                     int64_t d, int64_t bs, DType cache_dt, ThreadPool& pool, uint32_t seed) {
+                     int64_t d, int64_t bs, DType cache_dt, ThreadPool& pool, uint32_t seed,
+                     int32_t window = 0) {
   const int num_seqs = static_cast<int>(seqs.size());
   int max_blocks = 0, total_blocks = 0, tokens = 0;
   for (const SeqSpec& s : seqs) {
@@ -33,7 +37,8 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
   }
   max_blocks += 2;  // unused table entries must never be read
   const int pool_blocks = total_blocks + 5;
-  std::vector<int32_t> free_ids(pool_blocks);
+  const int poison_block = pool_blocks - 1;  // the last block, never handed out
+  std::vector<int32_t> free_ids(pool_blocks - 1);
   std::iota(free_ids.begin(), free_ids.end(), 0);
   std::mt19937 rng(seed);
   std::shuffle(free_ids.begin(), free_ids.end(), rng);
@@ -63,11 +68,22 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
     }
   }
   // Rounds k_all / v_all to the cache dtype in place; read the rounded values back densely.
+  // Blocks before every query's window: the NaN block (their KV would have been freed).
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::fill(k_all.begin() + poison_block * bs * kv_row, k_all.begin() + (poison_block + 1) * bs * kv_row, nan);
+  std::fill(v_all.begin() + poison_block * bs * kv_row, v_all.begin() + (poison_block + 1) * bs * kv_row, nan);
+  std::vector<int32_t> real_tables = tables;
+  if (window > 0) {
+    for (int s = 0; s < num_seqs; ++s) {
+      const int first_key = std::max(0, seqs[s].context_len - seqs[s].query_len - window + 1);
+      for (int b = 0; (b + 1) * bs <= first_key; ++b) tables[s * max_blocks + b] = poison_block;
+    }
+  }
   Tensor k_cache = make_stored(k_all, cache_dt, {pool_blocks, bs, num_kv_heads, d});
   Tensor v_cache = make_stored(v_all, cache_dt, {pool_blocks, bs, num_kv_heads, d});
   for (int s = 0; s < num_seqs; ++s) {
     for (int t = 0; t < seqs[s].context_len; ++t) {
-      const int64_t slot = static_cast<int64_t>(tables[s * max_blocks + t / bs]) * bs + t % bs;
+      const int64_t slot = static_cast<int64_t>(real_tables[s * max_blocks + t / bs]) * bs + t % bs;
       for (int64_t i = 0; i < kv_row; ++i) {
         k_dense[s][t * kv_row + i] = k_all[slot * kv_row + i];
         v_dense[s][t * kv_row + i] = v_all[slot * kv_row + i];
@@ -86,6 +102,7 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
   batch.block_tables = tables.data();
   batch.max_blocks_per_seq = max_blocks;
   batch.block_size = static_cast<int>(bs);
+  batch.window = window;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   paged_attention(q, k_cache, v_cache, batch, scale, out, pool);
 
@@ -98,9 +115,10 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
       for (int64_t h = 0; h < num_heads; ++h) {
         const int64_t kvh = h / group;
         const float* qr = qv.data() + ((query_start[s] + j) * num_heads + h) * d;
-        std::vector<double> logits(pos + 1);
+        const int lo = window > 0 ? std::max(0, pos - window + 1) : 0;
+        std::vector<double> logits(pos + 1, 0.0);
         double mx = -1e300;
-        for (int t = 0; t <= pos; ++t) {
+        for (int t = lo; t <= pos; ++t) {
           double dot = 0;
           for (int64_t i = 0; i < d; ++i)
             dot += static_cast<double>(qr[i]) * k_dense[s][(t * num_kv_heads + kvh) * d + i];
@@ -108,18 +126,18 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
           mx = std::max(mx, logits[t]);
         }
         double denom = 0;
-        for (double& l : logits) denom += (l = std::exp(l - mx));
+        for (int t = lo; t <= pos; ++t) denom += (logits[t] = std::exp(logits[t] - mx));
         const float* got = out.data_as<float>() + ((query_start[s] + j) * num_heads + h) * d;
         for (int64_t i = 0; i < d; ++i) {
           double ref = 0;
-          for (int t = 0; t <= pos; ++t)
+          for (int t = lo; t <= pos; ++t)
             ref += logits[t] * v_dense[s][(t * num_kv_heads + kvh) * d + i];
           ref /= denom;
-          if (std::fabs(got[i] - ref) > 1e-5 && failures++ < 5) {
+          if (!(std::fabs(got[i] - ref) <= 1e-5) && failures++ < 5) {
             ADD_FAILURE() << "seq " << s << " query " << j << " head " << h << " dim " << i
                           << ": got " << got[i] << " want " << ref << " (heads " << num_heads << "/"
                           << num_kv_heads << ", d " << d << ", bs " << bs << ", "
-                          << dtype_name(cache_dt) << ")";
+                          << dtype_name(cache_dt) << ", window " << window << ")";
           }
         }
       }
@@ -155,6 +173,19 @@ TEST_P(AttentionTest, SingleLongPrefillAcrossThreadCounts) {
     check_attention({{150, 150}}, 4, 1, 32, 16, DType::kF16, pool, 50 + threads);
     check_attention({{300, 1}}, 4, 2, 64, 16, DType::kBF16, pool, 60 + threads);
   }
+}
+
+// Sliding windows shorter than, equal to and longer than the contexts; block-aligned and not;
+// a window of 1 (each query sees only itself).
+TEST_P(AttentionTest, SlidingWindow) {
+  ThreadPool pool(3);
+  uint32_t seed = 70;
+  for (int32_t window : {1, 5, 16, 17, 40, 1000}) {
+    check_attention(kRagged, 8, 2, 32, 16, DType::kF32, pool, seed++, window);
+    check_attention(kRagged, 4, 4, 16, 5, DType::kBF16, pool, seed++, window);
+  }
+  check_attention({{150, 150}}, 4, 1, 32, 16, DType::kF16, pool, seed++, 33);
+  check_attention({{300, 1}, {64, 3}}, 4, 2, 64, 8, DType::kF32, pool, seed++, 24);
 }
 
 WEFT_INSTANTIATE_ISA_TESTS(AttentionTest);

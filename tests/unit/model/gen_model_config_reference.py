@@ -83,6 +83,32 @@ CASES = {
     "model_type_only": {
         "model_type": "llama", "rope_theta": 250000.0,
     },
+    "mistral_window_absent": {
+        "architectures": ["MistralForCausalLM"], "model_type": "mistral", "num_hidden_layers": 2,
+        "num_key_value_heads": 2,
+    },  # sliding_window absent: MistralConfig's default of 4096 on every layer
+    "mistral_window_64": {
+        "architectures": ["MistralForCausalLM"], "model_type": "mistral", "num_hidden_layers": 3,
+        "num_key_value_heads": 1,
+        "sliding_window": 64,
+    },
+    "qwen2_window_max_window_layers": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_key_value_heads": 2, "num_hidden_layers": 4,
+        "use_sliding_window": True, "sliding_window": 128, "max_window_layers": 2,
+    },
+    "qwen2_window_layer_types": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_key_value_heads": 2, "num_hidden_layers": 3,
+        "use_sliding_window": True, "sliding_window": 32, "max_window_layers": 0,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+    },
+    "qwen2_window_unused": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_key_value_heads": 2, "num_hidden_layers": 2,
+        "use_sliding_window": False, "sliding_window": 32, "max_window_layers": 0,
+    },
+    "qwen3_window_all_layers": {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_key_value_heads": 2, "num_hidden_layers": 2,
+        "head_dim": 16, "use_sliding_window": True, "sliding_window": 100, "max_window_layers": 0,
+    },
 }
 
 
@@ -91,6 +117,20 @@ def rotary_module(config):
     module = getattr(transformers.models, arch.lower())
     modeling = getattr(module, f"modeling_{arch.lower()}")
     return getattr(modeling, f"{arch}RotaryEmbedding")(config=config)
+
+
+def layer_windows(config, model):
+    """The window each layer's attention applies (0: full causal attention). Qwen2/Qwen3 modules
+    hold their own `sliding_window`; MistralAttention passes config.sliding_window on every call."""
+    out = []
+    for layer in model.model.layers:
+        if hasattr(layer.self_attn, "sliding_window"):
+            out.append(layer.self_attn.sliding_window or 0)
+        elif type(config).__name__ == "MistralConfig":
+            out.append(config.sliding_window or 0)
+        else:
+            out.append(0)
+    return out
 
 
 def main():
@@ -118,6 +158,7 @@ def main():
             "rope_theta": rope["rope_theta"],
             "rope_type": rope["rope_type"],
             "sliding_window": getattr(config, "sliding_window", None),
+            "layer_window": layer_windows(config, model),
             "tie_word_embeddings": model.lm_head.weight is model.model.embed_tokens.weight,
             "attention_bias": attn.q_proj.bias is not None,
             "o_proj_bias": attn.o_proj.bias is not None,

@@ -46,6 +46,7 @@ TEST(ModelConfigTest, MatchesTransformersResolution) {
       ASSERT_TRUE(config->sliding_window.has_value());
       EXPECT_EQ(*config->sliding_window, c["sliding_window"].get<int64_t>());
     }
+    EXPECT_EQ(config->layer_window, c["layer_window"].get<std::vector<int64_t>>());
     EXPECT_EQ(config->tie_word_embeddings, c["tie_word_embeddings"].get<bool>());
     EXPECT_EQ(config->attention_bias, c["attention_bias"].get<bool>());
     EXPECT_EQ(config->o_proj_bias, c["o_proj_bias"].get<bool>());
@@ -212,6 +213,31 @@ TEST(ModelConfigErrorTest, UnimplementedComputationFieldsAreRefusedByName) {
               HasSubstr("field 'quantization_config' is set"));
   EXPECT_THAT(parse_error({{"partial_rotary_factor", 0.5}}).message(), HasSubstr("partial_rotary_factor"));
   EXPECT_TRUE(parse_error({{"partial_rotary_factor", 1.0}}).ok());
+}
+
+TEST(ModelConfigErrorTest, BadAttentionWindowsNameTheField) {
+  EXPECT_THAT(parse_error({{"architectures", {"MistralForCausalLM"}}, {"sliding_window", 4096},
+                           {"max_position_embeddings", 128}}).message(),
+              HasSubstr("field 'sliding_window' (4096) is larger than 'max_position_embeddings' (128)"));
+  EXPECT_THAT(parse_error({{"architectures", {"MistralForCausalLM"}}, {"sliding_window", 0}}).message(),
+              HasSubstr("field 'sliding_window' must be positive"));
+  const nlohmann::json qwen = {{"architectures", {"Qwen2ForCausalLM"}}, {"use_sliding_window", true},
+                               {"sliding_window", 16}};
+  nlohmann::json bad_type = qwen;
+  bad_type["layer_types"] = {"full_attention", "chunked_attention"};
+  EXPECT_THAT(parse_error(bad_type).message(), HasSubstr("field 'layer_types[1]' is \"chunked_attention\""));
+  nlohmann::json bad_length = qwen;
+  bad_length["layer_types"] = {"full_attention"};
+  EXPECT_THAT(parse_error(bad_length).message(), HasSubstr("field 'layer_types' must be a list of 2 layer types"));
+  nlohmann::json no_window = qwen;
+  no_window["use_sliding_window"] = false;
+  no_window["layer_types"] = {"sliding_attention", "full_attention"};
+  EXPECT_THAT(parse_error(no_window).message(), HasSubstr("marks sliding_attention layers but no window is set"));
+  // A window only the unused config holds is not an error (Qwen2.5 ships 131072 > 32768 unused).
+  nlohmann::json unused = qwen;
+  unused["use_sliding_window"] = false;
+  unused["sliding_window"] = 100000;
+  EXPECT_TRUE(parse_error(unused).ok());
 }
 
 TEST(ModelConfigErrorTest, MalformedJsonNamesFile) {

@@ -29,7 +29,10 @@ void write_kv_cache(const TensorView& k, const TensorView& v, const TensorView& 
 // Describes the sequences of one ragged batch. Sequence s owns query rows
 // [query_start[s], query_start[s+1]) of q; those are its newest tokens, so query row j of s sits
 // at position context_len[s] - query_len + j and attends to cached positions [0, that position]
-// (causal). Its cached tokens live in blocks block_tables[s * max_blocks_per_seq + b].
+// (causal), or with window W > 0 to the W positions (that position - W, that position] (sliding
+// window attention). Its cached tokens live in blocks block_tables[s * max_blocks_per_seq + b];
+// blocks wholly before every query row's window are never read (their entries may be -1: the
+// KV manager freed them).
 struct AttentionBatch {
   int num_seqs = 0;
   const int32_t* query_start = nullptr;  // [num_seqs + 1]
@@ -37,6 +40,7 @@ struct AttentionBatch {
   const int32_t* block_tables = nullptr;  // [num_seqs, max_blocks_per_seq]
   int max_blocks_per_seq = 0;
   int block_size = 0;
+  int32_t window = 0;  // 0: full causal attention; W > 0: each query sees its W newest positions
 };
 
 // q: F32 [tokens, num_heads, head_dim]; out: F32 [tokens, num_heads, head_dim].
