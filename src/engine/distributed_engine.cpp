@@ -44,6 +44,7 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
                                                                                    : options.pp);
     EngineConfig config;
     config.scheduler = options.engine.scheduler;
+    config.scheduler.attention_window = kv_window(e->model_->config);
     config.vocab_size = e->model_->config.vocab_size;
     config.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len
                                                             : e->model_->config.max_position_embeddings;

@@ -36,10 +36,16 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
         "this model's maximum context length is ", config_.max_model_len, " tokens; the prompt has ",
         prompt_len, " and max_tokens asks for ", request.params.max_tokens, " more"));
   }
-  if (blocks_.blocks_for_tokens(total) > blocks_.num_blocks()) {
+  // A sequence of a sliding-window model holds at most its window plus one step's chunk (and a
+  // partial block at either end) at any time.
+  int64_t needed = blocks_.blocks_for_tokens(total);
+  if (const int64_t window = config_.scheduler.attention_window; window > 0) {
+    needed = std::min(needed, blocks_.blocks_for_tokens(window + config_.scheduler.max_num_batched_tokens) + 1);
+  }
+  if (needed > blocks_.num_blocks()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the prompt (", prompt_len, " tokens) plus max_tokens (", request.params.max_tokens,
-        ") needs ", blocks_.blocks_for_tokens(total), " KV blocks but the cache has only ",
+        ") needs ", needed, " KV blocks but the cache has only ",
         blocks_.num_blocks(), " (", blocks_.num_blocks() * blocks_.block_size(), " tokens)"));
   }
 

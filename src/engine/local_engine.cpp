@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
 
   EngineConfig config;
   config.scheduler = options.scheduler;
+  config.scheduler.attention_window = kv_window(e->model_->config);
   config.vocab_size = e->model_->config.vocab_size;
   config.max_model_len = options.max_model_len > 0 ? options.max_model_len
                                                    : e->model_->config.max_position_embeddings;

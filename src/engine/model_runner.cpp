@@ -7,11 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "kv/block_manager.h"
 
 namespace weft {
 
 absl::StatusOr<ForwardBatch> build_forward_batch(const StepPlan& plan, int block_size,
-                                                 int64_t num_blocks) {
+                                                 int64_t num_blocks, int64_t kv_window) {
   ForwardBatch batch;
   batch.num_tokens = plan.num_tokens();
   batch.block_size = block_size;
@@ -39,7 +40,14 @@ absl::StatusOr<ForwardBatch> build_forward_batch(const StepPlan& plan, int block
           "sequence ", c.seq_id, ": block table of ", c.block_table.size(),
           " blocks does not cover ", context, " tokens"));
     }
+    // Blocks [0, freeable) end before the first key any query of the chunk sees.
+    const int64_t freeable =
+        kv_window > 0 ? std::max<int64_t>(0, c.start_position - kv_window + 1) / block_size : 0;
     for (size_t b = 0; b < c.block_table.size(); ++b) {
+      if (c.block_table[b] == BlockManager::kFreedBlock && static_cast<int64_t>(b) < freeable) {
+        batch.block_tables[s * batch.max_blocks_per_seq + b] = c.block_table[b];
+        continue;
+      }
       if (c.block_table[b] < 0 || c.block_table[b] >= num_blocks) {
         return absl::InvalidArgumentError(absl::StrCat("sequence ", c.seq_id, ": block id ",
                                                        c.block_table[b], " outside [0, ",
@@ -74,7 +82,7 @@ ForwardContext ModelRunner::context(const ForwardBatch& batch) const {
 }
 
 absl::StatusOr<ForwardBatch> ModelRunner::prepare(const StepPlan& plan) const {
-  return build_forward_batch(plan, kv_.shape().block_size, kv_.num_blocks());
+  return build_forward_batch(plan, kv_.shape().block_size, kv_.num_blocks(), kv_window(model_.config()));
 }
 
 absl::StatusOr<Tensor> ModelRunner::embed(const ForwardBatch& batch) {

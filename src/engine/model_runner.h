@@ -17,9 +17,11 @@ namespace weft {
 
 // Builds the forward metadata of a plan (positions, KV slots, block tables, logit rows).
 // Errors when a chunk's block table does not cover its tokens or names a block outside
-// [0, num_blocks).
+// [0, num_blocks). BlockManager::kFreedBlock entries are accepted only for blocks no query of the
+// chunk can read: with kv_window W > 0 (model_config.h), those ending at or before the chunk's
+// first position - W + 1; with W = 0, none.
 absl::StatusOr<ForwardBatch> build_forward_batch(const StepPlan& plan, int block_size,
-                                                 int64_t num_blocks);
+                                                 int64_t num_blocks, int64_t kv_window = 0);
 
 class ModelRunner {
  public:

@@ -81,6 +81,14 @@ void Scheduler::cache_computed_blocks(Sequence& seq) {
   seq.num_cached_blocks = full;
 }
 
+void Scheduler::release_blocks_outside_window(Sequence& seq) {
+  if (config_.attention_window <= 0) return;
+  // The next query sits at num_computed_tokens and sees positions from there - W + 1 on.
+  const int64_t first_needed = seq.num_computed_tokens - config_.attention_window + 1;
+  if (first_needed <= 0) return;
+  blocks_.release_before(seq.block_table, first_needed / blocks_.block_size());
+}
+
 void Scheduler::fork(int64_t parent_id, Sequence child) {
   const Sequence& parent = sequences_.at(parent_id);
   child.state = SequenceState::kRunning;
@@ -202,7 +210,8 @@ void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToke
     auto it = sequences_.find(chunk.seq_id);
     if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
     it->second.num_computed_tokens += static_cast<int64_t>(chunk.token_ids.size());
-    cache_computed_blocks(it->second);
+    cache_computed_blocks(it->second);  // before any block is given back: it registers them
+    release_blocks_outside_window(it->second);
   }
   for (const SampledToken& s : sampled) {
     auto it = sequences_.find(s.seq_id);

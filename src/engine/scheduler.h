@@ -14,6 +14,9 @@
 // computed to give logits; sequences wanting every token's logits take none), and only the rest
 // is planned. Full blocks are registered in the cache once a step has computed them.
 //
+// With SchedulerConfig::attention_window, blocks that fall wholly outside every layer's window
+// are freed after each step (their block-table entries become BlockManager::kFreedBlock).
+//
 // Forks (n > 1) share their parent's blocks. A sequence about to write into a partially filled
 // block that another sequence also holds first gives that block up and recomputes its tokens
 // into a block of its own (copy-on-write by recompute: at most block_size - 1 tokens, and no
@@ -38,6 +41,11 @@ struct SchedulerConfig {
   // Engine only: build its BlockManager with prefix caching (reuse the KV of identical leading
   // blocks across requests). The Scheduler itself follows the BlockManager it is given.
   bool enable_prefix_caching = true;
+  // Sliding-window models whose every layer has a window: the largest window W (ModelConfig's
+  // kv_window). After each step a sequence gives back the blocks wholly before its next
+  // position - W + 1, which no later query reads, so a long generation holds about
+  // (W + max_num_batched_tokens) / block_size blocks, not its whole length. 0: keep every block.
+  int64_t attention_window = 0;
 };
 
 // A token sampled for a sequence by the step that ran `plan`.
@@ -92,6 +100,8 @@ class Scheduler {
   void unshare_partial_block(Sequence& seq);
   // Registers the sequence's newly computed full blocks in the prefix cache.
   void cache_computed_blocks(Sequence& seq);
+  // Gives back the sequence's blocks that no later query of it reads (attention_window).
+  void release_blocks_outside_window(Sequence& seq);
   PlannedChunk make_chunk(const Sequence& seq, int64_t num_new) const;
 
   SchedulerConfig config_;

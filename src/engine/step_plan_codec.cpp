@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "kv/block_manager.h"
 #include "proto/step_plan.pb.h"
 
 namespace weft {
@@ -121,9 +122,10 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
                                                      " blocks for only ", end, " positions"));
     }
     for (int j = 0; j < pc.block_table_size(); ++j) {
-      if (pc.block_table(j) < 0) {
+      if (pc.block_table(j) < 0 && pc.block_table(j) != BlockManager::kFreedBlock) {
         return absl::InvalidArgumentError(absl::StrCat(at, ": block_table[", j, "] is ",
-                                                       pc.block_table(j), ", expected >= 0"));
+                                                       pc.block_table(j), ", expected >= 0 or ",
+                                                       BlockManager::kFreedBlock, " (freed)"));
       }
     }
     PlannedChunk c;
@@ -175,6 +177,8 @@ absl::Status check_step_plan(const StepPlan& plan, const PlanLimits& limits) {
     }
     if (limits.num_blocks > 0) {
       for (size_t j = 0; j < c.block_table.size(); ++j) {
+        // Freed entries (sliding windows) are checked against the model by build_forward_batch.
+        if (c.block_table[j] == BlockManager::kFreedBlock) continue;
         if (c.block_table[j] < 0 || c.block_table[j] >= limits.num_blocks) {
           return absl::InvalidArgumentError(absl::StrCat(at, ": block_table[", j, "] = ",
                                                          c.block_table[j], " is outside [0, ",

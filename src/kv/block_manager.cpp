@@ -78,19 +78,32 @@ bool BlockManager::grow_to(std::vector<int32_t>& block_table, int64_t num_tokens
   return true;
 }
 
+void BlockManager::release_before(std::vector<int32_t>& block_table, int64_t count) {
+  count = std::min<int64_t>(count, static_cast<int64_t>(block_table.size()));
+  for (int64_t b = 0; b < count; ++b) {
+    if (block_table[b] == kFreedBlock) continue;
+    drop_ref(block_table[b]);
+    block_table[b] = kFreedBlock;
+  }
+}
+
 void BlockManager::release(std::vector<int32_t>& block_table) {
-  for (auto it = block_table.rbegin(); it != block_table.rend(); ++it) drop_ref(*it);
+  for (auto it = block_table.rbegin(); it != block_table.rend(); ++it) {
+    if (*it != kFreedBlock) drop_ref(*it);
+  }
   block_table.clear();
 }
 
 void BlockManager::release_last(std::vector<int32_t>& block_table) {
   if (block_table.empty()) return;
-  drop_ref(block_table.back());
+  if (block_table.back() != kFreedBlock) drop_ref(block_table.back());
   block_table.pop_back();
 }
 
 void BlockManager::share(const std::vector<int32_t>& block_table) {
-  for (int32_t block : block_table) take_ref(block);
+  for (int32_t block : block_table) {
+    if (block != kFreedBlock) take_ref(block);
+  }
 }
 
 uint64_t BlockManager::hash_block(uint64_t parent, const int32_t* tokens, int n) {

@@ -30,6 +30,9 @@ class BlockManager {
  public:
   // Hash of the empty prefix (the parent of a sequence's first block).
   static constexpr uint64_t kRootHash = 0x6a09e667f3bcc908ULL;
+  // A block-table entry whose block was given back because no query can attend to it any more
+  // (sliding-window attention: release_before). It keeps the table's positions; it is never read.
+  static constexpr int32_t kFreedBlock = -1;
 
   BlockManager(int64_t num_blocks, int block_size, bool enable_prefix_caching = false);
 
@@ -52,6 +55,10 @@ class BlockManager {
   // Grows `block_table` so it covers `num_tokens` tokens. Returns false, changing nothing, when
   // not enough blocks are free.
   bool grow_to(std::vector<int32_t>& block_table, int64_t num_tokens);
+  // Drops one reference to each of the table's first `count` blocks that is still held and marks
+  // its entry kFreedBlock (blocks reaching zero return to the free pool or, when cached, become
+  // evictable). For KV no later query reads: those wholly before every layer's attention window.
+  void release_before(std::vector<int32_t>& block_table, int64_t count);
   // Drops one reference to each block of the table and clears it. Blocks reaching zero return
   // to the free pool; cached ones become evictable, the table's last blocks first (a shared
   // prefix's first blocks outlive its tails).

@@ -351,6 +351,16 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   return config;
 }
 
+int64_t kv_window(const ModelConfig& config) {
+  if (config.layer_window.empty()) return 0;
+  int64_t widest = 0;
+  for (int64_t w : config.layer_window) {
+    if (w <= 0) return 0;
+    widest = std::max(widest, w);
+  }
+  return widest;
+}
+
 absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
   const std::filesystem::path path = model_dir / "config.json";
   WEFT_ASSIGN_OR_RETURN(std::string text, read_json_file(path));

@@ -76,6 +76,11 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
                                                const std::string& source = "config.json");
 absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir);
 
+// How far back any layer attends: the largest layer window when every layer has one (KV older
+// than that is never read again and its blocks can be freed), 0 when some layer attends over the
+// whole context.
+int64_t kv_window(const ModelConfig& config);
+
 struct GenerationConfig {
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> bos_token_id;

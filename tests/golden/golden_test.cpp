@@ -11,6 +11,7 @@
 // Greedy tokens must be identical (the dumps' smallest top-1/top-2 margin is 0.02).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "golden_harness.h"
@@ -107,6 +108,62 @@ TEST_P(GoldenModelTest, SamplingFromCandidatesMatchesFullLogits) {
     } else {
       EXPECT_GT(differs_from_greedy, 0) << "the sampling parameters do not really sample";
     }
+  }
+}
+
+// A generation far past the window on a cache far smaller than it (mistral_window: window 12;
+// 8 blocks of 4 = 32 tokens for 47 + 200): the blocks behind the window are freed as it goes,
+// and every token is the argmax of the logits a full-context
+// scoring pass (which frees nothing) computes for the same sequence.
+TEST(SlidingWindowTest, LongGenerationFreesBlocksBehindTheWindow) {
+  const Reference ref = load_reference("mistral_window");
+  LocalEngineOptions options;
+  options.model_dir = model_dir("mistral_window");
+  options.num_threads = 2;
+  options.kv.block_size = 4;
+  options.kv.dtype = DType::kF32;
+  options.kv.max_blocks = 8;
+  options.scheduler.max_num_batched_tokens = 8;
+  auto small = LocalEngine::create(options);
+  ASSERT_TRUE(small.ok()) << small.status();
+  Engine& engine = (*small)->engine();
+  const std::vector<int32_t>& prompt = ref.prompts[3];
+  constexpr int kTokens = 200;
+  Request request;
+  request.prompt_ids = prompt;
+  request.params.temperature = 0.0f;
+  request.params.max_tokens = kTokens;
+  request.params.ignore_eos = true;
+  ASSERT_TRUE(engine.add_request(request).ok());
+  std::vector<int32_t> generated;
+  int64_t fewest_free = engine.blocks().num_free_blocks();
+  while (engine.has_unfinished()) {
+    auto outputs = engine.step();
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    for (const SequenceOutput& o : *outputs) generated.insert(generated.end(), o.token_ids.begin(), o.token_ids.end());
+    fewest_free = std::min(fewest_free, engine.blocks().num_free_blocks());
+  }
+  ASSERT_EQ(generated.size(), static_cast<size_t>(kTokens));
+  const int64_t most_held = 8 - fewest_free;
+  std::printf("mistral_window: %d tokens held at most %lld of 8 blocks (without freeing: %d)\n",
+              static_cast<int>(prompt.size()) + kTokens, static_cast<long long>(most_held),
+              (static_cast<int>(prompt.size()) + kTokens + 3) / 4);
+  EXPECT_LE(most_held, 6);  // ceil((12 + 8) / 4) + 1
+  EXPECT_EQ(engine.blocks().num_free_blocks(), 8) << "every block returns when the sequence ends";
+  EXPECT_EQ(std::vector<int32_t>(generated.begin(), generated.begin() + kGreedyTokens), ref.greedy_ids[3])
+      << "the first 32 tokens are transformers' greedy tokens";
+
+  options.kv.max_blocks = 128;
+  auto big = LocalEngine::create(options);
+  ASSERT_TRUE(big.ok()) << big.status();
+  std::vector<int32_t> full = prompt;
+  full.insert(full.end(), generated.begin(), generated.end() - 1);
+  const Tensor logits = score_prompts(**big, {full}, 4096)[0];
+  for (int t = 0; t < kTokens; ++t) {
+    const int64_t row = static_cast<int64_t>(prompt.size()) - 1 + t;
+    const float* r = logits.data_as<float>() + row * logits.dim(1);
+    const float best = *std::max_element(r, r + logits.dim(1));
+    EXPECT_NEAR(r[generated[t]], best, 1e-3f) << "token " << t << " is not the argmax of full-context scoring";
   }
 }
 

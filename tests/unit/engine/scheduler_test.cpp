@@ -55,6 +55,54 @@ TEST(SchedulerTest, ChunkedPrefillUnderTokenBudgetThenDecodesFirst) {
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(step(s), expected[i]) << "step " << i;
 }
 
+// Sliding window W = 6, blocks of 4: after each step the blocks ending before the next
+// position - 5 are freed (kFreedBlock), so a long generation holds at most 3 blocks of its own.
+TEST(SchedulerTest, BlocksWhollyOutsideTheWindowAreFreed) {
+  BlockManager blocks(16, 4);
+  SchedulerConfig config{/*max_num_seqs=*/8, /*max_num_batched_tokens=*/8, true};
+  config.attention_window = 6;
+  Scheduler s(config, blocks);
+  s.add(make_seq(0, 10));
+  const std::vector<std::string> expected_plans = {"0@0+8", "0@8+2", "0@10+1", "0@11+1", "0@12+1"};
+  // Free blocks after each step: 16 - held. After step 0 (8 computed: keys from 3 on) block 0
+  // [0,4) is still needed; after step 1 (10 computed: from 5 on) it is freed; step 4 reuses it
+  // for positions [12, 16), and once 13 are computed (keys from 8 on) block 1 goes too.
+  const std::vector<int64_t> expected_free = {14, 14, 14, 14, 14};
+  const std::vector<std::vector<int32_t>> expected_tables = {
+      {0, 1}, {BlockManager::kFreedBlock, 1, 2}, {BlockManager::kFreedBlock, 1, 2},
+      {BlockManager::kFreedBlock, 1, 2}, {BlockManager::kFreedBlock, BlockManager::kFreedBlock, 2, 0}};
+  for (size_t i = 0; i < expected_plans.size(); ++i) {
+    EXPECT_EQ(step(s), expected_plans[i]) << "step " << i;
+    EXPECT_EQ(blocks.num_free_blocks(), expected_free[i]) << "step " << i;
+    EXPECT_EQ(s.find(0)->block_table, expected_tables[i]) << "step " << i;
+  }
+  // 200 more tokens never hold more than ceil((6 + 1) / 4) + 1 = 3 blocks.
+  for (int i = 0; i < 200; ++i) {
+    step(s);
+    EXPECT_GE(blocks.num_free_blocks(), 13) << "token " << i;
+  }
+  s.finish(0);
+  EXPECT_EQ(blocks.num_free_blocks(), 16);
+}
+
+// Forks share the parent's blocks, freed entries included; each gives back its own references.
+TEST(SchedulerTest, WindowFreeingWithForksReturnsEveryBlock) {
+  BlockManager blocks(16, 4, /*enable_prefix_caching=*/true);
+  SchedulerConfig config{8, 64, true};
+  config.attention_window = 5;
+  Scheduler s(config, blocks);
+  s.add(make_seq(0, 14));
+  step(s);  // the prompt: blocks 0..3, then [0, 10) outside the window of position 14
+  Sequence child = make_seq(1, 14);
+  child.output_ids = s.find(0)->output_ids;
+  s.fork(0, child);
+  EXPECT_EQ(s.find(1)->block_table, s.find(0)->block_table);
+  for (int i = 0; i < 20; ++i) step(s);
+  s.finish(0);
+  s.finish(1);
+  EXPECT_EQ(blocks.num_free_blocks(), 16);
+}
+
 TEST(SchedulerTest, DecodesComeBeforeUnfinishedPrefills) {
   BlockManager blocks(64, 4);
   Scheduler s({8, 4, true}, blocks);
