@@ -17,6 +17,8 @@
 #include "absl/strings/str_format.h"
 #include "batch/batch_runner.h"
 #include "engine/text_detokenizer.h"
+#include "launcher/chat_template_flags.h"
+#include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
@@ -25,18 +27,6 @@
 
 namespace weft {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: weft batch --model DIR --input in.jsonl --output out.jsonl [--errors errors.jsonl]\n"
-    "                  [--max-in-flight N] [--served-model-name NAME] [--progress-interval S]\n"
-    "                  [engine flags]\n"
-    "  Lines: {\"custom_id\", \"method\": \"POST\", \"url\": \"/v1/chat/completions\" | \"/v1/completions\",\n"
-    "          \"body\": {...}} (the OpenAI Batch format). Rerun with the same files to resume.\n"
-    "  --errors FILE              records of lines that failed (default: beside the outputs)\n"
-    "  --max-in-flight N          requests in the engine at once (default 256)\n"
-    "  --served-model-name NAME   the responses' \"model\" (default: the model directory's name)\n"
-    "  --progress-interval S      seconds between progress lines when stderr is not a terminal\n"
-    "                             (default 10)\n";
 
 // Set from signal handlers (the only state they touch).
 std::atomic<int> g_stop{kBatchRun};
@@ -118,9 +108,8 @@ class ProgressPrinter {
 }  // namespace
 
 int run_batch_command(const std::vector<std::string>& args) {
-  auto parsed = parse_engine_command(
-      args, {"input", "output", "errors", "max-in-flight", "served-model-name", "progress-interval"}, {}, kUsage,
-      engine_flags_help(), fail);
+  const CommandSpec& spec = command_spec("batch");
+  auto parsed = parse_command(spec, args, fail);
   if (const int* done = std::get_if<int>(&parsed)) return *done;
   const CliArgs& cli = std::get<CliArgs>(parsed);
   BatchOptions options;
@@ -128,7 +117,7 @@ int run_batch_command(const std::vector<std::string>& args) {
   options.output = cli.get_or("output", "");
   options.errors = cli.get_or("errors", "");
   if (options.input.empty() || options.output.empty()) {
-    std::cerr << kUsage;
+    std::cerr << spec.usage;
     return fail(absl::InvalidArgumentError("--input and --output are required"));
   }
   auto in_flight = cli.get_int("max-in-flight", 256);
@@ -154,13 +143,18 @@ int run_batch_command(const std::vector<std::string>& args) {
     auto loaded = Tokenizer::load(session.options().model_dir);
     if (!loaded.ok()) return fail(loaded.status());
     tokenizer = *loaded;
+    auto tmpl = chat_template_from_flags(cli, *tokenizer, ChatTemplateNeed::kOptional);
+    if (!tmpl.ok()) return fail(tmpl.status());
     encoder.encode_text = [tokenizer](const std::string& text) {
       return tokenizer->encode(text, /*add_special_tokens=*/true);
     };
-    encoder.encode_chat = [tokenizer](const nlohmann::ordered_json& messages,
-                                      const nlohmann::ordered_json& template_kwargs) {
-      return encode_chat_messages(*tokenizer, messages, template_kwargs);
-    };
+    // No template: chat lines get an error record, completion lines still run.
+    if (*tmpl) {
+      encoder.encode_chat = [tokenizer, tmpl = *tmpl](const nlohmann::ordered_json& messages,
+                                                      const nlohmann::ordered_json& template_kwargs) {
+        return encode_chat_messages(*tokenizer, *tmpl, messages, template_kwargs);
+      };
+    }
     encoder.token_text = [tokenizer](int32_t id) {
       const int32_t one[1] = {id};
       return tokenizer->decode(one, /*skip_special_tokens=*/false);

@@ -22,6 +22,7 @@
 #include <random>
 
 #include "core/cpu_features.h"
+#include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
@@ -151,13 +152,12 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
 }  // namespace
 
 int run_bench(const std::vector<std::string>& args) {
-  std::set<std::string> value_flags = engine_value_flags();
-  value_flags.insert({"prompt-len", "decode-steps", "batches", "write-model", "sampling"});
-  auto cli = CliArgs::parse(args, value_flags, engine_bool_flags());
-  if (!cli.ok()) {
-    std::cerr << "weft bench: " << cli.status().message() << "\n";
+  auto parsed = parse_command(command_spec("bench"), args, [](const absl::Status& status) {
+    std::cerr << "weft bench: " << status.message() << "\n";
     return 2;
-  }
+  });
+  if (const int* done = std::get_if<int>(&parsed)) return *done;
+  const CliArgs* cli = &std::get<CliArgs>(parsed);
   if (cli->has("write-model")) {
     RandomModelSpec spec;
     absl::Status s = write_random_model(*cli->get("write-model"), spec);

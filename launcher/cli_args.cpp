@@ -15,6 +15,8 @@ absl::StatusOr<CliArgs> CliArgs::parse(const std::vector<std::string>& args,
   CliArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
     absl::string_view arg = args[i];
+    // -h is --help wherever a flag may stand (the value of a flag may still be "-h").
+    if (arg == "-h" && bool_flags.count("help")) arg = "--help";
     if (!absl::ConsumePrefix(&arg, "--")) {
       return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args[i],
                                                      "' (flags start with --)"));

@@ -1,6 +1,6 @@
 // Command-line flags of the weft subcommands: "--name value", "--name=value" and boolean
-// "--name". Every flag a subcommand reads must be declared; an unknown flag, a missing value or a
-// malformed number is an error that names the flag.
+// "--name", and "-h" for a declared boolean "help". Every flag a subcommand reads must be
+// declared; an unknown flag, a missing value or a malformed number is an error that names the flag.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,5 @@
 #include "launcher/engine_flags.h"
 
-#include <iostream>
-
 #include "absl/strings/str_cat.h"
 #include "core/cpu_features.h"
 #include "core/status_macros.h"
@@ -9,59 +7,32 @@
 
 namespace weft {
 
-std::set<std::string> engine_value_flags() {
-  return {"model",         "threads",      "block-size",   "kv-cache-memory",
-          "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens", "max-model-len",
-          "seed",          "cpu-isa",      "kv-cache-blocks", "kv-cache-memory-fraction", "tp", "pp", "layers-per-stage",
-          "step-timeout", "pipeline-micro-batches", "device", "generation-config"};
-}
-
-std::set<std::string> engine_bool_flags() { return {"no-chunked-prefill", "no-prefix-caching"}; }
-
-const char* engine_flags_help() {
-  return "  --model DIR                  Hugging Face model directory (default: configs/default-model)\n"
-         "  --device cpu|cuda            where the model runs (default cpu; cuda: one GPU, BF16/F16)\n"
-         "  --threads N                  kernel threads (default: all cores)\n"
-         "  --block-size N               tokens per KV block (default 16)\n"
-         "  --kv-cache-memory SIZE       KV cache budget, e.g. 512MiB (default 1GiB)\n"
-         "  --kv-cache-memory-fraction F KV cache budget as a fraction (0, 1] of the memory still\n"
-         "                               available after loading the model (instead of the size)\n"
-         "  --kv-cache-blocks N          cap on KV blocks (default: what the budget holds)\n"
-         "  --kv-cache-dtype T           auto|float32|bfloat16|float16|int8 (default auto = model\n"
-         "                               dtype; int8: per-token-per-head scales)\n"
-         "  --max-num-seqs N             running sequences per step (default 64)\n"
-         "  --max-num-batched-tokens N   tokens per step (default 2048)\n"
-         "  --no-chunked-prefill         never split a prompt over steps\n"
-         "  --no-prefix-caching          never reuse the KV of a shared prompt prefix\n"
-         "  --max-model-len N            prompt + output limit (default: the model's)\n"
-         "  --seed N                     base seed for requests without one\n"
-         "  --generation-config auto|none  auto (default): requests' absent sampling fields take\n"
-         "                               generation_config.json's values; none: weft's defaults\n"
-         "  --cpu-isa native|avx2|portable  cap the CPU kernels' instruction set\n"
-         "  --tp T --pp P                tensor x pipeline parallel ranks (run under mpirun -np T*P)\n"
-         "  --layers-per-stage 6,6       uneven pipeline split (default: even)\n"
-         "  --step-timeout S             a step running longer ends the job (default 300)\n"
-         "  --pipeline-micro-batches N   steps in flight through the pipeline (default pp; 1 = off)\n";
-}
-
-std::variant<CliArgs, int> parse_engine_command(const std::vector<std::string>& args,
-                                                std::set<std::string> value_flags,
-                                                std::set<std::string> bool_flags, std::string_view usage,
-                                                std::string_view help,
-                                                const std::function<int(const absl::Status&)>& fail) {
-  value_flags.merge(engine_value_flags());
-  bool_flags.merge(engine_bool_flags());
-  bool_flags.insert("help");
-  absl::StatusOr<CliArgs> parsed = CliArgs::parse(args, value_flags, bool_flags);
-  if (!parsed.ok()) {
-    std::cerr << usage;
-    return fail(parsed.status());
-  }
-  if (parsed->has("help")) {
-    std::cout << usage << help;
-    return 0;
-  }
-  return *std::move(parsed);
+std::vector<FlagSpec> engine_flag_specs() {
+  return {
+      {"model", "DIR", "Hugging Face model directory (default: $WEFT_DEFAULT_MODEL or configs/default-model)"},
+      {"device", "cpu|cuda", "where the model runs (default cpu; cuda: one GPU, BF16/F16)"},
+      {"threads", "N", "kernel threads (default: all cores)"},
+      {"block-size", "N", "tokens per KV block (default 16)"},
+      {"kv-cache-memory", "SIZE", "KV cache budget, e.g. 512MiB (default 1GiB)"},
+      {"kv-cache-memory-fraction", "F",
+       "KV cache budget as a fraction (0, 1] of the memory left after loading the model"},
+      {"kv-cache-blocks", "N", "cap on KV blocks (default: what the budget holds)"},
+      {"kv-cache-dtype", "T", "auto|float32|bfloat16|float16|int8 (default auto: the model's dtype)"},
+      {"max-num-seqs", "N", "running sequences per step (default 64)"},
+      {"max-num-batched-tokens", "N", "tokens per step (default 2048)"},
+      {"no-chunked-prefill", "", "never split a prompt over steps"},
+      {"no-prefix-caching", "", "never reuse the KV of a shared prompt prefix"},
+      {"max-model-len", "N", "prompt + output limit (default: the model's)"},
+      {"seed", "N", "base seed for requests without one"},
+      {"generation-config", "auto|none",
+       "auto (default): generation_config.json's sampling values are the defaults; none: weft's"},
+      {"cpu-isa", "native|avx2|portable", "cap the CPU kernels' instruction set"},
+      {"tp", "T", "tensor-parallel ranks (run under mpirun -np T*P)"},
+      {"pp", "P", "pipeline-parallel stages"},
+      {"layers-per-stage", "6,6", "uneven pipeline split (default: even)"},
+      {"step-timeout", "S", "a step running longer ends the job (default 300)"},
+      {"pipeline-micro-batches", "N", "steps in flight through the pipeline (default pp; 1 = off)"},
+  };
 }
 
 absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,

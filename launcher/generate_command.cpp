@@ -1,11 +1,13 @@
 // weft generate: run one prompt through the engine and print what it generates.
-//   --prompt TEXT [--chat [--system TEXT]]   text in, text streamed out (needs tokenizer.json)
+//   --prompt TEXT [--chat [--system TEXT]]   text in, text streamed out (needs tokenizer.json);
+//                                            --chat-template / --chat-template-name pick the template
 //   --prompt-ids 1,2,3                       token ids in, token ids out
 //   --json                                   one JSON object: ids, text, per-step logprobs
 #include <cstdio>
 #include <iostream>
 
 #include "engine/text_detokenizer.h"
+#include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "absl/strings/str_cat.h"
 #include "launcher/engine_flags.h"
@@ -16,10 +18,6 @@
 
 namespace weft {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: weft generate --model DIR (--prompt TEXT [--chat] [--system TEXT] | --prompt-ids 1,2,3)\n"
-    "                     [--json] [sampling flags] [engine flags]\n";
 
 int fail(const absl::Status& status) {
   std::cerr << "weft generate: " << status.message() << "\n";
@@ -39,13 +37,7 @@ struct SequenceResult {
 }  // namespace
 
 int run_generate(const std::vector<std::string>& args) {
-  std::set<std::string> value_flags = sampling_value_flags();
-  value_flags.merge(prompt_value_flags());
-  std::set<std::string> bool_flags = sampling_bool_flags();
-  bool_flags.merge(prompt_bool_flags());
-  bool_flags.insert("json");
-  const std::string help = std::string(sampling_flags_help()) + prompt_flags_help() + engine_flags_help();
-  auto parsed = parse_engine_command(args, std::move(value_flags), std::move(bool_flags), kUsage, help, fail);
+  auto parsed = parse_command(command_spec("generate"), args, fail);
   if (const int* done = std::get_if<int>(&parsed)) return *done;
   const CliArgs& cli = std::get<CliArgs>(parsed);
   SamplingParams defaults;

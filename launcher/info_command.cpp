@@ -2,18 +2,19 @@
 #include <iostream>
 
 #include "core/cpu_features.h"
-#include "launcher/cli_args.h"
+#include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "model/model_config.h"
 
 namespace weft {
 
 int run_info(const std::vector<std::string>& args) {
-  auto cli = CliArgs::parse(args, {"model"}, {});
-  if (!cli.ok()) {
-    std::cerr << "weft info: " << cli.status().message() << "\n";
+  auto parsed = parse_command(command_spec("info"), args, [](const absl::Status& status) {
+    std::cerr << "weft info: " << status.message() << "\n";
     return 2;
-  }
+  });
+  if (const int* done = std::get_if<int>(&parsed)) return *done;
+  const CliArgs* cli = &std::get<CliArgs>(parsed);
   std::cout << "cpu features: " << cpu_features().to_string() << "\n";
   if (!cli->has("model")) return 0;
   auto config = load_model_config(*cli->get("model"));

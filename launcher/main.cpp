@@ -3,29 +3,12 @@
 #include <string>
 #include <vector>
 
+#include "launcher/command_specs.h"
 #include "launcher/commands.h"
-
-namespace {
-
-constexpr const char* kUsage =
-    "usage: weft <command> [flags]\n"
-    "commands:\n"
-    "  generate   run a prompt through the engine and print the generated tokens\n"
-    "  batch      run an OpenAI Batch .jsonl file through the engine (resumable)\n"
-    "  info       print the model's configuration and this machine's CPU features\n"
-    "  bench      measure prefill / decode throughput against memory bandwidth\n"
-    "  tokenize   JSON lines {\"text\"} -> {\"ids\"} with the model's tokenizer\n"
-    "  detokenize JSON lines {\"ids\"} -> {\"text\"}\n"
-    "  chat-template  render {\"messages\": [...]} with the model's chat template\n"
-    "  serve      OpenAI-compatible HTTP (and gRPC) server\n"
-    "  perplexity the perplexity of a text file (sliding windows)\n"
-    "Run 'weft <command> --help' for its flags.\n";
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << weft::weft_usage();
     return 2;
   }
   const std::string command = argv[1];
@@ -40,9 +23,9 @@ int main(int argc, char** argv) {
   if (command == "serve") return weft::run_serve(args);
   if (command == "perplexity") return weft::run_perplexity(args);
   if (command == "--help" || command == "help" || command == "-h") {
-    std::cout << kUsage;
+    std::cout << weft::weft_usage();
     return 0;
   }
-  std::cerr << "weft: unknown command '" << command << "'\n" << kUsage;
+  std::cerr << "weft: unknown command '" << command << "'\n" << weft::weft_usage();
   return 2;
 }

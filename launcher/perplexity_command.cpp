@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
@@ -19,15 +20,6 @@
 
 namespace weft {
 namespace {
-
-constexpr const char* kUsage =
-    "usage: weft perplexity [--model DIR] --text FILE [--context N] [--stride S] [engine flags]\n"
-    "  --text FILE    UTF-8 text, tokenized whole with the model's tokenizer (special tokens as\n"
-    "                 its tokenizer_config.json says)\n"
-    "  --context N    tokens per window (default: min(max_model_len, 1024))\n"
-    "  --stride S     tokens between window starts (default: context / 2); each token is scored\n"
-    "                 once, with at least context - stride tokens of history after the first\n"
-    "                 window (stride = context leaves each window's first token unscored)\n";
 
 int fail(const absl::Status& status) {
   std::cerr << "weft perplexity: " << status.message() << "\n";
@@ -81,11 +73,12 @@ int perplexity(EngineSession& session, const std::vector<int32_t>& ids, int64_t 
 }  // namespace
 
 int run_perplexity(const std::vector<std::string>& args) {
-  auto parsed = parse_engine_command(args, {"text", "context", "stride"}, {}, kUsage, engine_flags_help(), fail);
+  const CommandSpec& spec = command_spec("perplexity");
+  auto parsed = parse_command(spec, args, fail);
   if (const int* done = std::get_if<int>(&parsed)) return *done;
   const CliArgs* cli = &std::get<CliArgs>(parsed);
   if (!cli->has("text")) {
-    std::cerr << kUsage;
+    std::cerr << spec.usage;
     return fail(absl::InvalidArgumentError("--text FILE is required"));
   }
   auto context_flag = cli->get_int("context", 0);

@@ -1,27 +1,24 @@
 #include "launcher/prompt_input.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "tokenizer/chat_template/chat_template.h"
+#include "launcher/chat_template_flags.h"
 
 namespace weft {
 
-std::set<std::string> prompt_value_flags() { return {"prompt", "prompt-ids", "system"}; }
-std::set<std::string> prompt_bool_flags() { return {"chat"}; }
-
-const char* prompt_flags_help() {
-  return "  --prompt TEXT                   text prompt (needs the model's tokenizer.json)\n"
-         "  --chat [--system TEXT]          wrap the prompt in the model's chat template\n"
-         "  --prompt-ids 1,2,3              token ids instead of text\n";
+std::vector<FlagSpec> prompt_flag_specs() {
+  return {
+      {"prompt", "TEXT", "text prompt (needs the model's tokenizer.json)"},
+      {"prompt-ids", "1,2,3", "token ids instead of text"},
+      {"chat", "", "wrap the prompt in a chat template (the model's unless --chat-template)"},
+      {"system", "TEXT", "with --chat: a system message before the prompt"},
+  };
 }
 
-absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& tokenizer,
+absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
                                                           const nlohmann::ordered_json& messages,
                                                           const nlohmann::ordered_json& template_kwargs) {
-  if (tokenizer.chat_template().empty()) {
-    return absl::InvalidArgumentError("the model's tokenizer_config.json has no chat_template");
-  }
   if (!messages.is_array()) return absl::InvalidArgumentError("messages: expected an array");
-  WEFT_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplate::parse(tokenizer.chat_template()));
   WEFT_ASSIGN_OR_RETURN(std::string text,
                         render_chat(tmpl, messages, /*add_generation_prompt=*/true,
                                     tokenizer.bos_token().value_or(""),
@@ -29,23 +26,24 @@ absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& token
   return tokenizer.encode(text, /*add_special_tokens=*/false);
 }
 
-absl::StatusOr<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer,
+absl::StatusOr<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
                                                  const std::string& user_text,
                                                  const std::string& system_text) {
-  if (tokenizer.chat_template().empty()) {
-    return absl::InvalidArgumentError("--chat: the model's tokenizer_config.json has no chat_template");
-  }
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!system_text.empty()) messages.push_back({{"role", "system"}, {"content", system_text}});
   messages.push_back({{"role", "user"}, {"content", user_text}});
-  return encode_chat_messages(tokenizer, messages);
+  return encode_chat_messages(tokenizer, tmpl, messages);
 }
 
 absl::StatusOr<PromptInput> prompt_from_flags(const CliArgs& args,
                                               const std::filesystem::path& model_dir) {
   PromptInput input;
+  if (chat_template_flags_given(args) && !args.has("chat")) {
+    return absl::InvalidArgumentError("--chat-template and --chat-template-name apply only with --chat");
+  }
   if (args.has("prompt-ids")) {
     if (args.has("prompt")) return absl::InvalidArgumentError("give --prompt or --prompt-ids, not both");
+    if (args.has("chat")) return absl::InvalidArgumentError("--chat needs --prompt TEXT, not --prompt-ids");
     WEFT_ASSIGN_OR_RETURN(input.ids, args.get_int_list("prompt-ids"));
     if (input.ids.empty()) return absl::InvalidArgumentError("--prompt-ids: no ids given");
     return input;
@@ -54,7 +52,9 @@ absl::StatusOr<PromptInput> prompt_from_flags(const CliArgs& args,
   WEFT_ASSIGN_OR_RETURN(input.tokenizer, Tokenizer::load(model_dir));
   const std::string text = *args.get("prompt");
   if (args.has("chat")) {
-    WEFT_ASSIGN_OR_RETURN(input.ids, encode_chat(*input.tokenizer, text, args.get_or("system", "")));
+    auto tmpl = chat_template_from_flags(args, *input.tokenizer, ChatTemplateNeed::kRequired);
+    if (!tmpl.ok()) return absl::InvalidArgumentError(absl::StrCat("--chat: ", tmpl.status().message()));
+    WEFT_ASSIGN_OR_RETURN(input.ids, encode_chat(*input.tokenizer, **tmpl, text, args.get_or("system", "")));
   } else {
     WEFT_ASSIGN_OR_RETURN(input.ids, input.tokenizer->encode(text, /*add_special_tokens=*/true));
   }

@@ -5,24 +5,25 @@
 
 namespace weft {
 
-std::set<std::string> sampling_value_flags() {
-  return {"temperature", "top-k", "top-p", "min-p", "repetition-penalty", "presence-penalty",
-          "frequency-penalty", "max-tokens", "min-tokens", "stop", "stop-token-ids", "n",
-          "logprobs", "request-seed"};
-}
-
-std::set<std::string> sampling_bool_flags() { return {"ignore-eos", "keep-special-tokens"}; }
-
-const char* sampling_flags_help() {
-  return "  --max-tokens N --min-tokens N   output length bounds (default 16, 0)\n"
-         "  --temperature T                 0 = greedy (default: generation_config.json's, else 0)\n"
-         "  --top-k K --top-p P --min-p P   filters\n"
-         "  --repetition-penalty R --presence-penalty P --frequency-penalty F\n"
-         "  --stop TEXT (repeatable)  --stop-token-ids 1,2  --ignore-eos\n"
-         "  --n N                           sequences per prompt\n"
-         "  --logprobs N                    top-N alternatives per token\n"
-         "  --request-seed S                seed of this request's sampling\n"
-         "  --keep-special-tokens           show special tokens in the text\n";
+std::vector<FlagSpec> sampling_flag_specs() {
+  return {
+      {"max-tokens", "N", "output tokens at most (default: generation_config.json's, else 16)"},
+      {"min-tokens", "N", "output tokens before EOS or a stop may end it (default 0)"},
+      {"temperature", "T", "0 = greedy (default: generation_config.json's, else 0)"},
+      {"top-k", "K", "sample from the K most likely tokens (0: all)"},
+      {"top-p", "P", "sample from the smallest set of tokens with probability >= P"},
+      {"min-p", "P", "drop tokens less likely than P times the most likely one"},
+      {"repetition-penalty", "R", "penalize tokens already in the prompt or output (1: off)"},
+      {"presence-penalty", "P", "subtract P from the logits of tokens already generated"},
+      {"frequency-penalty", "F", "subtract F per earlier occurrence in the output"},
+      {"stop", "TEXT", "stop before TEXT (repeatable)"},
+      {"stop-token-ids", "1,2", "stop after any of these token ids"},
+      {"ignore-eos", "", "keep generating past the end-of-sequence token"},
+      {"n", "N", "sequences per prompt"},
+      {"logprobs", "N", "top-N alternatives per token"},
+      {"request-seed", "S", "seed of this request's sampling"},
+      {"keep-special-tokens", "", "show special tokens in the text"},
+  };
 }
 
 absl::StatusOr<SamplingParams> model_sampling_defaults(const CliArgs& args, const GenerationConfig& generation,

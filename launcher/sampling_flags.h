@@ -1,11 +1,12 @@
 // Sampling flags of the CLI (generate, batch defaults) and their translation to SamplingParams.
 #pragma once
 
-#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "launcher/cli_args.h"
+#include "launcher/flag_table.h"
 #include "model/model_config.h"
 #include "sampling/sampling_params.h"
 
@@ -13,11 +14,8 @@ namespace weft {
 
 // --temperature --top-k --top-p --min-p --repetition-penalty --presence-penalty
 // --frequency-penalty --max-tokens --min-tokens --stop (repeatable) --stop-token-ids --n
-// --logprobs --request-seed
-std::set<std::string> sampling_value_flags();
-// --ignore-eos --keep-special-tokens
-std::set<std::string> sampling_bool_flags();
-const char* sampling_flags_help();
+// --logprobs --request-seed --ignore-eos --keep-special-tokens
+std::vector<FlagSpec> sampling_flag_specs();
 
 // The defaults requests start from: `base` with generation_config.json's sampling values over it
 // (engine/generation_defaults.h), or `base` alone with --generation-config none. Errors name the

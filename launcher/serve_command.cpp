@@ -14,6 +14,8 @@
 
 #include "engine/async_engine.h"
 #include "engine/text_detokenizer.h"
+#include "launcher/chat_template_flags.h"
+#include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
@@ -27,18 +29,6 @@
 namespace weft {
 namespace {
 
-constexpr const char* kUsage =
-    "usage: weft serve --model DIR [--host H] [--port P] [--api-key KEY] [--max-waiting N]\n"
-    "                  [--served-model-name NAME] [--grpc-port P] [--drain-timeout S] [engine flags]\n"
-    "  --host H                  address to listen on (default 127.0.0.1)\n"
-    "  --port P                  HTTP port (default 8000; 0 picks a free one, printed on stderr)\n"
-    "  --api-key KEY             require 'Authorization: Bearer KEY' on /v1/*, /tokenize, /detokenize\n"
-    "  --max-waiting N           waiting requests before 429 (default 1024; 0 unbounded)\n"
-    "  --served-model-name NAME  the model name clients send (default: the model directory's name)\n"
-    "  --grpc-port P             also serve weft.serving.Generation over gRPC (0 picks a free port)\n"
-    "  --drain-timeout S         seconds running requests may take after SIGTERM (default 30)\n"
-    "  --max-connections N       open HTTP connections at most (default 10000)\n";
-
 int fail(const absl::Status& status) {
   std::cerr << "weft serve: " << status.message() << "\n";
   return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
@@ -50,10 +40,7 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
-  auto parsed = parse_engine_command(args,
-                                     {"host", "port", "api-key", "max-waiting", "served-model-name", "grpc-port",
-                                      "drain-timeout", "max-connections"},
-                                     {}, kUsage, engine_flags_help(), fail);
+  auto parsed = parse_command(command_spec("serve"), args, fail);
   if (const int* done = std::get_if<int>(&parsed)) return *done;
   const CliArgs& cli = std::get<CliArgs>(parsed);
   auto port = cli.get_int("port", 8000);
@@ -106,11 +93,10 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   if (!sampling_defaults.ok()) return fail(sampling_defaults.status());
   model.sampling_defaults = *sampling_defaults;
   model.tokenizer = tokenizer;
-  if (!tokenizer->chat_template().empty()) {
-    auto tmpl = ChatTemplate::parse(tokenizer->chat_template());
-    if (!tmpl.ok()) return fail(tmpl.status());
-    model.chat_template = std::make_shared<ChatTemplate>(std::move(*tmpl));
-  }
+  // No template at all leaves /v1/chat/completions refusing requests; a bad choice ends here.
+  auto tmpl = chat_template_from_flags(cli, *tokenizer, ChatTemplateNeed::kOptional);
+  if (!tmpl.ok()) return fail(tmpl.status());
+  model.chat_template = *std::move(tmpl);
   Engine& core = session.engine();
 
   AsyncEngine engine(nullptr, core, {max_waiting});

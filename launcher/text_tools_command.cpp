@@ -5,13 +5,17 @@
 //                                   stdout: {"text": ...} lines
 //   weft chat-template --model DIR  stdin: one {"messages": [...], "add_generation_prompt": bool,
 //                                   ...extra template variables} object; stdout: the prompt
+//                                   (--chat-template FILE / --chat-template-name NAME pick the
+//                                   template)
 // A malformed line gets an {"error": ...} line (tokenize/detokenize keep going) and exit code 1.
 #include <iostream>
 #include <iterator>
 #include <string>
 
 #include "core/bounded_json.h"
+#include "launcher/chat_template_flags.h"
 #include "launcher/cli_args.h"
+#include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "launcher/default_model.h"
 #include "nlohmann/json.hpp"
@@ -21,11 +25,8 @@
 namespace weft {
 namespace {
 
-absl::StatusOr<std::shared_ptr<Tokenizer>> tokenizer_from(const std::vector<std::string>& args,
-                                                          const char* command) {
-  auto cli = CliArgs::parse(args, {"model"}, {});
-  if (!cli.ok()) return cli.status();
-  const std::filesystem::path dir = cli->has("model") ? std::filesystem::path(*cli->get("model")) : default_model_dir();
+absl::StatusOr<std::shared_ptr<Tokenizer>> tokenizer_from(const CliArgs& cli, const char* command) {
+  const std::filesystem::path dir = cli.has("model") ? std::filesystem::path(*cli.get("model")) : default_model_dir();
   if (dir.empty()) return absl::InvalidArgumentError(std::string(command) + ": --model DIR is required");
   return Tokenizer::load(dir);
 }
@@ -54,10 +55,18 @@ int fail(const char* command, const absl::Status& status) {
   return 2;
 }
 
+// The command's flags, or its exit code after --help or a flag error.
+std::variant<CliArgs, int> parse(const char* command, const std::vector<std::string>& args) {
+  return parse_command(command_spec(command), args, [command](const absl::Status& s) { return fail(command, s); });
+}
+
 }  // namespace
 
 int run_tokenize(const std::vector<std::string>& args) {
-  auto tokenizer = tokenizer_from(args, "tokenize");
+  auto parsed = parse("tokenize", args);
+  if (const int* done = std::get_if<int>(&parsed)) return *done;
+  const CliArgs& cli = std::get<CliArgs>(parsed);
+  auto tokenizer = tokenizer_from(cli, "tokenize");
   if (!tokenizer.ok()) return fail("tokenize", tokenizer.status());
   return for_each_json_line([&](const nlohmann::json& in) -> absl::StatusOr<nlohmann::json> {
     if (!in.is_object() || !in.contains("text") || !in["text"].is_string()) {
@@ -77,7 +86,10 @@ int run_tokenize(const std::vector<std::string>& args) {
 }
 
 int run_detokenize(const std::vector<std::string>& args) {
-  auto tokenizer = tokenizer_from(args, "detokenize");
+  auto parsed = parse("detokenize", args);
+  if (const int* done = std::get_if<int>(&parsed)) return *done;
+  const CliArgs& cli = std::get<CliArgs>(parsed);
+  auto tokenizer = tokenizer_from(cli, "detokenize");
   if (!tokenizer.ok()) return fail("detokenize", tokenizer.status());
   return for_each_json_line([&](const nlohmann::json& in) -> absl::StatusOr<nlohmann::json> {
     if (!in.is_object() || !in.contains("ids") || !in["ids"].is_array()) {
@@ -102,11 +114,13 @@ int run_detokenize(const std::vector<std::string>& args) {
 }
 
 int run_chat_template(const std::vector<std::string>& args) {
-  auto tokenizer = tokenizer_from(args, "chat-template");
+  auto flags = parse("chat-template", args);
+  if (const int* done = std::get_if<int>(&flags)) return *done;
+  const CliArgs& cli = std::get<CliArgs>(flags);
+  auto tokenizer = tokenizer_from(cli, "chat-template");
   if (!tokenizer.ok()) return fail("chat-template", tokenizer.status());
-  if ((*tokenizer)->chat_template().empty()) {
-    return fail("chat-template", absl::InvalidArgumentError("the model's tokenizer_config.json has no chat_template"));
-  }
+  auto tmpl = chat_template_from_flags(cli, **tokenizer, ChatTemplateNeed::kRequired);
+  if (!tmpl.ok()) return fail("chat-template", tmpl.status());
   const std::string input(std::istreambuf_iterator<char>(std::cin), {});
   absl::StatusOr<nlohmann::ordered_json> parsed =
       parse_json_bounded<nlohmann::ordered_json>(input, "stdin", request_json_limits());
@@ -128,9 +142,7 @@ int run_chat_template(const std::vector<std::string>& args) {
   nlohmann::ordered_json extra = request;
   extra.erase("messages");
   extra.erase("add_generation_prompt");
-  auto tmpl = ChatTemplate::parse((*tokenizer)->chat_template());
-  if (!tmpl.ok()) return fail("chat-template", tmpl.status());
-  auto text = render_chat(*tmpl, request["messages"], add_generation_prompt,
+  auto text = render_chat(**tmpl, request["messages"], add_generation_prompt,
                           (*tokenizer)->bos_token().value_or(""),
                           (*tokenizer)->eos_token().value_or(""), extra);
   if (!text.ok()) return fail("chat-template", text.status());

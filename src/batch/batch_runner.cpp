@@ -12,6 +12,7 @@
 #include "batch/batch_record.h"
 #include "core/status_macros.h"
 #include "sampling/sampling_params_json.h"
+#include "batch/batch_inflight.h"
 #include "serving/openai_fields.h"
 #include "serving/openai_logprobs.h"
 
@@ -154,6 +155,8 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
     errors_file = std::move(f);
   }
   RecordFile& errors = errors_file ? *errors_file : output;
+  WEFT_ASSIGN_OR_RETURN(InflightLog inflight,
+                        InflightLog::open(options.output.string() + ".inflight", journal));
 
   BatchProgress progress;
   progress.total_lines = count_nonempty_lines(options.input);
@@ -164,6 +167,8 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
   std::string pending_outputs, pending_errors;
   int64_t line_no = 0;
   bool input_done = false;
+  std::optional<std::string> held_text;  // a suspect line waiting for the engine to drain
+  bool solo = false;                     // a suspect runs alone: admit nothing until it ends
 
   auto flush = [&]() -> absl::Status {
     if (!pending_errors.empty()) {
@@ -193,16 +198,26 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
 
   while (true) {
     // Admit lines while there is room (and no stop request).
-    while (!input_done && stop.load() == kBatchRun &&
+    while (!input_done && stop.load() == kBatchRun && !solo &&
            static_cast<int>(in_flight.size()) < options.max_in_flight) {
       std::string text;
-      if (!std::getline(in, text)) {
-        input_done = true;
+      if (held_text) {
+        text = *std::move(held_text);
+        held_text.reset();
+      } else {
+        if (!std::getline(in, text)) {
+          input_done = true;
+          break;
+        }
+        ++line_no;
+        if (!text.empty() && text.back() == '\r') text.pop_back();
+      }
+      if (text.find_first_not_of(" \t") == std::string::npos) continue;
+      const bool suspect = inflight.suspects().count(line_no) > 0;
+      if (suspect && !in_flight.empty()) {  // in flight when an earlier run died: run it alone
+        held_text = std::move(text);
         break;
       }
-      ++line_no;
-      if (!text.empty() && text.back() == '\r') text.pop_back();
-      if (text.find_first_not_of(" \t") == std::string::npos) continue;
       std::optional<std::string> custom_id;
       absl::StatusOr<BatchLine> line = parse_batch_line(text, &custom_id);
       const bool duplicate = custom_id && !seen.insert(*custom_id).second;
@@ -211,6 +226,15 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
         ++progress.already_done;
         continue;
       }
+      if (inflight.poisoned().count(line_no)) {
+        fail_line(custom_id, "engine_failure",
+                  absl::StrCat("the engine failed (crashed, aborted or missed its step deadline) each of the ",
+                               InflightLog::kPoisonStrikes, " times it ran this request alone (line ", line_no,
+                               "); skipped"));
+        continue;
+      }
+      WEFT_RETURN_IF_ERROR(inflight.started(line_no, custom_id.value_or(""), suspect));
+      solo = suspect;
       if (!line.ok()) {
         fail_line(custom_id, "invalid_request", std::string(line.status().message()));
         continue;
@@ -262,6 +286,7 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
       in_flight.erase(it);
     }
     WEFT_RETURN_IF_ERROR(flush());
+    if (in_flight.empty()) solo = false;
     report(false);
   }
   WEFT_RETURN_IF_ERROR(flush());
@@ -273,6 +298,8 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
     (void)ignored;
   }
   progress.interrupted = !input_done || !in_flight.empty();
+  // A normal end (finished or stopped): what it abandoned was not at fault.
+  WEFT_RETURN_IF_ERROR(inflight.finished());
   in_flight.clear();
   report(true);
   return progress;

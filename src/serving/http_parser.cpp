@@ -105,11 +105,16 @@ std::optional<HttpParseResult> parse_request_line(std::string_view line, const H
     return reject(414, "request target longer than " + std::to_string(limits.max_target_bytes) + " bytes");
   }
   if (!is_target(target)) return reject(400, "malformed request line: invalid request target");
-  if (version.size() != 8 || version.substr(0, 7) != "HTTP/1.") {
-    if (version.substr(0, 5) == "HTTP/") return reject(505, "only HTTP/1.0 and HTTP/1.1 are supported");
-    return reject(400, "malformed request line: invalid HTTP version");
+  // HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3). Anything else, extra tokens after it
+  // included, is a malformed request line; only a well-formed other version is a 505.
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (version.size() != 8 || version.substr(0, 5) != "HTTP/" || !digit(version[5]) || version[6] != '.' ||
+      !digit(version[7])) {
+    return reject(400, "malformed request line: expected METHOD SP target SP HTTP/x.y");
   }
-  if (version[7] != '0' && version[7] != '1') return reject(505, "only HTTP/1.0 and HTTP/1.1 are supported");
+  if (version[5] != '1' || (version[7] != '0' && version[7] != '1')) {
+    return reject(505, "only HTTP/1.0 and HTTP/1.1 are supported");
+  }
   req.method = std::string(method);
   req.target = std::string(target);
   const size_t q = target.find('?');
@@ -127,10 +132,30 @@ int hex_value(char c) {
   return -1;
 }
 
+enum class LineEnd { kFound, kIncomplete, kBad };
+
+// Looks for the CRLF ending the line that starts at data[pos]; `eol` gets the CR's index. kBad:
+// a bare LF or a CR not followed by LF (known at once, so no waiting for a CRLF that never
+// comes); kIncomplete: no line end in data[pos, pos + max_len + 2) yet.
+LineEnd find_crlf(std::string_view data, size_t pos, size_t max_len, size_t& eol) {
+  const size_t end = std::min(data.size(), pos + max_len + 2);
+  for (size_t i = pos; i < end; ++i) {
+    if (data[i] == '\n') return LineEnd::kBad;
+    if (data[i] != '\r') continue;
+    if (i + 1 >= data.size()) return LineEnd::kIncomplete;
+    if (data[i + 1] != '\n') return LineEnd::kBad;
+    eol = i;
+    return LineEnd::kFound;
+  }
+  return LineEnd::kIncomplete;
+}
+
 // A chunked body (RFC 9112 7.1) starting at data[0]: chunks of `hex-size [;ext] CRLF data CRLF`,
 // a last chunk `0 [;ext] CRLF`, trailer fields (read and dropped) and an empty line. The encoded
-// body may be at most limits.max_body_bytes (so the decoded one is too). On success, `body` gets
-// the data and `consumed` the encoded length; incomplete input returns kIncomplete.
+// body may be at most limits.max_body_bytes (so the decoded one is too); the trailer section
+// (its fields and the empty line) at most limits.max_header_bytes and limits.max_headers fields.
+// On success, `body` gets the data and `consumed` the encoded length; incomplete input returns
+// kIncomplete.
 HttpParseResult parse_chunked_body(std::string_view data, const HttpLimits& limits, std::string& body,
                                    size_t& consumed) {
   const std::string too_large = "request body larger than " + std::to_string(limits.max_body_bytes) + " bytes";
@@ -138,10 +163,13 @@ HttpParseResult parse_chunked_body(std::string_view data, const HttpLimits& limi
     if (data.size() > limits.max_body_bytes) return reject(413, too_large);
     return {};
   };
+  const HttpParseResult bad_line = reject(400, "malformed chunked body: lines must end in CRLF");
   size_t pos = 0;
   for (;;) {
-    const size_t eol = data.find("\r\n", pos);
-    if (eol == std::string_view::npos) {
+    size_t eol = 0;
+    const LineEnd end = find_crlf(data, pos, kMaxChunkLine, eol);
+    if (end == LineEnd::kBad) return bad_line;
+    if (end == LineEnd::kIncomplete) {
       if (data.size() - pos > kMaxChunkLine) return reject(400, "malformed chunked body: chunk size line too long");
       return need_more();
     }
@@ -162,21 +190,36 @@ HttpParseResult parse_chunked_body(std::string_view data, const HttpLimits& limi
     pos = eol + 2;
     if (size == 0) break;
     if (body.size() + size > limits.max_body_bytes) return reject(413, too_large);
-    if (data.size() - pos < size + 2) return need_more();
-    if (data.substr(pos + size, 2) != "\r\n") return reject(400, "malformed chunked body: chunk data not followed by CRLF");
+    // The CRLF after the data is judged byte by byte, as soon as each arrives.
+    const std::string_view after = data.substr(std::min(data.size(), pos + size), 2);
+    if ((!after.empty() && after[0] != '\r') || (after.size() == 2 && after[1] != '\n')) {
+      return reject(400, "malformed chunked body: chunk data not followed by CRLF");
+    }
+    if (after.size() < 2) return need_more();
     body.append(data.substr(pos, size));
     pos += size + 2;
   }
-  // Trailer fields, up to the empty line.
+  // Trailer fields, up to the empty line, bounded like the header section.
+  const size_t trailer_start = pos;
+  const HttpParseResult too_long = reject(
+      431, "trailer section longer than " + std::to_string(limits.max_header_bytes) + " bytes");
+  size_t fields = 0;
   for (;;) {
-    const size_t eol = data.find("\r\n", pos);
-    if (eol == std::string_view::npos) {
-      if (data.size() - pos > limits.max_header_bytes) return reject(431, "trailer section too long");
+    size_t eol = 0;
+    const size_t room = limits.max_header_bytes - std::min(limits.max_header_bytes, pos - trailer_start);
+    const LineEnd end = find_crlf(data, pos, room, eol);
+    if (end == LineEnd::kBad) return bad_line;
+    if (end == LineEnd::kIncomplete) {
+      if (data.size() - trailer_start > limits.max_header_bytes) return too_long;
       return need_more();
     }
     const std::string_view line = data.substr(pos, eol - pos);
     pos = eol + 2;
+    if (pos - trailer_start > limits.max_header_bytes) return too_long;
     if (line.empty()) break;
+    if (++fields > limits.max_headers) {
+      return reject(431, "more than " + std::to_string(limits.max_headers) + " trailer fields");
+    }
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos || !is_token(line.substr(0, colon)) ||
         !is_field_value(line.substr(colon + 1))) {
@@ -288,6 +331,16 @@ HttpParseResult parse_http_request(std::string_view bytes, const HttpLimits& lim
     if (req.version_minor == 0) return reject(400, "Transfer-Encoding in an HTTP/1.0 request");
   }
   if (req.version_minor == 1 && !req.header("host")) return reject(400, "HTTP/1.1 request without a Host header");
+  // Expect (RFC 9110 10.1.1): 100-continue asks for an interim response before the body is sent;
+  // no other expectation can be met. An HTTP/1.0 request's Expect is ignored, as required.
+  bool expect_continue = false;
+  if (req.version_minor == 1) {
+    for (const auto& [name, value] : req.headers) {
+      if (name != "expect") continue;
+      if (lower(value) != "100-continue") return reject(417, "the only supported Expect is 100-continue");
+      expect_continue = true;
+    }
+  }
 
   if (req.version_minor == 1) {
     req.keep_alive = !(connection && connection->find("close") != std::string::npos);
@@ -296,16 +349,22 @@ HttpParseResult parse_http_request(std::string_view bytes, const HttpLimits& lim
   }
 
   const size_t body_start = start + head_end + 4;
+  const bool no_body_yet = bytes.size() == body_start;
   if (transfer_encoding) {
     size_t encoded = 0;
     HttpParseResult body = parse_chunked_body(bytes.substr(body_start), limits, req.body, encoded);
+    if (body.state == State::kIncomplete) body.expects_continue = expect_continue && no_body_yet;
     if (body.state != State::kComplete) return body;
     result.state = State::kComplete;
     result.consumed = body_start + encoded;
     return result;
   }
   const uint64_t body_len = content_length.value_or(0);
-  if (bytes.size() - body_start < body_len) return {};
+  if (bytes.size() - body_start < body_len) {
+    HttpParseResult more;
+    more.expects_continue = expect_continue && no_body_yet;
+    return more;
+  }
   req.body = std::string(bytes.substr(body_start, body_len));
   result.state = State::kComplete;
   result.consumed = body_start + body_len;

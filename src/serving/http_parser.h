@@ -7,20 +7,24 @@
 // except tab), an empty line, then a body of exactly Content-Length bytes (no Content-Length:
 // empty body) or, with `Transfer-Encoding: chunked` (HTTP/1.1), a chunked body (chunk
 // extensions and trailer fields are accepted and dropped). Header names are lower-cased; values
-// keep their case, trimmed of spaces/tabs.
+// keep their case, trimmed of spaces/tabs. `Expect: 100-continue` (HTTP/1.1) sets
+// expects_continue on the kIncomplete results that have the whole, acceptable header section
+// and no body byte yet: the server should then send `100 Continue`. HTTP/1.0 Expect is ignored.
 //
-// Rejected (with the status a server should answer):
-//   400  malformed request line / header line, bare LF or CR, obsolete line folding, a header
-//        name that is not a token, an invalid or conflicting Content-Length, a missing Host in
-//        HTTP/1.1, both Content-Length and Transfer-Encoding, Transfer-Encoding in HTTP/1.0 or
-//        twice, a malformed chunk (size line not hex or over 1 KiB, data not followed by CRLF,
-//        a bad trailer field);
+// Rejected (with the status a server should answer), as soon as the bytes decide it:
+//   400  malformed request line (extra tokens, a version not `HTTP/DIGIT.DIGIT`) / header line,
+//        bare LF or CR (in the header section, chunk size lines, after chunk data and in the
+//        trailer section), obsolete line folding, a header name that is not a token, an invalid
+//        or conflicting Content-Length, a missing Host in HTTP/1.1, both Content-Length and
+//        Transfer-Encoding, Transfer-Encoding in HTTP/1.0 or twice, a malformed chunk (size
+//        line not hex or over 1 KiB, data not followed by CRLF, a bad trailer field);
 //   413  Content-Length, or the encoded chunked body, above limits.max_body_bytes;
 //   414  request target longer than limits.max_target_bytes;
-//   431  header section (or chunked trailer section) longer than limits.max_header_bytes, or more
-//        than limits.max_headers fields;
+//   417  an HTTP/1.1 Expect other than 100-continue;
+//   431  header section longer than limits.max_header_bytes or with more than limits.max_headers
+//        fields; the same two limits bound the chunked trailer section (fields + empty line);
 //   501  a Transfer-Encoding other than chunked;
-//   505  any HTTP version other than 1.0 and 1.1.
+//   505  a well-formed HTTP version other than 1.0 and 1.1.
 // Never reads past `bytes`, never allocates more than the limits allow, never throws.
 #pragma once
 
@@ -60,7 +64,10 @@ struct HttpParseResult {
   State state = State::kIncomplete;
   size_t consumed = 0;       // kComplete: bytes of `bytes` this request used
   HttpRequest request;       // kComplete
-  int error_status = 0;      // kError: 400, 413, 414, 431, 501 or 505
+  int error_status = 0;      // kError: 400, 413, 414, 417, 431, 501 or 505
+  // kIncomplete: the headers are complete and acceptable, they ask for 100-continue, and no
+  // body byte has arrived.
+  bool expects_continue = false;
   std::string error;         // kError: what was wrong, for the response body
 };
 

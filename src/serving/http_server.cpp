@@ -23,21 +23,27 @@ constexpr uint64_t kWakeTag = 0;
 constexpr uint64_t kListenTag = ~uint64_t{0};
 constexpr size_t kReadChunk = 64 * 1024;
 
-std::string error_body(int status, std::string_view message) {
-  // The OpenAI error shape; `message` comes from the parser and is plain ASCII.
+// The OpenAI error shape ("code" is a string or null, as OpenAI sends it); `message` comes from
+// the parser or this file and is plain ASCII.
+std::string error_body(std::string_view message) {
   std::string escaped;
   for (char c : message) {
     if (c == '"' || c == '\\') escaped += '\\';
     escaped += c;
   }
   return absl::StrCat(R"({"error":{"message":")", escaped,
-                      R"(","type":"invalid_request_error","param":null,"code":)", status, "}}");
+                      R"(","type":"invalid_request_error","param":null,"code":null}})");
+}
+
+uint32_t epoll_events(bool read, bool write) {
+  return (read ? static_cast<uint32_t>(EPOLLIN | EPOLLRDHUP) : 0u) | (write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
 }
 
 }  // namespace
 
 std::string_view http_reason(int status) {
   switch (status) {
+    case 100: return "Continue";
     case 200: return "OK";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
@@ -46,6 +52,7 @@ std::string_view http_reason(int status) {
     case 408: return "Request Timeout";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
+    case 417: return "Expectation Failed";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
@@ -68,8 +75,11 @@ struct HttpServer::Connection {
   bool keep_alive = true;
   bool close_after_write = false;
   bool dead = false;            // closed; erased at the end of the loop iteration
-  bool want_write = false;      // EPOLLOUT armed
   bool lingering = false;       // response sent, write side shut: discarding input until EOF
+  bool read_closed = false;     // the peer shut its write side: answer what arrived, then close
+  bool head_only = false;       // answering HEAD: the headers GET would get, no body bytes
+  bool continue_sent = false;   // "100 Continue" sent for the request being received
+  uint32_t events = EPOLLIN | EPOLLRDHUP;  // registered with epoll
   Clock::time_point request_started{};  // first byte of the request being received
   Clock::time_point last_activity{};
   std::function<void()> on_close;
@@ -243,6 +253,11 @@ void HttpServer::accept_all() {
 }
 
 void HttpServer::on_readable(Connection& c) {
+  if (c.read_closed) {
+    // EPOLLIN is no longer registered: only EPOLLHUP / EPOLLERR (the peer reset) get here.
+    close(c.id);
+    return;
+  }
   char buf[kReadChunk];
   // The socket is read even while a request is being answered (to see the peer close); input
   // beyond one maximal request is a misbehaving client: close. Input of a connection whose last
@@ -271,8 +286,15 @@ void HttpServer::on_readable(Connection& c) {
       continue;
     }
     if (n == 0) {
-      close(c.id);
-      return;
+      if (c.lingering) {
+        close(c.id);
+        return;
+      }
+      // A half-close (shutdown(SHUT_WR)) after a whole request still wants the answer: stop
+      // reading (EOF stays readable) and close once what arrived has been answered.
+      c.read_closed = true;
+      update_events(c);
+      break;
     }
     if (errno == EINTR) continue;
     if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -282,26 +304,45 @@ void HttpServer::on_readable(Connection& c) {
   if (!c.busy && !c.lingering) process_input(c);
 }
 
+void HttpServer::close_if_drained(Connection& c) {
+  if (c.dead || !c.read_closed || c.busy) return;
+  // Nothing more can arrive and nothing is being answered: close once the output is flushed.
+  c.close_after_write = true;
+  flush(c);
+}
+
 void HttpServer::process_input(Connection& c) {
   while (!c.dead && !c.busy && !c.in.empty()) {
     HttpParseResult r = parse_http_request(c.in, options_.limits);
-    if (r.state == HttpParseResult::State::kIncomplete) return;
+    if (r.state == HttpParseResult::State::kIncomplete) {
+      if (r.expects_continue && !c.continue_sent && !c.read_closed) {
+        // The client waits for this before sending the body (RFC 9110 10.1.1).
+        c.continue_sent = true;
+        queue_output(c, "HTTP/1.1 100 Continue\r\n\r\n");
+      }
+      break;
+    }
     c.busy = true;
+    c.continue_sent = false;
+    c.head_only = false;
     if (r.state == HttpParseResult::State::kError) {
       c.in.clear();
       c.keep_alive = false;
-      respond(c.id, r.error_status, {{"Content-Type", "application/json"}}, error_body(r.error_status, r.error));
+      respond(c.id, r.error_status, {{"Content-Type", "application/json"}}, error_body(r.error));
       return;
     }
     c.in.erase(0, r.consumed);
     c.keep_alive = r.request.keep_alive;
     c.streaming = false;
     c.chunked = r.request.version_minor >= 1;
+    c.head_only = r.request.method == "HEAD";
     const ConnectionId id = c.id;
     handler_(id, std::move(r.request));
     // The handler may have answered (busy is false again) and more requests may be waiting.
     if (!c.in.empty() && !c.busy) c.request_started = Clock::now();
   }
+  // After a half-close, what is left (nothing, or part of a request) is never answered.
+  close_if_drained(c);
 }
 
 void HttpServer::on_writable(Connection& c) { flush(c); }
@@ -331,6 +372,10 @@ void HttpServer::flush(Connection& c) {
   if (c.out_offset == c.out.size()) {
     c.out.clear();
     c.out_offset = 0;
+    if (c.close_after_write && c.read_closed) {
+      close(c.id);  // the peer sends nothing more: no lingering needed
+      return;
+    }
     if (c.close_after_write) {
       // Lingering close: shut the write side and drain what the client still sends (say, the
       // body of a request refused from its headers), so that closing with unread input does not
@@ -352,11 +397,11 @@ void HttpServer::flush(Connection& c) {
 }
 
 void HttpServer::update_events(Connection& c) {
-  const bool want = c.out_offset < c.out.size();
-  if (want == c.want_write) return;
-  c.want_write = want;
+  const uint32_t events = epoll_events(!c.read_closed, c.out_offset < c.out.size());
+  if (events == c.events) return;
+  c.events = events;
   epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP | (want ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  ev.events = events;
   ev.data.u64 = c.id;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
 }
@@ -385,8 +430,9 @@ void HttpServer::on_close(ConnectionId id, std::function<void()> callback) {
 void HttpServer::finish_response(Connection& c) {
   c.busy = false;
   c.streaming = false;
+  c.head_only = false;
   c.on_close = nullptr;
-  if (!c.keep_alive) {
+  if (!c.keep_alive || (c.read_closed && c.in.empty())) {
     c.close_after_write = true;
     flush(c);
     return;
@@ -408,9 +454,11 @@ void HttpServer::respond(ConnectionId id, int status, const HttpHeaders& headers
   Connection& c = *it->second;
   std::string head = absl::StrCat("HTTP/1.1 ", status, " ", std::string(http_reason(status)), "\r\n");
   for (const auto& [k, v] : headers) absl::StrAppend(&head, k, ": ", v, "\r\n");
+  const bool last = !c.keep_alive || (c.read_closed && c.in.empty());
+  // HEAD: the Content-Length GET would get, and no body (RFC 9110 9.3.2).
   absl::StrAppend(&head, "Content-Length: ", body.size(), "\r\n",
-                  c.keep_alive ? "Connection: keep-alive\r\n" : "Connection: close\r\n", "\r\n");
-  head.append(body);
+                  last ? "Connection: close\r\n" : "Connection: keep-alive\r\n", "\r\n");
+  if (!c.head_only) head.append(body);
   c.last_activity = Clock::now();
   queue_output(c, head);
   if (!c.dead) finish_response(c);
@@ -425,7 +473,8 @@ void HttpServer::start_stream(ConnectionId id, int status, const HttpHeaders& he
   std::string head = absl::StrCat("HTTP/1.1 ", status, " ", std::string(http_reason(status)), "\r\n");
   for (const auto& [k, v] : headers) absl::StrAppend(&head, k, ": ", v, "\r\n");
   if (c.chunked) head += "Transfer-Encoding: chunked\r\n";
-  head += c.keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
+  const bool last = !c.keep_alive || (c.read_closed && c.in.empty());
+  head += last ? "Connection: close\r\n\r\n" : "Connection: keep-alive\r\n\r\n";
   queue_output(c, head);
 }
 
@@ -433,6 +482,7 @@ void HttpServer::write_chunk(ConnectionId id, std::string_view data) {
   auto it = connections_.find(id);
   if (it == connections_.end() || it->second->dead || data.empty()) return;
   Connection& c = *it->second;
+  if (c.head_only) return;
   if (!c.chunked) {
     queue_output(c, data);
     return;
@@ -452,7 +502,7 @@ void HttpServer::end_stream(ConnectionId id) {
   if (it == connections_.end() || it->second->dead) return;
   Connection& c = *it->second;
   c.last_activity = Clock::now();
-  if (c.chunked) queue_output(c, "0\r\n\r\n");
+  if (c.chunked && !c.head_only) queue_output(c, "0\r\n\r\n");
   if (!c.dead) finish_response(c);  // HTTP/1.0 streams are not keep-alive: closes once flushed
 }
 
@@ -470,8 +520,7 @@ void HttpServer::sweep_timeouts() {
       c.busy = true;
       c.keep_alive = false;
       c.in.clear();
-      respond(id, 408, {{"Content-Type", "application/json"}},
-              error_body(408, "the request did not arrive in time"));
+      respond(id, 408, {{"Content-Type", "application/json"}}, error_body("the request did not arrive in time"));
     } else if (c.in.empty() && c.out_offset == c.out.size() && now - c.last_activity > options_.idle_timeout) {
       close(id);
     }

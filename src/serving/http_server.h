@@ -11,11 +11,19 @@
 // one request is handled at a time (pipelined requests wait in the buffer); the handler answers
 // with respond() (a whole response), or start_stream() + write_chunk()... + end_stream()
 // (Transfer-Encoding: chunked; for HTTP/1.0 clients the body is written raw and the connection
-// closes at the end). A malformed request gets its 4xx/5xx and the connection closes.
+// closes at the end). A HEAD request's response carries the headers GET would get (Content-Length
+// included) and no body bytes: respond()'s body and write_chunk()'s data are dropped. A request
+// with `Expect: 100-continue` whose headers pass the parser gets `HTTP/1.1 100 Continue` before
+// its body arrives. A malformed request gets its 4xx/5xx (JSON error, "code": null) and the
+// connection closes.
+// Half-close: a peer that shuts its write side after sending requests still gets their answers;
+// the connection closes after the last one (an incomplete request left over is not answered).
+// Since TCP cannot tell a half-close from a close, a peer that closed outright is noticed only
+// when a write fails (streaming responses: at the next chunk).
 // Timeouts: a request must arrive whole within request_timeout of its first byte; an idle
 // keep-alive connection closes after idle_timeout; a streaming response has no timeout.
-// A connection closed by the peer (or by a write error) while a response is pending calls the
-// close callback set with on_close(), on the loop thread, exactly once.
+// A connection closed by the peer (a reset, or a write error) while a response is pending calls
+// the close callback set with on_close(), on the loop thread, exactly once.
 #pragma once
 
 #include <atomic>
@@ -95,6 +103,7 @@ class HttpServer {
   void sweep_timeouts();
   void run_posted();
   void finish_response(Connection& c);
+  void close_if_drained(Connection& c);
 
   HttpServerOptions options_;
   Handler handler_;

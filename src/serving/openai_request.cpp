@@ -86,7 +86,8 @@ std::string api_error_json(const ApiError& e) {
              {{"message", e.message},
               {"type", e.type},
               {"param", e.param.empty() ? json() : json(e.param)},
-              {"code", e.code.empty() ? json(e.status) : json(e.code)}}}};
+              // OpenAI's code is a string or null, never the HTTP status.
+              {"code", e.code.empty() ? json() : json(e.code)}}}};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

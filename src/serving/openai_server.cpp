@@ -1,6 +1,12 @@
 #include "serving/openai_server.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "serving/openai_response.h"
@@ -21,6 +27,54 @@ bool same_secret(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+// A fixed pool of threads running tasks in submission order (FIFO queue). The destructor drops
+// tasks not yet started and joins the threads after their current task.
+class OpenAiServer::Workers {
+ public:
+  explicit Workers(int num_threads) {
+    for (int i = 0; i < std::max(1, num_threads); ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~Workers() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  Workers(const Workers&) = delete;
+  Workers& operator=(const Workers&) = delete;
+
+  void run(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+        if (stopping_) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
 struct OpenAiServer::Active {
   std::shared_ptr<RequestStream> stream;
   std::unique_ptr<ResponseBuilder> builder;
@@ -37,9 +91,11 @@ OpenAiServer::OpenAiServer(OpenAiServerOptions options, AsyncEngine& engine, Ser
       engine_(engine),
       model_(std::move(model)),
       metrics_(metrics),
-      http_(options_.http, [this](ConnectionId conn, HttpRequest request) { handle(conn, std::move(request)); }) {}
+      http_(options_.http, [this](ConnectionId conn, HttpRequest request) { handle(conn, std::move(request)); }),
+      workers_(std::make_unique<Workers>(options_.num_workers)) {}
 
 OpenAiServer::~OpenAiServer() {
+  workers_.reset();  // no worker posts to http_ from here on
   for (auto& [conn, a] : active_) a->stream->set_notify(nullptr);
 }
 
@@ -109,22 +165,11 @@ void OpenAiServer::handle(ConnectionId conn, HttpRequest request) {
     send_json(conn, 200, dump({{"object", "list"}, {"data", json::array({card})}}));
   } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return method_not_allowed();
-    handle_generation(conn, request, path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat);
+    const ApiKind kind = path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat;
+    handle_generation(conn, std::move(request), kind);
   } else if (path == "/tokenize" || path == "/detokenize") {
     if (!post) return method_not_allowed();
-    auto body = parse_json_body(request.body);
-    if (auto* e = std::get_if<ApiError>(&body)) return send_error(conn, *e);
-    const json& j = std::get<json>(body);
-    if (path == "/tokenize") {
-      auto ids = tokenize_request(j, model_);
-      if (auto* e = std::get_if<ApiError>(&ids)) return send_error(conn, *e);
-      const auto& v = std::get<std::vector<int32_t>>(ids);
-      send_json(conn, 200, dump({{"tokens", v}, {"count", v.size()}, {"max_model_len", model_.max_model_len}}));
-    } else {
-      auto text = detokenize_request(j, model_);
-      if (auto* e = std::get_if<ApiError>(&text)) return send_error(conn, *e);
-      send_json(conn, 200, dump({{"prompt", std::get<std::string>(text)}}));
-    }
+    handle_tokenizer_route(conn, std::move(request));
   } else {
     ApiError e;
     e.status = 404;
@@ -134,7 +179,44 @@ void OpenAiServer::handle(ConnectionId conn, HttpRequest request) {
   }
 }
 
-void OpenAiServer::handle_generation(ConnectionId conn, const HttpRequest& request, ApiKind kind) {
+void OpenAiServer::handle_tokenizer_route(ConnectionId conn, HttpRequest request) {
+  // Counted in flight while a worker has it, so that a drain waits for its answer.
+  ++in_flight_;
+  auto shared = std::make_shared<HttpRequest>(std::move(request));
+  workers_->run([this, conn, shared] {
+    int status = 200;
+    std::string body;
+    auto reply = [&](const ApiError& e) {
+      status = e.status;
+      body = api_error_json(e);
+    };
+    auto parsed = parse_json_body(shared->body);
+    if (auto* e = std::get_if<ApiError>(&parsed)) {
+      reply(*e);
+    } else if (shared->path == "/tokenize") {
+      auto ids = tokenize_request(std::get<json>(parsed), model_);
+      if (auto* e = std::get_if<ApiError>(&ids)) {
+        reply(*e);
+      } else {
+        const auto& v = std::get<std::vector<int32_t>>(ids);
+        body = dump({{"tokens", v}, {"count", v.size()}, {"max_model_len", model_.max_model_len}});
+      }
+    } else {
+      auto text = detokenize_request(std::get<json>(parsed), model_);
+      if (auto* e = std::get_if<ApiError>(&text)) {
+        reply(*e);
+      } else {
+        body = dump({{"prompt", std::get<std::string>(text)}});
+      }
+    }
+    http_.post([this, conn, status, body = std::move(body)] {
+      --in_flight_;
+      send_json(conn, status, body);  // a no-op when the connection closed meanwhile
+    });
+  });
+}
+
+void OpenAiServer::handle_generation(ConnectionId conn, HttpRequest request, ApiKind kind) {
   if (draining_.load()) {
     ApiError e;
     e.status = 503;
@@ -142,15 +224,38 @@ void OpenAiServer::handle_generation(ConnectionId conn, const HttpRequest& reque
     e.message = "the server is shutting down and accepts no new requests";
     return send_error(conn, e);
   }
-  auto body = parse_json_body(request.body);
-  if (auto* e = std::get_if<ApiError>(&body)) return send_error(conn, *e);
-  auto parsed = parse_generation_request(std::get<json>(body), kind, model_);
-  if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(conn, *e);
+  // In flight from here: a drain that begins while a worker parses this request waits for it.
+  ++in_flight_;
+  auto shared = std::make_shared<HttpRequest>(std::move(request));
+  workers_->run([this, conn, kind, shared]() mutable {
+    auto result = std::make_shared<std::variant<GenerationRequest, ApiError>>(ApiError{});
+    auto body = parse_json_body(shared->body);
+    if (auto* e = std::get_if<ApiError>(&body)) {
+      *result = std::move(*e);
+    } else {
+      *result = parse_generation_request(std::get<json>(body), kind, model_);
+    }
+    shared.reset();  // the body is no longer needed; free it on this thread
+    http_.post([this, conn, kind, result] { start_generation(conn, kind, std::move(*result)); });
+  });
+}
+
+void OpenAiServer::start_generation(ConnectionId conn, ApiKind kind,
+                                    std::variant<GenerationRequest, ApiError> parsed) {
+  auto refuse = [&](const ApiError& e) {
+    --in_flight_;
+    send_error(conn, e);
+  };
+  if (!http_.is_open(conn)) {
+    --in_flight_;  // the client left while its request was parsed
+    return;
+  }
+  if (auto* e = std::get_if<ApiError>(&parsed)) return refuse(*e);
   GenerationRequest& req = std::get<GenerationRequest>(parsed);
   const int n = req.engine_request.params.n;
   const int64_t prompt_tokens = static_cast<int64_t>(req.engine_request.prompt_ids.size());
   auto stream = engine_.submit(std::move(req.engine_request));
-  if (!stream.ok()) return send_error(conn, api_error_from_status(stream.status()));
+  if (!stream.ok()) return refuse(api_error_from_status(stream.status()));
 
   metrics_.add_prompt_tokens(prompt_tokens);
   auto a = std::make_unique<Active>();
@@ -175,7 +280,6 @@ void OpenAiServer::handle_generation(ConnectionId conn, const HttpRequest& reque
     finish(conn, "abort");
   });
   active_[conn] = std::move(a);
-  ++in_flight_;
   pump(conn);
 }
 
@@ -195,7 +299,19 @@ void OpenAiServer::pump(ConnectionId conn) {
   RequestStream::Batch batch = a.stream->take();
   for (const StreamEvent& e : batch.events) a.latency->on_event(e);
   if (!batch.status.ok()) {
-    const ApiError error = api_error_from_status(batch.status);
+    ApiError error = api_error_from_status(batch.status);
+    if (batch.admitted) {
+      // Failed after admission: the engine failed (a step error) or stopped, not the request.
+      error.status = 503;
+      error.type = "service_unavailable";
+      error.param.clear();
+      error.code.clear();
+    }
+    if (a.stream_mode && batch.admitted && !a.headers_sent) {
+      // A streaming client reads the failure as an event, whether or not a token went out.
+      a.headers_sent = true;
+      http_.start_stream(conn, 200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}});
+    }
     if (a.headers_sent) {
       http_.write_chunk(conn, ResponseBuilder::stream_error(error));
       http_.end_stream(conn);

@@ -8,11 +8,18 @@
 //   GET  /metrics   Prometheus text (metrics.h)
 // With an api key, /v1/* and /tokenize, /detokenize need "Authorization: Bearer <key>" (401).
 // Full waiting queue: 429 with Retry-After; draining or a stopped engine: 503 with Retry-After.
+// An engine failure after a request was admitted (a step error: say, a rank died) ends it with a
+// 503 service_unavailable error naming the failure: a JSON body, or for a stream (which then
+// starts if it had not) a final `data: {"error": ...}` event and `data: [DONE]`.
 // A client that disconnects before its response ends has its request aborted (KV freed).
 //
-// Threading: everything runs on the HTTP loop thread (run()); the engine thread only posts
-// "stream has news" tasks to it. begin_drain(), num_in_flight(), abort_all() and stop() are
-// thread-safe.
+// Threading: routing, responses and engine submission run on the HTTP loop thread (run()); the
+// request work that grows with the body (JSON parsing, chat template rendering, tokenization,
+// building the engine request) runs on `num_workers` worker threads, whose results are posted
+// back to the loop, so a large prompt does not stall other connections. A connection has one
+// request in flight at a time (HttpServer), so its responses keep their order. The engine thread
+// only posts "stream has news" tasks to the loop. begin_drain(), num_in_flight(), abort_all() and
+// stop() are thread-safe.
 #pragma once
 
 #include <atomic>
@@ -20,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <variant>
 
 #include "absl/status/status.h"
 #include "engine/async_engine.h"
@@ -33,6 +41,7 @@ struct OpenAiServerOptions {
   HttpServerOptions http;
   std::string api_key;  // empty: no authentication
   int retry_after_seconds = 1;
+  int num_workers = 2;  // threads for body parsing and tokenization (at least 1)
 };
 
 class OpenAiServer {
@@ -48,15 +57,20 @@ class OpenAiServer {
   // /ready turns 503 and new generation requests get 503; running ones continue.
   void begin_drain() { draining_.store(true); }
   bool draining() const { return draining_.load(); }
-  // Generation requests not yet answered in full.
+  // Requests not yet answered in full: generation requests, and /tokenize and /detokenize while
+  // a worker handles them.
   int num_in_flight() const { return in_flight_.load(); }
   // Aborts every in-flight request (their responses end with finish_reason "abort").
   void abort_all();
 
  private:
   struct Active;
+  class Workers;
   void handle(ConnectionId conn, HttpRequest request);
-  void handle_generation(ConnectionId conn, const HttpRequest& request, ApiKind kind);
+  // Loop thread: hands the body to a worker, which parses it and posts start_generation().
+  void handle_generation(ConnectionId conn, HttpRequest request, ApiKind kind);
+  void start_generation(ConnectionId conn, ApiKind kind, std::variant<GenerationRequest, ApiError> parsed);
+  void handle_tokenizer_route(ConnectionId conn, HttpRequest request);
   void pump(ConnectionId conn);
   void finish(ConnectionId conn, std::string_view reason);
   void send_error(ConnectionId conn, const ApiError& error);
@@ -71,6 +85,7 @@ class OpenAiServer {
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_{0};
   std::unordered_map<ConnectionId, std::unique_ptr<Active>> active_;  // loop thread only
+  std::unique_ptr<Workers> workers_;  // last: its threads are joined before the rest goes
 };
 
 }  // namespace weft

@@ -6,6 +6,7 @@
 
 #include "core/bounded_json.h"
 #include "tokenizer/bpe_model.h"
+#include "tokenizer/chat_template_source.h"
 #include "tokenizer/decoders.h"
 #include "tokenizer/normalizers.h"
 #include "tokenizer/post_processor.h"
@@ -57,23 +58,6 @@ absl::StatusOr<std::optional<std::string>> special_token_name(const nlohmann::js
     return std::optional<std::string>((*it)["content"].get<std::string>());
   }
   return where.child(key).error("expected a string or an object with a \"content\" string");
-}
-
-absl::StatusOr<std::string> chat_template_of(const nlohmann::json& config, const JsonPath& where) {
-  const auto it = config.find("chat_template");
-  if (it == config.end() || it->is_null()) return std::string();
-  if (it->is_string()) return it->get<std::string>();
-  if (it->is_array()) {
-    for (const auto& entry : *it) {
-      if (entry.is_object() && entry.contains("name") && entry["name"] == "default" &&
-          entry.contains("template") &&
-          entry["template"].is_string()) {
-        return entry["template"].get<std::string>();
-      }
-    }
-    return std::string();
-  }
-  return where.child("chat_template").error("expected a string or a list of {name, template}");
 }
 
 bool has_decoder_type(const nlohmann::json& j, std::string_view type) {
@@ -158,9 +142,13 @@ absl::StatusOr<std::shared_ptr<Tokenizer>> Tokenizer::load(const std::filesystem
       if (!name.ok()) return name.status();
       *field = std::move(*name);
     }
-    auto tmpl = chat_template_of(config, cpath);
-    if (!tmpl.ok()) return tmpl.status();
-    tok->chat_template_ = std::move(*tmpl);
+  }
+  auto templates = ChatTemplateSources::load(model_dir, config, config_path);
+  if (!templates.ok()) return templates.status();
+  tok->chat_templates_ = *std::move(templates);
+  if (auto default_template = tok->chat_templates_.select(ChatTemplateSources::kDefaultName);
+      default_template.ok()) {
+    tok->chat_template_ = std::move(default_template->text);
   }
   return tok;
 }

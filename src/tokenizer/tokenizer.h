@@ -22,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "tokenizer/added_tokens.h"
+#include "tokenizer/chat_template_source.h"
 
 namespace weft {
 
@@ -39,8 +40,9 @@ class Tokenizer {
   static constexpr size_t kMaxFileBytes = size_t{512} << 20;
   static constexpr int kMaxJsonNestingDepth = 128;
 
-  // Loads `model_dir`/tokenizer.json (required) and `model_dir`/tokenizer_config.json
-  // (optional). Errors name the file and field: missing/unreadable file, JSON that is not valid,
+  // Loads `model_dir`/tokenizer.json (required), `model_dir`/tokenizer_config.json
+  // (optional) and the directory's chat template files (ChatTemplateSources::load, whose errors
+  // it returns). Errors name the file and field: missing/unreadable file, JSON that is not valid,
   // unsupported model ("unsupported tokenizer model type X in <file>"), unknown normalizer,
   // pre-tokenizer, decoder or post-processor type, invalid regex, a file larger than
   // kMaxFileBytes or nested deeper than kMaxJsonNestingDepth.
@@ -82,8 +84,13 @@ class Tokenizer {
     return eos_token_ ? token_to_id(*eos_token_) : std::nullopt;
   }
 
-  // The Jinja chat template from tokenizer_config.json ("chat_template": a string, or a list
-  // of {name, template} from which "default" is taken); empty when there is none.
+  // Every chat template the model directory holds (chat_template.jinja,
+  // additional_chat_templates/, chat_template.json, tokenizer_config.json's chat_template; see
+  // chat_template_source.h). Commands that render pick one with chat_templates().select(name),
+  // which reports unknown names and conflicting sources.
+  const ChatTemplateSources& chat_templates() const { return chat_templates_; }
+  // The template named "default" when its sources agree; empty when there is none or they
+  // conflict (select() says why).
   const std::string& chat_template() const { return chat_template_; }
 
  private:
@@ -102,6 +109,7 @@ class Tokenizer {
   std::optional<std::string> eos_token_;
   std::optional<std::string> pad_token_;
   std::optional<std::string> unk_token_;
+  ChatTemplateSources chat_templates_;
   std::string chat_template_;
 };
 

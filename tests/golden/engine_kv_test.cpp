@@ -18,7 +18,8 @@ namespace weft::golden {
 namespace {
 
 std::unique_ptr<LocalEngine> make_engine(const std::string& name, int block_size,
-                                         int64_t max_blocks, bool prefix_caching) {
+                                         int64_t max_blocks, bool prefix_caching,
+                                         int64_t max_batched_tokens = 2048) {
   LocalEngineOptions options;
   options.model_dir = model_dir(name);
   options.num_threads = 2;
@@ -26,6 +27,7 @@ std::unique_ptr<LocalEngine> make_engine(const std::string& name, int block_size
   options.kv.dtype = DType::kF32;
   options.kv.max_blocks = max_blocks;
   options.scheduler.enable_prefix_caching = prefix_caching;
+  options.scheduler.max_num_batched_tokens = max_batched_tokens;
   auto engine = LocalEngine::create(options);
   EXPECT_TRUE(engine.ok()) << engine.status();
   return engine.ok() ? std::move(*engine) : nullptr;
@@ -76,9 +78,15 @@ TEST_P(EngineKvTest, PreemptionUnderATightKvBudgetKeepsGreedyOutput) {
   // The longest request (47 + 32 tokens) needs 20 blocks of 4; all four together need ~45.
   size_t longest = 0;
   for (const auto& p : ref.prompts) longest = std::max(longest, p.size());
-  const int64_t tight = static_cast<int64_t>((longest + kGreedyTokens + 3) / 4) + 2;
+  int64_t tight = static_cast<int64_t>((longest + kGreedyTokens + 3) / 4) + 2;
+  int64_t chunk = 2048;
+  if (const int64_t window = kv_window(free_engine->model().config); window > 0) {
+    // Blocks behind the window are freed, so a sequence holds at most (window + chunk) / 4 + 1.
+    chunk = 8;
+    tight = (window + chunk + 3) / 4 + 2;
+  }
   for (bool caching : {false, true}) {
-    auto tight_engine = make_engine(GetParam(), 4, tight, caching);
+    auto tight_engine = make_engine(GetParam(), 4, tight, caching, chunk);
     ASSERT_NE(tight_engine, nullptr);
     const GreedyResult run = run_greedy(tight_engine->engine(), ref.prompts, kGreedyTokens);
     EXPECT_GT(run.preemptions, 0) << "the budget of " << tight << " blocks never preempted";

@@ -140,8 +140,8 @@ TEST(StepPlanCodec, RejectsInvalidFields) {
                   "seq_id must be >= 0");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_token_ids(2, -5); }),
                   "token_ids[2] is -5");
-  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_block_table(1, -1); }),
-                  "block_table[1] is -1");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_block_table(1, -2); }),
+                  "block_table[1] is -2, expected >= 0 or -1 (freed)");
   expect_rejected(edited(plan,
                          [](proto::StepPlan& m) {
                            m.mutable_chunks(0)->set_logits(static_cast<proto::LogitsWanted>(9));

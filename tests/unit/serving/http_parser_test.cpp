@@ -125,6 +125,99 @@ TEST(HttpParserTest, ChunkedBodiesAreDecoded) {
   EXPECT_EQ(zeros.request.body, "ok");
 }
 
+// Extra tokens or a version that is not HTTP/DIGIT.DIGIT make a malformed request line (400);
+// only a well-formed version other than 1.0/1.1 is 505. Decided from the request line alone.
+TEST(HttpParserTest, RequestLineVersionIs400WhenMalformedAnd505WhenUnsupported) {
+  for (const char* line : {"GET / HTTP/1.1 extra", "GET / HTTP/1.1 ", "GET / HTTP/1.1x", "GET / HTTP/1",
+                           "GET / HTTP/1.", "GET / HTTP/11.1", "GET / http/1.1", "GET / HTTP/a.b"}) {
+    for (const std::string& bytes : {std::string(line) + "\r\n", std::string(line) + "\r\nHost: a\r\n\r\n"}) {
+      const HttpParseResult r = parse_http_request(bytes);
+      EXPECT_EQ(r.state, State::kError) << bytes;
+      EXPECT_EQ(r.error_status, 400) << bytes << " -> " << r.error;
+    }
+  }
+  for (const char* line : {"GET / HTTP/2.0", "GET / HTTP/1.2", "GET / HTTP/0.9", "GET / HTTP/9.9"}) {
+    const HttpParseResult r = parse_http_request(std::string(line) + "\r\nHost: a\r\n\r\n");
+    EXPECT_EQ(r.error_status, 505) << line << " -> " << r.error;
+  }
+}
+
+const std::string kChunkedHead = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+// The trailer section is bounded like the header section: bytes and field count, 431.
+TEST(HttpParserTest, ChunkedTrailersAreBoundedByTheHeaderLimits) {
+  const HttpLimits limits;  // 16 KiB, 100 fields
+  std::string many;
+  for (int i = 0; i < 1000; ++i) many += "X-T" + std::to_string(i) + ": 1\r\n";
+  const HttpParseResult fields = parse_http_request(kChunkedHead + "0\r\n" + many + "\r\n", limits);
+  EXPECT_EQ(fields.state, State::kError);
+  EXPECT_EQ(fields.error_status, 431) << fields.error;
+  // Exactly max_headers fields are fine.
+  std::string hundred;
+  for (int i = 0; i < 100; ++i) hundred += "X-T" + std::to_string(i) + ": 1\r\n";
+  EXPECT_EQ(parse_http_request(kChunkedHead + "0\r\n" + hundred + "\r\n", limits).state, State::kComplete);
+
+  const std::string big = "X-Big: " + std::string(4 << 20, 'a') + "\r\n";
+  const HttpParseResult bytes = parse_http_request(kChunkedHead + "0\r\n" + big + "\r\n", limits);
+  EXPECT_EQ(bytes.error_status, 431) << bytes.error;
+  // Decided before the section ends: a long unterminated field, or many short complete ones.
+  EXPECT_EQ(parse_http_request(kChunkedHead + "0\r\n" + big.substr(0, 20000), limits).error_status, 431);
+  std::string lines;
+  for (int i = 0; i < 90; ++i) lines += "X-" + std::to_string(i) + ": " + std::string(200, 'v') + "\r\n";
+  EXPECT_EQ(parse_http_request(kChunkedHead + "0\r\n" + lines, limits).error_status, 431);
+  // A section of exactly max_header_bytes (fields + the empty line) is accepted; one more byte is not.
+  HttpLimits small;
+  small.max_header_bytes = 1024;
+  const std::string fit = "X: " + std::string(1024 - 2 - 5, 'v') + "\r\n";
+  ASSERT_EQ(fit.size() + 2, 1024u);
+  EXPECT_EQ(parse_http_request(kChunkedHead + "0\r\n" + fit + "\r\n", small).state, State::kComplete);
+  const std::string over = "X: " + std::string(1024 - 2 - 4, 'v') + "\r\n";
+  EXPECT_EQ(parse_http_request(kChunkedHead + "0\r\n" + over + "\r\n", small).error_status, 431);
+}
+
+// A bare LF (or a CR without LF) in the chunked framing is a 400 at once, not a wait for a CRLF.
+TEST(HttpParserTest, BareLineEndsInChunkedFramingAreRejectedAtOnce) {
+  for (const std::string body : {"5\nhello\r\n0\r\n\r\n", "0\n\n", "0\n", "0\r\n\n", "5\r\nhello\n",
+                                 "5\r\nhello\r\r\n0\r\n\r\n", "0\r\nX: 1\n", "0\r\nX: 1\r\n\n", "0\rx",
+                                 "5;ext\n", "5\r\nhelloX"}) {
+    const HttpParseResult r = parse_http_request(kChunkedHead + body);
+    EXPECT_EQ(r.state, State::kError) << body;
+    EXPECT_EQ(r.error_status, 400) << body << " -> " << r.error;
+  }
+}
+
+TEST(HttpParserTest, ExpectContinueIsReportedUntilTheBodyStarts) {
+  const std::string head = "POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-Continue\r\nContent-Length: 5\r\n\r\n";
+  const HttpParseResult waiting = parse_http_request(head);
+  EXPECT_EQ(waiting.state, State::kIncomplete);
+  EXPECT_TRUE(waiting.expects_continue);
+  EXPECT_FALSE(parse_http_request(head.substr(0, head.size() - 1)).expects_continue);  // headers not done
+  EXPECT_FALSE(parse_http_request(head + "he").expects_continue);                      // body started
+  EXPECT_EQ(parse_http_request(head + "hello").state, State::kComplete);
+  const HttpParseResult chunked =
+      parse_http_request("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n");
+  EXPECT_EQ(chunked.state, State::kIncomplete);
+  EXPECT_TRUE(chunked.expects_continue);
+  // Nothing to wait for: no interim response.
+  EXPECT_EQ(parse_http_request("GET / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\n\r\n").state, State::kComplete);
+  // Unacceptable headers are answered instead of continued.
+  HttpLimits limits;
+  limits.max_body_bytes = 4;
+  EXPECT_EQ(parse_http_request(head, limits).error_status, 413);
+  // Other expectations: 417. HTTP/1.0 ignores Expect.
+  for (const char* e : {"Expect: 200-ok", "Expect: 100-continue, x", "Expect: 100-continue\r\nExpect: x"}) {
+    const HttpParseResult r = parse_http_request(std::string("POST / HTTP/1.1\r\nHost: a\r\n") + e +
+                                                 "\r\nContent-Length: 1\r\n\r\n");
+    EXPECT_EQ(r.state, State::kError) << e;
+    EXPECT_EQ(r.error_status, 417) << e;
+  }
+  const HttpParseResult old =
+      parse_http_request("POST / HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n");
+  EXPECT_EQ(old.state, State::kIncomplete);
+  EXPECT_FALSE(old.expects_continue);
+  EXPECT_EQ(parse_http_request("POST / HTTP/1.0\r\nExpect: odd\r\nContent-Length: 0\r\n\r\n").state, State::kComplete);
+}
+
 // Property: for random mutations and truncations of valid requests the parser returns one of its
 // three states, never consumes more than it was given, and a complete parse re-parses to the same
 // request from exactly the consumed bytes.

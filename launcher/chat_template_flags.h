@@ -1,0 +1,39 @@
+// --chat-template FILE and --chat-template-name NAME: which chat template a command renders with
+// (generate --chat, batch, serve, chat-template).
+//   --chat-template FILE       a Jinja file used instead of the model's templates
+//   --chat-template-name NAME  one of the model's named templates (default "default")
+// Without either, the model's "default" template is used; where the model keeps it and how
+// conflicting copies are refused is tokenizer/chat_template_source.h.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "launcher/cli_args.h"
+#include "launcher/flag_table.h"
+#include "tokenizer/chat_template/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace weft {
+
+std::vector<FlagSpec> chat_template_flag_specs();
+
+// True when --chat-template or --chat-template-name was given.
+bool chat_template_flags_given(const CliArgs& args);
+
+enum class ChatTemplateNeed {
+  kRequired,  // rendering is the command's job: no template is an error
+  kOptional,  // chat is one feature among others: no template at all (and no flag) gives null
+};
+
+// The parsed template the flags pick for `tokenizer`'s model. Errors (InvalidArgument) name the
+// flag or the file: both flags given; --chat-template FILE unreadable; an unknown
+// --chat-template-name (listing the names the model has); conflicting sources (ending with how
+// to choose one); a template syntax error (prefixed with the template's file). A model with
+// templates but an unusable selection is an error even with kOptional: a server that silently
+// lost its chat endpoint would be worse.
+absl::StatusOr<std::shared_ptr<const ChatTemplate>> chat_template_from_flags(
+    const CliArgs& args, const Tokenizer& tokenizer, ChatTemplateNeed need);
+
+}  // namespace weft
