@@ -27,6 +27,7 @@ declare -A max_len=(
   [chat_template]=8192
   [chat_messages]=4096
   [http_request]=4096
+  [batch_line]=8192
 )
 declare -A dict=(
   [safetensors]=json.dict
@@ -37,8 +38,9 @@ declare -A dict=(
   [chat_template]=jinja.dict
   [chat_messages]=json.dict
   [http_request]=json.dict
+  [batch_line]=json.dict
 )
-all_targets=(safetensors weight_index model_config sampling_params step_plan http_request tokenizer_load
+all_targets=(safetensors weight_index model_config sampling_params step_plan http_request batch_line tokenizer_load
              tokenizer_encode chat_template chat_messages)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bounded_json.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/chat_template/chat_template.h"
 
@@ -71,8 +72,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   nlohmann::ordered_json messages;
   nlohmann::ordered_json extra;
-  nlohmann::ordered_json parsed =
-      nlohmann::ordered_json::parse(rest.begin(), rest.end(), nullptr, /*allow_exceptions=*/false);
+  // As the front ends read it: nesting bounded while parsing (a deep message once overflowed the
+  // stack in nlohmann's recursive copy).
+  absl::StatusOr<nlohmann::ordered_json> read =
+      weft::parse_json_bounded<nlohmann::ordered_json>(rest, "messages", weft::request_json_limits());
+  nlohmann::ordered_json parsed = read.ok() ? *std::move(read) : nlohmann::ordered_json();
   if (parsed.is_array()) {
     messages = std::move(parsed);
   } else if (parsed.is_object() && parsed.contains("messages")) {
