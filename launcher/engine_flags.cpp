@@ -31,6 +31,8 @@ std::vector<FlagSpec> engine_flag_specs() {
       {"pp", "P", "pipeline-parallel stages"},
       {"layers-per-stage", "6,6", "uneven pipeline split (default: even)"},
       {"step-timeout", "S", "a step running longer ends the job (default 300)"},
+      {"step-timeout-floor", "S",
+       "once warm, steps must finish within 10x the recent p99 step time, but never under S (default 10)"},
       {"pipeline-micro-batches", "N", "steps in flight through the pipeline (default pp; 1 = off)"},
   };
 }

@@ -57,6 +57,11 @@ absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArg
     WEFT_ASSIGN_OR_RETURN(s->distributed_.layers_per_stage, args.get_int_list("layers-per-stage"));
     WEFT_ASSIGN_OR_RETURN(int64_t timeout_s, args.get_int("step-timeout", 300));
     s->distributed_.step_deadline = std::chrono::seconds(timeout_s);
+    WEFT_ASSIGN_OR_RETURN(int64_t floor_s, args.get_int("step-timeout-floor", 10));
+    if (timeout_s < 1 || floor_s < 1) {
+      return absl::InvalidArgumentError("--step-timeout and --step-timeout-floor: must be at least 1 second");
+    }
+    s->distributed_.step_deadline_floor = std::chrono::seconds(floor_s);
     WEFT_ASSIGN_OR_RETURN(int64_t micro_batches, args.get_int("pipeline-micro-batches", 0));
     s->distributed_.micro_batches = static_cast<int>(micro_batches);
     WEFT_ASSIGN_OR_RETURN(s->world_, MpiWorld::init(nullptr, nullptr));

@@ -37,9 +37,11 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   e->worker_ = std::make_unique<StageWorker>(e->config_, *e->runner_, *e->groups_.tp, *e->pipeline_,
                                              e->watchdog_.get(), options.step_deadline);
   if (e->config_.is_coordinator()) {
+    AdaptiveDeadline::Options deadline;
+    deadline.ceiling = options.step_deadline;
+    deadline.floor = options.step_deadline_floor;
     e->executor_ = std::make_unique<DistributedExecutor>(e->config_, *e->worker_, *e->groups_.tp,
-                                                         *e->pipeline_, e->watchdog_.get(),
-                                                         options.step_deadline,
+                                                         *e->pipeline_, e->watchdog_.get(), deadline,
                                                          options.micro_batches > 0 ? options.micro_batches
                                                                                    : options.pp);
     EngineConfig config;

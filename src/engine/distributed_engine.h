@@ -25,7 +25,11 @@ struct DistributedOptions {
   int tp = 1;
   int pp = 1;
   std::vector<int> layers_per_stage;  // empty: even split
+  // A step running longer ends the job (every rank exits naming the step). The coordinator's
+  // deadline adapts to observed step times (parallel/adaptive_deadline.h) between
+  // step_deadline_floor and this ceiling; workers keep the ceiling.
   std::chrono::milliseconds step_deadline{std::chrono::minutes(5)};
+  std::chrono::milliseconds step_deadline_floor{std::chrono::seconds(10)};
   int micro_batches = 0;  // plans in flight through the pipeline; 0: pp (1 disables pipelining)
 };
 

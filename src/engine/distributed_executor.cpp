@@ -11,13 +11,14 @@ namespace weft {
 DistributedExecutor::DistributedExecutor(const WorldConfig& world, StageWorker& worker,
                                          Communicator& tp, PipelineChannel& pipeline,
                                          StepWatchdog* watchdog,
-                                         std::chrono::milliseconds step_deadline, int micro_batches)
+                                         const AdaptiveDeadline::Options& step_deadline,
+                                         int micro_batches)
     : world_(world),
       worker_(worker),
       tp_(tp),
       pipeline_(pipeline),
       watchdog_(watchdog),
-      step_deadline_(step_deadline),
+      deadline_(step_deadline),
       micro_batches_(world.pp == 1 ? 1 : std::max(1, micro_batches)) {}
 
 absl::StatusOr<StepOutput> DistributedExecutor::distribute(std::string bytes) {
@@ -29,22 +30,34 @@ absl::StatusOr<StepOutput> DistributedExecutor::distribute(std::string bytes) {
 }
 
 absl::Status DistributedExecutor::submit(const StepPlan& plan) {
-  if (watchdog_) watchdog_->arm(plan.step_id, step_deadline_);
+  InFlight step;
+  step.step_id = plan.step_id;
+  step.num_tokens = plan.num_tokens();
+  step.submitted = std::chrono::steady_clock::now();
+  if (watchdog_) watchdog_->arm(plan.step_id, deadline_.deadline(step.num_tokens));
   absl::StatusOr<StepOutput> output = distribute(encode_control({ControlKind::kStep, plan}));
   if (watchdog_) watchdog_->disarm();
   if (!output.ok()) return output.status();
-  in_flight_.emplace_back(plan.step_id, *std::move(output));
+  step.output = *std::move(output);
+  if (world_.pp == 1) observe(step);
+  in_flight_.push_back(std::move(step));
   return absl::OkStatus();
+}
+
+void DistributedExecutor::observe(const InFlight& step) {
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - step.submitted;
+  deadline_.observe(took.count(), step.num_tokens);
 }
 
 absl::StatusOr<StepOutput> DistributedExecutor::collect() {
   if (in_flight_.empty()) return absl::FailedPreconditionError("collect() with no step submitted");
-  auto [step_id, output] = std::move(in_flight_.front());
+  InFlight step = std::move(in_flight_.front());
   in_flight_.pop_front();
-  if (world_.pp == 1) return output;
-  if (watchdog_) watchdog_->arm(step_id, step_deadline_);
-  absl::StatusOr<StepOutput> result = receive_result(step_id);
+  if (world_.pp == 1) return std::move(step.output);
+  if (watchdog_) watchdog_->arm(step.step_id, deadline_.deadline(step.num_tokens));
+  absl::StatusOr<StepOutput> result = receive_result(step.step_id);
   if (watchdog_) watchdog_->disarm();
+  if (result.ok()) observe(step);
   return result;
 }
 

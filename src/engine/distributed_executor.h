@@ -4,7 +4,9 @@
 // on plan k+1 while later stages work on plan k.
 //
 // The watchdog is armed with the step deadline while the coordinator works on or waits for a
-// step: a rank that dies or stalls cannot leave it waiting forever.
+// step: a rank that dies or stalls cannot leave it waiting forever. The deadline adapts to the
+// observed step times (parallel/adaptive_deadline.h, from the step's submission to its result),
+// with the configured step deadline as its ceiling.
 #pragma once
 
 #include <deque>
@@ -12,6 +14,7 @@
 
 #include "engine/stage_worker.h"
 #include "engine/step_executor.h"
+#include "parallel/adaptive_deadline.h"
 
 namespace weft {
 
@@ -21,7 +24,7 @@ class DistributedExecutor final : public StepExecutor {
   // pp gains nothing).
   DistributedExecutor(const WorldConfig& world, StageWorker& worker, Communicator& tp,
                       PipelineChannel& pipeline, StepWatchdog* watchdog,
-                      std::chrono::milliseconds step_deadline, int micro_batches);
+                      const AdaptiveDeadline::Options& step_deadline, int micro_batches);
   absl::Status submit(const StepPlan& plan) override;
   absl::StatusOr<StepOutput> collect() override;
   int max_in_flight() const override { return micro_batches_; }
@@ -37,11 +40,19 @@ class DistributedExecutor final : public StepExecutor {
   Communicator& tp_;
   PipelineChannel& pipeline_;
   StepWatchdog* watchdog_;
-  std::chrono::milliseconds step_deadline_;
+  AdaptiveDeadline deadline_;
   int micro_batches_;
-  // Submitted steps, oldest first: their output (single stage) or their ids (awaiting the last
-  // stage's result).
-  std::deque<std::pair<int64_t, StepOutput>> in_flight_;
+  // A submitted step: its output (single stage), or its id awaiting the last stage's result.
+  struct InFlight {
+    int64_t step_id = 0;
+    int64_t num_tokens = 0;
+    std::chrono::steady_clock::time_point submitted;
+    StepOutput output;
+  };
+  std::deque<InFlight> in_flight_;  // oldest first
+
+  // Records how long `step` took, submission to result.
+  void observe(const InFlight& step);
 };
 
 }  // namespace weft

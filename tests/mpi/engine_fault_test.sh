@@ -4,6 +4,10 @@
 #   engine_fault_test.sh stall MPIRUN PROG MODEL   rank 1 is stopped (SIGSTOP): rank 0's step
 #                                                  watchdog (deadline 2 s) must end the job, naming
 #                                                  the rank and the step
+#   engine_fault_test.sh stall-adaptive MPIRUN ...  the same with the default 300 s step timeout
+#                                                  and a 3 s floor: the adaptive deadline (10 x
+#                                                  the recent p99 step time, floored) must end
+#                                                  the job in seconds, not after 300 s
 set -u
 mode=$1 mpirun=$2 prog=$3 model=$4
 dir=$(mktemp -d)
@@ -26,7 +30,9 @@ alive() {
   [[ -n "$state" && "$state" != Z* ]]
 }
 
-timeout -k 10 90 "$mpirun" --allow-run-as-root --oversubscribe -np 2 "$prog" "$dir" "$model" 2 \
+deadline_args=(2)
+[[ $mode == stall-adaptive ]] && deadline_args=(300 3)
+timeout -k 10 90 "$mpirun" --allow-run-as-root --oversubscribe -np 2 "$prog" "$dir" "$model" "${deadline_args[@]}" \
   >"$log" 2>&1 &
 runner=$!
 for _ in $(seq 300); do
@@ -49,5 +55,9 @@ sleep 1
 for p in "${pids[@]}"; do alive "$p" && fail "rank pid $p is still running"; done
 if [[ $mode == stall ]]; then
   grep -q "rank 0: step [0-9]* exceeded its deadline of 2 s" "$log" || fail "no watchdog message naming rank 0 and its step"
+fi
+if [[ $mode == stall-adaptive ]]; then
+  grep -o "rank 0: step [0-9]* exceeded its deadline of [0-9.]* s" "$log" || fail "no watchdog message naming rank 0 and its step"
+  grep -q "deadline of 300 s" "$log" && fail "the fixed 300 s timeout, not the adaptive deadline, ended the job"
 fi
 echo "PASS"

@@ -1,6 +1,6 @@
 // A weft job that generates until it is killed, for engine_fault_test.sh: every rank writes its
 // pid to DIR/rank_R.pid once the model is loaded; rank 0 then submits greedy requests forever.
-//   mpirun -np 2 mpi_engine_fault DIR MODEL_DIR STEP_TIMEOUT_S
+//   mpirun -np 2 mpi_engine_fault DIR MODEL_DIR STEP_TIMEOUT_S [STEP_TIMEOUT_FLOOR_S]
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,7 +11,7 @@
 #include "engine/distributed_engine.h"
 
 int main(int argc, char** argv) {
-  if (argc != 4) return 2;
+  if (argc != 4 && argc != 5) return 2;
   auto world = weft::MpiWorld::init(&argc, &argv);
   if (!world.ok()) return 1;
   weft::DistributedOptions options;
@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   options.engine.kv.max_blocks = 64;
   options.tp = (*world)->size();
   options.step_deadline = std::chrono::seconds(std::atoi(argv[3]));
+  if (argc == 5) options.step_deadline_floor = std::chrono::seconds(std::atoi(argv[4]));
   auto engine = weft::DistributedEngine::create(**world, options);
   if (!engine.ok()) {
     std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
