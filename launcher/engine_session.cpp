@@ -93,6 +93,23 @@ int EngineSession::rank() const {
 }
 
 absl::Status EngineSession::load(DetokenizerFactory detokenizers) {
+  WEFT_RETURN_IF_ERROR(create_engine(std::move(detokenizers)));
+  // Said once, at start-up, on the coordinator: where weft's numbers part from transformers'.
+  const ModelConfig& config = model().config;
+  const int64_t max_len = options_.max_model_len > 0 ? options_.max_model_len : config.max_position_embeddings;
+  if (is_coordinator() && config.rope_scaling.type == RopeScalingType::kLongRope &&
+      max_len > config.rope_scaling.original_max_position_embeddings) {
+    std::cerr << "weft: longrope: tokens past position " << config.rope_scaling.original_max_position_embeddings
+              << " use the long factors and earlier cached keys keep the short ones (as vLLM does); "
+                 "transformers recomputes the whole cache with the long factors once a sequence passes "
+              << config.rope_scaling.original_max_position_embeddings
+              << " tokens, so long sequences differ from it. --max-model-len "
+              << config.rope_scaling.original_max_position_embeddings << " keeps weft exact.\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EngineSession::create_engine(DetokenizerFactory detokenizers) {
 #ifdef WEFT_HAVE_MPI
   if (world_) {
     WEFT_ASSIGN_OR_RETURN(distributed_engine_,

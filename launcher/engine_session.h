@@ -50,6 +50,7 @@ class EngineSession {
   void abort(int code, const std::string& message);
 
  private:
+  absl::Status create_engine(DetokenizerFactory detokenizers);
   EngineSession() = default;
   LocalEngineOptions options_;
   std::unique_ptr<LocalEngine> local_;

@@ -8,16 +8,22 @@
 namespace weft::kernels {
 
 void apply_rope(const TensorView& x, const TensorView& positions, const TensorView& inv_freq,
-                float attention_scaling, ThreadPool& pool) {
+                float attention_scaling, ThreadPool& pool, const TensorView* table) {
   const int64_t tokens = x.shape[0];
   const int64_t heads = x.shape[1];
   const int64_t d = x.shape[2];
-  const int64_t half = d / 2;
-  assert(x.dtype == DType::kF32 && x.shape.rank() == 3 && d % 2 == 0);
+  const int64_t half = inv_freq.shape[inv_freq.shape.rank() - 1];  // rotary_dim / 2
+  const int64_t tables = inv_freq.shape.rank() == 2 ? inv_freq.shape[0] : 1;
+  assert(x.dtype == DType::kF32 && x.shape.rank() == 3 && 2 * half <= d);
   assert(positions.dtype == DType::kI32 && positions.numel() == tokens);
-  assert(inv_freq.dtype == DType::kF32 && inv_freq.numel() == half);
+  assert(inv_freq.dtype == DType::kF32 &&
+         (inv_freq.shape.rank() == 1 || inv_freq.shape.rank() == 2));
+  assert(table == nullptr ? tables == 1
+                          : (table->dtype == DType::kI32 && table->numel() == tokens));
+  (void)tables;
   const int32_t* pos = positions.as<const int32_t>();
-  const float* freq = inv_freq.as<const float>();
+  const int32_t* row_of = table != nullptr ? table->as<const int32_t>() : nullptr;
+  const float* freq_rows = inv_freq.as<const float>();
   float* xp = x.as<float>();
   pool.parallel_for(
       tokens,
@@ -26,6 +32,7 @@ void apply_rope(const TensorView& x, const TensorView& positions, const TensorVi
         std::vector<float> cs(static_cast<size_t>(half)), sn(static_cast<size_t>(half));
         for (int64_t t = begin; t < end; ++t) {
           const float p = static_cast<float>(pos[t]);
+          const float* freq = freq_rows + (row_of != nullptr ? row_of[t] : 0) * half;
           for (int64_t i = 0; i < half; ++i) {
             const float a = p * freq[i];
             cs[i] = std::cos(a) * attention_scaling;

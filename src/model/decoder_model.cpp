@@ -43,9 +43,16 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
       WEFT_ASSIGN_OR_RETURN(model->lm_head_, ParallelLmHead::load(ctx, "lm_head"));
     }
   }
-  const std::vector<float> inv_freq = weft::rope_inv_freq(config);
-  model->rope_inv_freq_ = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(inv_freq.size())});
-  std::memcpy(model->rope_inv_freq_.data(), inv_freq.data(), inv_freq.size() * sizeof(float));
+  const std::vector<std::vector<float>> tables = weft::rope_inv_freq_tables(config);
+  const int64_t pairs = static_cast<int64_t>(tables[0].size());
+  model->rope_inv_freq_ =
+      tables.size() == 1
+          ? Tensor::empty(DType::kF32, Shape{pairs})
+          : Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(tables.size()), pairs});
+  for (size_t t = 0; t < tables.size(); ++t) {
+    std::memcpy(model->rope_inv_freq_.data_as<float>() + t * pairs, tables[t].data(),
+                pairs * sizeof(float));
+  }
   model->rope_attention_scaling_ = weft::rope_attention_scaling(config);
   return model;
 }
@@ -65,8 +72,19 @@ absl::Status DecoderModel::embed(const ForwardContext& fc, const TensorView& hid
   return embedding_->forward(fc.batch.token_ids.view(), hidden, fc.tp, fc.pool);
 }
 
-absl::Status DecoderModel::run_layers(const ForwardContext& fc, const KvCache& kv,
+absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache& kv,
                                       const TensorView& hidden) const {
+  // LongRoPE: which of this model's two frequency sets each token uses, decided once per step
+  // for every layer.
+  const bool longrope = rope_inv_freq_.shape().rank() == 2;
+  Tensor rope_table;
+  if (longrope) rope_table = longrope_token_tables(config_, outer.batch);
+  const ForwardContext fc{outer.batch,
+                          longrope ? rope_inv_freq_ : outer.rope_inv_freq,
+                          outer.rope_attention_scaling,
+                          outer.tp,
+                          outer.pool,
+                          longrope ? &rope_table : outer.rope_table};
   const int64_t tokens = fc.batch.num_tokens;
   Tensor x = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});
   Tensor delta = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});

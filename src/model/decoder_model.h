@@ -1,8 +1,9 @@
 // The Llama-family decoder (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
-// Qwen3ForCausalLM): embedding, N x [RMSNorm, attention, RMSNorm, SwiGLU MLP] with residuals,
-// final RMSNorm, LM head. The architectures differ only in flags of ModelConfig (attention
-// bias, q/k norm, rope scaling, tied embeddings), so one implementation built from the shared
-// parallel layers serves them all.
+// Qwen3ForCausalLM, Phi3ForCausalLM): embedding, N x [RMSNorm, attention, RMSNorm, SwiGLU MLP]
+// with residuals, final RMSNorm, LM head. The architectures differ only in flags of ModelConfig
+// (attention bias, q/k norm, rope scaling and partial rotary, sliding windows, tied embeddings,
+// fused qkv / gate_up checkpoint tensors), so one implementation built from the shared parallel
+// layers serves them all.
 //
 // A DecoderModel holds one rank's part: the layers of its pipeline stage, sharded over its TP
 // group. The hidden state passed between calls is the residual stream, F32 [tokens, hidden].
@@ -39,7 +40,8 @@ class DecoderModel {
 
   // First stage only: hidden = embeddings of batch.token_ids.
   absl::Status embed(const ForwardContext& fc, const TensorView& hidden) const;
-  // Runs this stage's layers over the residual stream `hidden` in place.
+  // Runs this stage's layers over the residual stream `hidden` in place. With LongRoPE it picks
+  // each token's frequency set from fc.batch (model/rope.h: longrope_token_tables).
   absl::Status run_layers(const ForwardContext& fc, const KvCache& kv,
                           const TensorView& hidden) const;
   // Last stage only: final norm of rows batch.logit_rows of `hidden`, then this rank's vocabulary
@@ -47,6 +49,7 @@ class DecoderModel {
   absl::StatusOr<Tensor> local_logits(const ForwardContext& fc, const TensorView& hidden) const;
   ShardRange lm_head_shard() const { return lm_head_->shard(); }
 
+  // F32 [rotary_dim / 2]; LongRoPE: [2, rotary_dim / 2], the short and long sets.
   const Tensor& rope_inv_freq() const { return rope_inv_freq_; }
   float rope_attention_scaling() const { return rope_attention_scaling_; }
   // Bytes of weights this rank holds (tied embeddings counted once).

@@ -18,6 +18,10 @@ struct ForwardBatch {
   Tensor slots;      // I64 [num_tokens]: KV-cache slot of each token
   std::vector<int32_t> query_start;   // [num_seqs + 1]
   std::vector<int32_t> context_len;   // [num_seqs]
+  // [num_seqs] or empty: for LongRoPE only, the length each sequence's frequency set is chosen
+  // by, when the coordinator tracks it (model/rope.h: longrope_table). Empty: every token's own
+  // position + 1.
+  std::vector<int32_t> longrope_seq_len;
   std::vector<int32_t> block_tables;  // [num_seqs * max_blocks_per_seq], padded with 0
   int max_blocks_per_seq = 0;
   int block_size = 0;

@@ -1,6 +1,7 @@
 #include "model/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -16,10 +17,8 @@ struct ArchitectureInfo {
 };
 
 constexpr ArchitectureInfo kArchitectures[] = {
-    {"LlamaForCausalLM", "llama"},
-    {"MistralForCausalLM", "mistral"},
-    {"Qwen2ForCausalLM", "qwen2"},
-    {"Qwen3ForCausalLM", "qwen3"},
+    {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
+    {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
 };
 
 std::string supported_architectures() {
@@ -86,18 +85,124 @@ absl::StatusOr<double> positive_number(const JsonFields& fields, std::string_vie
   return *value;
 }
 
+// A list of numbers of `expected` entries (longrope's short_factor / long_factor).
+absl::StatusOr<std::vector<double>> number_list(const JsonFields& params,
+                                                const nlohmann::json& object, std::string_view key,
+                                                int64_t expected, std::string_view type_name) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) {
+    return absl::InvalidArgumentError(absl::StrCat(params.source(), ": missing field '",
+                                                   params.field_name(key), "' for rope type ",
+                                                   std::string(type_name)));
+  }
+  if (!it->is_array()) return params.type_error(key, "a list of numbers");
+  std::vector<double> values;
+  for (const nlohmann::json& v : *it) {
+    if (!v.is_number()) return params.type_error(key, "a list of numbers");
+    values.push_back(v.get<double>());
+  }
+  if (static_cast<int64_t>(values.size()) != expected) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(params.source(), ": field '", params.field_name(key), "' has ", values.size(),
+                     " entries, expected rotary_dim / 2 = ", expected));
+  }
+  return values;
+}
+
+// rotary_dim = int(head_dim * partial_rotary_factor), the factor read as transformers does: from
+// the RoPE parameters, else the top-level key, else 1. Only Phi3's modeling code rotates part of
+// a head; Llama/Mistral/Qwen rotate all of it whatever the factor says (or fail), so there any
+// value other than 1 is refused rather than guessed at.
+absl::Status parse_rotary_dim(const JsonFields& fields, const std::optional<JsonFields>& params,
+                              ModelConfig& config) {
+  config.rotary_dim = config.head_dim;
+  std::optional<double> partial;
+  std::string name = "partial_rotary_factor";
+  if (params && params->has("partial_rotary_factor")) {
+    WEFT_ASSIGN_OR_RETURN(partial, params->optional_number("partial_rotary_factor"));
+    name = params->field_name("partial_rotary_factor");
+  } else {
+    WEFT_ASSIGN_OR_RETURN(partial, fields.optional_number("partial_rotary_factor"));
+  }
+  if (!partial || *partial == 1.0) return absl::OkStatus();
+  if (config.model_type != "phi3") {
+    return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field '", name, "' is ",
+                                                   *partial, " (weft rotates the whole head for ",
+                                                   config.architecture, ": 1.0)"));
+  }
+  if (!(*partial > 0.0 && *partial <= 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field '", name, "' is ",
+                                                   *partial, ", expected a value in (0, 1]"));
+  }
+  const int64_t dim = static_cast<int64_t>(static_cast<double>(config.head_dim) * *partial);
+  if (dim < 2 || dim % 2 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": field '", name, "' is ", *partial, ": int(head_dim ", config.head_dim,
+        " * ", *partial, ") = ", dim, " rotary dimensions, expected an even number >= 2"));
+  }
+  config.rotary_dim = dim;
+  return absl::OkStatus();
+}
+
+// Phi3's longrope, as Phi3Config and _compute_longrope_parameters resolve it.
+absl::Status parse_longrope(const JsonFields& fields, const JsonFields& params,
+                            const nlohmann::json& params_json, ModelConfig& config) {
+  RopeScaling& rope = config.rope_scaling;
+  rope.type = RopeScalingType::kLongRope;
+  // Phi3Config always has original_max_position_embeddings (class default 4096) and
+  // standardize_rope_params writes it over any value inside the RoPE parameters.
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> original,
+                        fields.optional_int("original_max_position_embeddings"));
+  if (original && *original <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": field 'original_max_position_embeddings' must be positive, got ",
+        *original));
+  }
+  rope.original_max_position_embeddings = original.value_or(4096);
+  const int64_t pairs = config.rotary_dim / 2;
+  WEFT_ASSIGN_OR_RETURN(rope.short_factor,
+                        number_list(params, params_json, "short_factor", pairs, "longrope"));
+  WEFT_ASSIGN_OR_RETURN(rope.long_factor,
+                        number_list(params, params_json, "long_factor", pairs, "longrope"));
+  for (const auto* list : {&rope.short_factor, &rope.long_factor}) {
+    for (double f : *list) {
+      if (!(f > 0.0)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            fields.source(), ": field '",
+            params.field_name(list == &rope.short_factor ? "short_factor" : "long_factor"),
+            "' holds ", f, ", expected positive factors"));
+      }
+    }
+  }
+  // An absent factor is the ratio of the context lengths (transformers' NOTE on Phi3).
+  WEFT_ASSIGN_OR_RETURN(
+      rope.factor, positive_number(params, "factor",
+                                   static_cast<double>(config.max_position_embeddings) /
+                                       static_cast<double>(rope.original_max_position_embeddings)));
+  const double default_attention =
+      rope.factor <= 1.0
+          ? 1.0
+          : std::sqrt(1.0 + std::log(rope.factor) / std::log(static_cast<double>(
+                                                        rope.original_max_position_embeddings)));
+  WEFT_ASSIGN_OR_RETURN(rope.attention_factor,
+                        positive_number(params, "attention_factor", default_attention));
+  return absl::OkStatus();
+}
+
 // transformers >= 5 writes `rope_parameters` {rope_type, rope_theta, factor, ...}; older files
 // write `rope_scaling` {type|rope_type, factor, ...} (or null) and a top-level `rope_theta`.
-absl::Status parse_rope(const JsonFields& fields, ModelConfig& config) {
+absl::Status parse_rope(const JsonFields& fields, const nlohmann::json& root, ModelConfig& config) {
   WEFT_ASSIGN_OR_RETURN(config.rope_theta, positive_number(fields, "rope_theta", 10000.0));
-  WEFT_ASSIGN_OR_RETURN(std::optional<JsonFields> params,
-                        fields.optional_object("rope_parameters"));
+  std::string_view params_key = "rope_parameters";
+  WEFT_ASSIGN_OR_RETURN(std::optional<JsonFields> params, fields.optional_object(params_key));
   if (!params) {
-    WEFT_ASSIGN_OR_RETURN(params, fields.optional_object("rope_scaling"));
+    params_key = "rope_scaling";
+    WEFT_ASSIGN_OR_RETURN(params, fields.optional_object(params_key));
   }
   RopeScaling& rope = config.rope_scaling;
   rope = RopeScaling{};
   rope.original_max_position_embeddings = config.max_position_embeddings;
+  WEFT_RETURN_IF_ERROR(parse_rotary_dim(fields, params, config));
   if (!params) return absl::OkStatus();
 
   WEFT_ASSIGN_OR_RETURN(config.rope_theta,
@@ -109,6 +214,16 @@ absl::Status parse_rope(const JsonFields& fields, ModelConfig& config) {
     WEFT_ASSIGN_OR_RETURN(type, params->optional_string("type"));
   }
   const std::string type_name = type.value_or("default");
+  if (config.model_type == "phi3") {
+    // Phi3Config renames the old "su" and "yarn" to longrope and accepts nothing else.
+    if (type_name == "default") return absl::OkStatus();
+    if (type_name == "longrope" || type_name == "su" || type_name == "yarn") {
+      return parse_longrope(fields, *params, root.at(std::string(params_key)), config);
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": unknown rope type '", type_name, "' in field '",
+        params->field_name(type_key), "' (supported for Phi3ForCausalLM: default, longrope)"));
+  }
   if (type_name == "default") {
     rope.type = RopeScalingType::kDefault;
     return absl::OkStatus();
@@ -129,7 +244,6 @@ absl::Status parse_rope(const JsonFields& fields, ModelConfig& config) {
   }
   WEFT_ASSIGN_OR_RETURN(rope.factor, positive_number(*params, "factor", 1.0));
   if (rope.type != RopeScalingType::kLlama3) return absl::OkStatus();
-
   for (std::string_view key : {"low_freq_factor", "high_freq_factor"}) {
     if (!params->has(key)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -188,30 +302,28 @@ absl::Status refuse_unimplemented_fields(const JsonFields& fields) {
     return absl::InvalidArgumentError(absl::StrCat(
         fields.source(), ": field 'quantization_config' is set: quantized checkpoints are not supported yet"));
   }
-  // transformers' RoPE initialisers rotate only head_dim * partial_rotary_factor dimensions.
-  WEFT_ASSIGN_OR_RETURN(std::optional<double> partial, fields.optional_number("partial_rotary_factor"));
-  if (partial && *partial != 1.0) {
-    return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field 'partial_rotary_factor' is ",
-                                                   *partial, " (weft rotates the whole head: 1.0)"));
-  }
+  // partial_rotary_factor: parse_rotary_dim (implemented for Phi3, refused elsewhere).
   return absl::OkStatus();
 }
 
 // The window of each layer (ModelConfig::layer_window), as transformers 5 resolves it: Mistral
-// applies sliding_window (class default 4096, null: none) to every layer; Qwen2/Qwen3 keep it only
-// with use_sliding_window and apply it to the layers `layer_types` marks sliding_attention,
-// derived when absent as the layers >= max_window_layers (class default 28).
+// applies sliding_window (class default 4096, null: none) to every layer; Phi3 too (class default
+// none: Phi3Model builds its mask with create_sliding_window_causal_mask whenever the config has
+// a window); Qwen2/Qwen3 keep it only with use_sliding_window and apply it to the layers
+// `layer_types` marks sliding_attention, derived when absent as the layers >= max_window_layers
+// (class default 28).
 absl::Status parse_attention_windows(const JsonFields& fields, const nlohmann::json& root,
                                      ModelConfig& config) {
   const int64_t layers = config.num_hidden_layers;
   config.layer_window.assign(static_cast<size_t>(layers), 0);
-  const bool is_mistral = config.model_type == "mistral";
+  const bool is_phi3 = config.model_type == "phi3";
+  const bool every_layer = config.model_type == "mistral" || is_phi3;
   const bool is_qwen = config.model_type == "qwen2" || config.model_type == "qwen3";
-  if (!is_mistral && !is_qwen) return absl::OkStatus();  // Llama attends over the full context
+  if (!every_layer && !is_qwen) return absl::OkStatus();  // Llama attends over the full context
 
   WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> window, fields.optional_int("sliding_window"));
   const bool absent = root.find("sliding_window") == root.end();
-  if (absent) window = 4096;
+  if (absent && !is_phi3) window = 4096;
   if (is_qwen) {
     WEFT_ASSIGN_OR_RETURN(std::optional<bool> use_window, fields.optional_bool("use_sliding_window"));
     if (!use_window.value_or(false)) window.reset();
@@ -222,7 +334,7 @@ absl::Status parse_attention_windows(const JsonFields& fields, const nlohmann::j
   }
   config.sliding_window = window;
 
-  std::vector<bool> sliding(static_cast<size_t>(layers), is_mistral && window.has_value());
+  std::vector<bool> sliding(static_cast<size_t>(layers), every_layer && window.has_value());
   if (is_qwen) {
     auto types = root.find("layer_types");
     if (types != root.end() && !types->is_null()) {
@@ -253,7 +365,9 @@ absl::Status parse_attention_windows(const JsonFields& fields, const nlohmann::j
   }
   for (int64_t i = 0; i < layers; ++i) {
     if (!sliding[static_cast<size_t>(i)]) continue;
-    if (*window > config.max_position_embeddings) {
+    // Phi-3.5 / Phi-4-mini ship a window of 262144 over 131072 positions: transformers applies
+    // it (it never excludes a key within max_position_embeddings), so weft does too.
+    if (*window > config.max_position_embeddings && !is_phi3) {
       return absl::InvalidArgumentError(absl::StrCat(
           fields.source(), ": field 'sliding_window' (", *window, ") is larger than 'max_position_embeddings' (",
           config.max_position_embeddings, ")"));
@@ -282,6 +396,7 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   const bool is_qwen2 = config.model_type == "qwen2";
   const bool is_qwen3 = config.model_type == "qwen3";
   const bool is_mistral = config.model_type == "mistral";
+  const bool is_phi3 = config.model_type == "phi3";
 
   WEFT_ASSIGN_OR_RETURN(config.vocab_size, positive_int(fields, "vocab_size"));
   WEFT_ASSIGN_OR_RETURN(config.hidden_size, positive_int(fields, "hidden_size"));
@@ -294,7 +409,8 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   // an explicit null means one KV head per attention head, as in transformers.
   if (fields.has("num_key_value_heads")) {
     WEFT_ASSIGN_OR_RETURN(config.num_key_value_heads, positive_int(fields, "num_key_value_heads"));
-  } else if (root.find("num_key_value_heads") == root.end() && config.model_type != "llama") {
+  } else if (root.find("num_key_value_heads") == root.end() && config.model_type != "llama" &&
+             !is_phi3) {
     config.num_key_value_heads = is_mistral ? 8 : 32;
   } else {
     config.num_key_value_heads = config.num_attention_heads;
@@ -326,8 +442,9 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
                                                    " must be even for rotary embeddings"));
   }
 
-  WEFT_ASSIGN_OR_RETURN(config.rms_norm_eps, positive_number(fields, "rms_norm_eps", 1e-6));
-  WEFT_RETURN_IF_ERROR(parse_rope(fields, config));
+  WEFT_ASSIGN_OR_RETURN(config.rms_norm_eps,
+                        positive_number(fields, "rms_norm_eps", is_phi3 ? 1e-5 : 1e-6));
+  WEFT_RETURN_IF_ERROR(parse_rope(fields, root, config));
 
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> tie, fields.optional_bool("tie_word_embeddings"));
   config.tie_word_embeddings = tie.value_or(false);
@@ -336,18 +453,25 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> mlp_bias, fields.optional_bool("mlp_bias"));
   if (is_qwen2) {
     config.attention_bias = true;  // Qwen2Attention hard-codes q/k/v bias=True, o_proj bias=False.
-  } else if (!is_mistral) {
+  } else if (!is_mistral && !is_phi3) {  // Mistral and Phi3 hard-code bias=False
     config.attention_bias = attention_bias.value_or(false);
     config.o_proj_bias = config.attention_bias;
   }
   config.mlp_bias = config.model_type == "llama" && mlp_bias.value_or(false);
   config.qk_norm = is_qwen3;
+  config.fused_qkv_proj = is_phi3;
+  config.fused_gate_up_proj = is_phi3;
 
   WEFT_RETURN_IF_ERROR(parse_attention_windows(fields, root, config));
 
   WEFT_RETURN_IF_ERROR(parse_dtype(fields, config));
   WEFT_ASSIGN_OR_RETURN(config.eos_token_ids, fields.int_or_int_list("eos_token_id"));
   WEFT_ASSIGN_OR_RETURN(config.bos_token_id, fields.optional_int("bos_token_id"));
+  if (is_phi3) {
+    // Phi3Config's class defaults, for absent keys only (null means none, as in transformers).
+    if (root.find("eos_token_id") == root.end()) config.eos_token_ids = {32000};
+    if (root.find("bos_token_id") == root.end()) config.bos_token_id = 1;
+  }
   return config;
 }
 

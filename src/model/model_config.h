@@ -13,20 +13,29 @@
 
 namespace weft {
 
-enum class RopeScalingType { kDefault, kLinear, kLlama3 };
+enum class RopeScalingType { kDefault, kLinear, kLlama3, kLongRope };
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kDefault;
-  double factor = 1.0;                              // linear, llama3
+  double factor = 1.0;                              // linear, llama3, longrope (see below)
   double low_freq_factor = 1.0;                     // llama3
   double high_freq_factor = 4.0;                    // llama3
-  int64_t original_max_position_embeddings = 8192;  // llama3
+  int64_t original_max_position_embeddings = 8192;  // llama3, longrope
+  // longrope (Phi3; "su" and "yarn" are its old names there): per rotary pair, the divisor of the
+  // default inverse frequency while a sequence is within original_max_position_embeddings
+  // (short) and past it (long); rotary_dim / 2 entries each. `factor` is the configured one, or
+  // max_position_embeddings / original_max_position_embeddings; attention_factor the configured
+  // one, or sqrt(1 + ln(factor) / ln(original)) when factor > 1, else 1 (transformers'
+  // _compute_longrope_parameters). See model/rope.h for which set a token uses.
+  std::vector<double> short_factor;
+  std::vector<double> long_factor;
+  double attention_factor = 1.0;
 };
 
 struct ModelConfig {
   std::string architecture;  // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                             // "Qwen3ForCausalLM"
-  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3"
+                             // "Qwen3ForCausalLM", "Phi3ForCausalLM"
+  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3", "phi3"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -38,15 +47,24 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
+  // Leading dimensions of each head that RoPE rotates (rotate_half pairs i and i + rotary_dim/2);
+  // the rest pass through. int(head_dim * partial_rotary_factor), even; head_dim except for
+  // Phi3 with partial_rotary_factor < 1 (Phi-4-mini: 0.75).
+  int64_t rotary_dim = 0;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v biases (Qwen2 always; Llama/Qwen3 if attention_bias)
   bool o_proj_bias = false;     // o_proj bias (Llama/Qwen3 if attention_bias; never Qwen2/Mistral)
   bool mlp_bias = false;        // gate/up/down biases (Llama mlp_bias only)
   bool qk_norm = false;         // per-head RMSNorm on q and k (Qwen3)
+  // Checkpoint layout (Phi3): one self_attn.qkv_proj of [q; k; v] rows instead of
+  // q_proj/k_proj/v_proj, and one mlp.gate_up_proj of [gate; up] rows instead of
+  // gate_proj/up_proj. Each TP rank still loads only its head and intermediate slices.
+  bool fused_qkv_proj = false;
+  bool fused_gate_up_proj = false;
   // The config's window as transformers resolves it (Qwen2/3: only with use_sliding_window).
   std::optional<int64_t> sliding_window;
   // Per layer: 0 for full causal attention, else W: a query at position p sees keys (p - W, p].
-  // Mistral: every layer takes sliding_window; Qwen2/3: the layers `layer_types` marks
+  // Mistral and Phi3: every layer takes sliding_window; Qwen2/3: the layers `layer_types` marks
   // "sliding_attention" (derived, when absent, as transformers does: layers >= max_window_layers
   // when use_sliding_window); Llama: none.
   std::vector<int64_t> layer_window;
@@ -61,17 +79,24 @@ struct ModelConfig {
 // num_key_value_heads, hidden_size not divisible by heads without head_dim, unknown rope type.
 //
 // Defaults mirror transformers 5.x when a key is absent: num_key_value_heads = heads for Llama
-// and the class default otherwise (Mistral 8, Qwen2/Qwen3 32; null = heads); head_dim =
+// and Phi3 and the class default otherwise (Mistral 8, Qwen2/Qwen3 32; null = heads); head_dim =
 // hidden_size / heads (Qwen3: 128, its class default; null means hidden_size / heads);
-// tie_word_embeddings false; rms_norm_eps 1e-6; rope_theta 10000; Mistral sliding_window 4096,
-// Qwen2/3 sliding_window only when use_sliding_window, max_window_layers 28. A window larger than
-// max_position_embeddings on a layer that uses it, a `layer_types` entry other than
-// full_attention / sliding_attention or of the wrong length, and a sliding layer without a window
-// are errors naming the field. RoPE parameters are read from
+// tie_word_embeddings false; rms_norm_eps 1e-6 (Phi3 1e-5); rope_theta 10000; Mistral
+// sliding_window 4096, Qwen2/3 sliding_window only when use_sliding_window, max_window_layers 28,
+// Phi3 none; Phi3 bos 1 and eos 32000. A window larger than max_position_embeddings on a layer
+// that uses it (except Phi3, whose published configs ship 262144 over 131072 positions), a
+// `layer_types` entry other than full_attention / sliding_attention or of the wrong length, and a
+// sliding layer without a window are errors naming the field. RoPE parameters are read from
 // `rope_parameters` (transformers >= 5 writes rope_theta inside it) or from the legacy
 // `rope_scaling` + top-level `rope_theta`; "type" is accepted for "rope_type".
 // llama3 needs factor, low_freq_factor < high_freq_factor; original_max_position_embeddings
-// defaults to max_position_embeddings.
+// defaults to max_position_embeddings. Phi3 accepts default and longrope (su, yarn: aliases, as
+// in Phi3Config) and refuses other types; longrope needs short_factor and long_factor of
+// rotary_dim / 2 numbers, and takes original_max_position_embeddings from the top-level key
+// (class default 4096), which Phi3Config puts over the one inside rope_parameters.
+// partial_rotary_factor (inside rope_parameters, else top-level, else 1) must be in (0, 1] and
+// give an even rotary_dim >= 2; any other value than 1 is refused for the other architectures,
+// whose transformers modeling code rotates the whole head.
 absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
                                                const std::string& source = "config.json");
 absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir);

@@ -1,21 +1,40 @@
 #include "model/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace weft {
 namespace {
 
-// Every intermediate is rounded to float32 because torch evaluates these formulas on float32
-// tensors (python scalars are cast to the tensor's dtype at each op).
-std::vector<float> default_inv_freq(const ModelConfig& config) {
-  const int64_t dim = config.head_dim;
+// theta^(2i / rotary_dim) for each rotary pair. Every intermediate is rounded to float32 because
+// torch evaluates these formulas on float32 tensors (python scalars are cast to the tensor's
+// dtype at each op).
+std::vector<float> theta_powers(const ModelConfig& config) {
+  const int64_t dim = rope_rotary_dim(config);
   const float base = static_cast<float>(config.rope_theta);
-  std::vector<float> inv_freq(static_cast<size_t>(dim / 2));
+  std::vector<float> powers(static_cast<size_t>(dim / 2));
   for (int64_t i = 0; i < dim / 2; ++i) {
     const float exponent = static_cast<float>(2 * i) / static_cast<float>(dim);
-    const float power =
+    powers[static_cast<size_t>(i)] =
         static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
-    inv_freq[static_cast<size_t>(i)] = 1.0f / power;
+  }
+  return powers;
+}
+
+std::vector<float> default_inv_freq(const ModelConfig& config) {
+  std::vector<float> inv_freq = theta_powers(config);
+  for (float& f : inv_freq) f = 1.0f / f;
+  return inv_freq;
+}
+
+// _compute_longrope_parameters: 1.0 / (ext_factors * base ** inv_freq_shape), ext_factors a
+// float32 tensor of the configured factors.
+std::vector<float> longrope_inv_freq(const ModelConfig& config,
+                                     const std::vector<double>& factors) {
+  std::vector<float> inv_freq = theta_powers(config);
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    const float ext = i < factors.size() ? static_cast<float>(factors[i]) : 1.0f;
+    inv_freq[i] = 1.0f / (ext * inv_freq[i]);
   }
   return inv_freq;
 }
@@ -47,10 +66,17 @@ void apply_llama3(const RopeScaling& rope, std::vector<float>& inv_freq) {
 
 }  // namespace
 
+int64_t rope_rotary_dim(const ModelConfig& config) {
+  return config.rotary_dim > 0 ? config.rotary_dim : config.head_dim;
+}
+
 std::vector<float> rope_inv_freq(const ModelConfig& config) {
   std::vector<float> inv_freq = default_inv_freq(config);
   switch (config.rope_scaling.type) {
     case RopeScalingType::kDefault:
+      break;
+    case RopeScalingType::kLongRope:
+      inv_freq = longrope_inv_freq(config, config.rope_scaling.short_factor);
       break;
     case RopeScalingType::kLinear: {
       const float factor = static_cast<float>(config.rope_scaling.factor);
@@ -64,6 +90,37 @@ std::vector<float> rope_inv_freq(const ModelConfig& config) {
   return inv_freq;
 }
 
-float rope_attention_scaling(const ModelConfig&) { return 1.0f; }
+std::vector<std::vector<float>> rope_inv_freq_tables(const ModelConfig& config) {
+  std::vector<std::vector<float>> tables{rope_inv_freq(config)};
+  if (config.rope_scaling.type == RopeScalingType::kLongRope) {
+    tables.push_back(longrope_inv_freq(config, config.rope_scaling.long_factor));
+  }
+  return tables;
+}
+
+float rope_attention_scaling(const ModelConfig& config) {
+  if (config.rope_scaling.type == RopeScalingType::kLongRope) {
+    return static_cast<float>(config.rope_scaling.attention_factor);
+  }
+  return 1.0f;
+}
+
+int32_t longrope_table(const RopeScaling& rope, int64_t position, int64_t seq_len) {
+  return std::max(seq_len, position + 1) > rope.original_max_position_embeddings ? 1 : 0;
+}
+
+Tensor longrope_token_tables(const ModelConfig& config, const ForwardBatch& batch) {
+  Tensor tables = Tensor::zeros(DType::kI32, Shape{batch.num_tokens});
+  int32_t* out = tables.data_as<int32_t>();
+  const int32_t* positions = batch.positions.data_as<int32_t>();
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    const int64_t seq_len =
+        batch.longrope_seq_len.empty() ? 0 : batch.longrope_seq_len[static_cast<size_t>(s)];
+    for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) {
+      out[t] = longrope_table(config.rope_scaling, positions[t], seq_len);
+    }
+  }
+  return tables;
+}
 
 }  // namespace weft

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates weft's golden models and their Hugging Face reference outputs.
 
-Builds tiny random-weight decoder models (Llama, Mistral, Qwen2, Qwen3 and variants), saves each
+Builds tiny random-weight decoder models (Llama, Mistral, Qwen2, Qwen3, Phi3 and variants), saves each
 with `save_pretrained(safe_serialization=True)` under tests/golden/models/<name>/, and dumps the
 logits and greedy tokens that Hugging Face `transformers` computes for a fixed batch of prompts.
 
@@ -25,11 +25,14 @@ import torch
 import transformers
 from safetensors.torch import save_file
 from transformers import (
+    DynamicCache,
     GenerationConfig,
     LlamaConfig,
     LlamaForCausalLM,
     MistralConfig,
     MistralForCausalLM,
+    Phi3Config,
+    Phi3ForCausalLM,
     Qwen2Config,
     Qwen2ForCausalLM,
     Qwen3Config,
@@ -69,6 +72,14 @@ class Spec:
     covers: str
     dtype: torch.dtype = torch.float32
     extra: dict = field(default_factory=dict)
+    # LongRoPE (Phi3 with original_max_position_embeddings below prompt + generation): the greedy
+    # dumps come from a plain KV-cached decode loop (cached_decode), not from generate(), whose
+    # Phi3 override drops the cache and recomputes the whole sequence with the long factors the
+    # step it first passes original_max_position_embeddings tokens. generate()'s tokens and
+    # logits are kept beside them (generate_greedy_ids / generate_greedy_logits). The value is
+    # original_max_position_embeddings: one uncached forward reproduces the cached decode only up
+    # to that many tokens (past it the cached keys of the earlier positions keep the short set).
+    longrope_original: int | None = None
 
 
 SPECS = [
@@ -125,6 +136,28 @@ SPECS = [
          base_seed=1000,
          covers="Qwen2, use_sliding_window with max_window_layers 1 of 3 layers: layer 0 full "
                 "attention, layers 1-2 a window of 10 (layer_types in config.json)"),
+    Spec("phi3_longrope", Phi3ForCausalLM, Phi3Config,
+         dict(num_attention_heads=4, num_key_value_heads=2, intermediate_size=161,
+              rope_theta=10000.0, partial_rotary_factor=0.75, original_max_position_embeddings=48,
+              rope_scaling=dict(rope_type="longrope",
+                                short_factor=[1.0, 1.15, 1.4, 1.9, 2.6, 3.5],
+                                long_factor=[1.1, 1.8, 3.2, 6.0, 11.0, 19.0]),
+              pad_token_id=None, tie_word_embeddings=True),
+         base_seed=1100, longrope_original=48,
+         covers="Phi3 (fused qkv_proj and gate_up_proj), GQA 4/2, partial_rotary_factor 0.75 "
+                "(12 of 16 head dims rotated), longrope (6 short / 6 long factors, "
+                "original_max_position_embeddings 48 of 512: attention factor 1.269; every "
+                "prompt fits in 48, generations of prompts 2 and 3 run past it and switch to the "
+                "long factors at position 48), intermediate 161 (padded TP 2 shards inside the "
+                "fused gate_up_proj), tied embeddings"),
+    Spec("phi3_window", Phi3ForCausalLM, Phi3Config,
+         dict(num_attention_heads=4, num_key_value_heads=1, rope_theta=10000.0,
+              partial_rotary_factor=0.5, sliding_window=12, pad_token_id=None,
+              tie_word_embeddings=False),
+         base_seed=1200,
+         covers="Phi3, default RoPE with partial_rotary_factor 0.5 (8 of 16 head dims), MQA "
+                "(1 kv head: replicated at TP 2 inside the fused qkv_proj), sliding_window 12 on "
+                "every layer, untied lm_head"),
     Spec("llama_bf16", LlamaForCausalLM, LlamaConfig,
          dict(num_attention_heads=8, num_key_value_heads=2, rope_theta=10000.0,
               tie_word_embeddings=False),
@@ -187,6 +220,9 @@ def legacy_config_keys(path, spec):
     cfg["torch_dtype"] = cfg.get("dtype", "float32")
     cfg["rope_theta"] = rope.get("rope_theta", spec.config["rope_theta"])
     scaling = {k: v for k, v in rope.items() if k != "rope_theta"}
+    if "partial_rotary_factor" in scaling:
+        # Phi-3.5 / Phi-4-mini configs carry it at the top level, next to rope_scaling.
+        cfg["partial_rotary_factor"] = scaling.pop("partial_rotary_factor")
     cfg["rope_scaling"] = None if scaling.get("rope_type", "default") == "default" else scaling
     if cfg["rope_scaling"] is not None:
         # v4 configs spell it `type` in older releases and `rope_type` in newer ones.
@@ -232,24 +268,63 @@ def greedy(model, prompt):
     return ids, logits
 
 
+def cached_decode(model, prompt):
+    """Greedy (argmax) decoding of NEW_TOKENS tokens by a plain KV-cached forward loop: the prompt
+    in one pass, then one token per pass, the cache never reset. transformers' own modeling code
+    picks the RoPE set of each pass (dynamic_rope_update), so a LongRoPE token at position p uses
+    the long factors iff p + 1 > original_max_position_embeddings, and cached keys keep the set
+    they were computed with."""
+    ids, rows = [], []
+    with torch.no_grad():
+        cache = DynamicCache(config=model.config)
+        out = model(prompt[None, :], cache=cache, use_cache=True)
+        for step in range(NEW_TOKENS):
+            row = out.logits[0, -1].float()
+            rows.append(row)
+            ids.append(row.argmax())
+            if step + 1 < NEW_TOKENS:
+                out = model(ids[-1].view(1, 1), cache=cache, use_cache=True)
+    return torch.stack(ids), torch.stack(rows)
+
+
 def forward_logits(model, ids):
     with torch.no_grad():
         return model(ids[None, :]).logits[0].float()
 
 
-def compute_references(model, prompts, check_consistency=True):
+def compute_references(model, prompts, check_consistency=True, longrope_original=None):
     """Returns {tensor name: tensor} plus margin statistics for one model."""
     tensors = {}
     prompt_margins, greedy_margins, distinct, cache_diffs = [], [], set(), []
+    generate_differs_from = []
     for i, prompt in enumerate(prompts):
         logits = forward_logits(model, prompt)
         ids, glogits = greedy(model, prompt)
+        if longrope_original is not None:
+            # generate() recomputes the sequence the step it first reaches original + 1 tokens;
+            # before that step the plain cached decode is the same computation.
+            gen_ids, gen_logits = ids, glogits
+            ids, glogits = cached_decode(model, prompt)
+            switch = longrope_original - len(prompt) + 1  # the step at position `original`
+            assert switch >= 1, "prompts must fit in original_max_position_embeddings"
+            same = min(switch, NEW_TOKENS)
+            assert torch.equal(ids[:same], gen_ids[:same]), "cached decode and generate() differ"
+            assert (glogits[:same] - gen_logits[:same]).abs().max().item() < 1e-4
+            differs = [t for t in range(NEW_TOKENS) if ids[t] != gen_ids[t]]
+            generate_differs_from.append(differs[0] if differs else None)
+            tensors[f"prompt_{i}.generate_greedy_ids"] = gen_ids.to(torch.int32)
+            tensors[f"prompt_{i}.generate_greedy_logits"] = gen_logits.contiguous()
         if check_consistency:
             # The cached decode must agree with one uncached forward over prompt + generated
-            # tokens; otherwise the reference itself would be suspect.
-            full = forward_logits(model, torch.cat([prompt, ids[:-1]]))
+            # tokens (LongRoPE: over its first `original` tokens, the longest pass of one set);
+            # otherwise the reference itself would be suspect.
+            full_ids = torch.cat([prompt, ids[:-1]])
+            if longrope_original is not None:
+                full_ids = full_ids[:longrope_original]
+            full = forward_logits(model, full_ids)
+            steps = len(full_ids) - len(prompt) + 1
             diff = max((full[:len(prompt)] - logits).abs().max().item(),
-                       (full[len(prompt) - 1:] - glogits).abs().max().item())
+                       (full[len(prompt) - 1:] - glogits[:steps]).abs().max().item())
             assert diff < 1e-3, f"cached and uncached logits differ by {diff}"
             cache_diffs.append(diff)
         tensors[f"prompt_{i}.ids"] = prompt.to(torch.int32)
@@ -276,6 +351,10 @@ def compute_references(model, prompts, check_consistency=True):
         distinct_greedy_tokens_per_prompt=[
             len(set(tensors[f"prompt_{i}.greedy_ids"].tolist())) for i in range(len(prompts))],
     )
+    if longrope_original is not None:
+        # Per prompt, the first greedy step whose token generate() chooses differently (null:
+        # none), after its recompute with the long factors.
+        stats["generate_greedy_ids_differ_from_step"] = generate_differs_from
     return tensors, stats
 
 
@@ -320,7 +399,8 @@ def run_model(spec, prompts, out_dir):
         check_reload(spec, model, model_dir, prompts)
         # f32 computation from the stored weights (upcast when they are bf16).
         ref_model = load(model_dir, spec, torch.float32)
-        tensors, stats = compute_references(ref_model, prompts)
+        tensors, stats = compute_references(ref_model, prompts,
+                                            longrope_original=spec.longrope_original)
         if stats["min_greedy_margin"] >= MIN_GREEDY_MARGIN:
             break
         print(f"  {spec.name}: seed {seed} min greedy margin "
@@ -350,6 +430,9 @@ def run_model(spec, prompts, out_dir):
         prompt_lengths=list(PROMPT_LENGTHS),
         new_tokens=NEW_TOKENS,
         attn_implementation="eager",
+        **({} if spec.longrope_original is None
+           else dict(greedy_reference="cached_decode (KV-cached forward loop, no cache reset)",
+                     uncached_check_tokens=spec.longrope_original)),
         min_greedy_margin_threshold=MIN_GREEDY_MARGIN,
         **stats,
         tensors=sorted(tensors),

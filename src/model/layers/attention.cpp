@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "core/status_macros.h"
 #include "weft/kernels/attention.h"
@@ -20,13 +21,20 @@ absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::str
                                                           rank, size));
   const int64_t q_full = c.num_attention_heads * c.head_dim;
   const int64_t kv_full = c.num_key_value_heads * c.head_dim;
+  std::vector<ColumnPart> parts = {{prefix + ".q_proj", q_full, q_rows},
+                                   {prefix + ".k_proj", kv_full, kv_rows},
+                                   {prefix + ".v_proj", kv_full, kv_rows}};
+  if (c.fused_qkv_proj) {
+    // One qkv_proj of [q; k; v] rows: this rank's heads of each, at their offsets in it.
+    const std::string fused = prefix + ".qkv_proj";
+    const int64_t rows = q_full + 2 * kv_full;
+    parts = {{fused, q_full, q_rows, 0, rows},
+             {fused, kv_full, kv_rows, q_full, rows},
+             {fused, kv_full, kv_rows, q_full + kv_full, rows}};
+  }
   Attention attn;
-  WEFT_ASSIGN_OR_RETURN(attn.qkv_, ColumnParallelLinear::load(
-                                       ctx,
-                                       {{prefix + ".q_proj", q_full, q_rows},
-                                        {prefix + ".k_proj", kv_full, kv_rows},
-                                        {prefix + ".v_proj", kv_full, kv_rows}},
-                                       c.hidden_size, c.attention_bias));
+  WEFT_ASSIGN_OR_RETURN(attn.qkv_,
+                        ColumnParallelLinear::load(ctx, parts, c.hidden_size, c.attention_bias));
   WEFT_ASSIGN_OR_RETURN(attn.o_proj_, RowParallelLinear::load(ctx, prefix + ".o_proj",
                                                               c.hidden_size, q_full, q_rows,
                                                               c.o_proj_bias));
@@ -77,10 +85,11 @@ absl::Status Attention::forward(const ForwardContext& fc, const TensorView& x,
     q_norm_->forward_heads(q.view(), fc.pool);
     k_norm_->forward_heads(k.view(), fc.pool);
   }
+  const TensorView* rope_table = fc.rope_table != nullptr ? &fc.rope_table->view() : nullptr;
   kernels::apply_rope(q.view(), fc.batch.positions.view(), fc.rope_inv_freq.view(),
-                      fc.rope_attention_scaling, fc.pool);
+                      fc.rope_attention_scaling, fc.pool, rope_table);
   kernels::apply_rope(k.view(), fc.batch.positions.view(), fc.rope_inv_freq.view(),
-                      fc.rope_attention_scaling, fc.pool);
+                      fc.rope_attention_scaling, fc.pool, rope_table);
   Tensor attn_out = Tensor::empty(DType::kF32, Shape{tokens, num_heads_, head_dim_});
   kernels::AttentionBatch batch = fc.batch.attention();
   batch.window = window_;

@@ -1,6 +1,8 @@
 // Grouped-query self-attention with rotary embeddings over the paged KV cache, tensor-parallel:
 // q/k/v column-parallel by heads (KV heads replicated when fewer than TP ranks), o_proj
-// row-parallel. Optional q/k biases (Qwen2, attention_bias) and per-head q/k RMSNorm (Qwen3).
+// row-parallel. Optional q/k biases (Qwen2, attention_bias) and per-head q/k RMSNorm (Qwen3);
+// q/k/v from separate q_proj/k_proj/v_proj tensors or from one fused qkv_proj (Phi3); RoPE on the
+// first rotary_dim dimensions of each head (partial rotary), with the token's frequency set.
 #pragma once
 
 #include <optional>

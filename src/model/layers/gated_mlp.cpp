@@ -1,5 +1,7 @@
 #include "model/layers/gated_mlp.h"
 
+#include <vector>
+
 #include "core/status_macros.h"
 #include "weft/kernels/activation.h"
 
@@ -8,12 +10,17 @@ namespace weft {
 absl::StatusOr<GatedMlp> GatedMlp::load(const LoadContext& ctx, const std::string& prefix) {
   const ModelConfig& c = ctx.config;
   const ShardRange shard = padded_shard(c.intermediate_size, ctx.tp.rank(), ctx.tp.size());
+  const int64_t inter = c.intermediate_size;
+  std::vector<ColumnPart> parts = {{prefix + ".gate_proj", inter, shard},
+                                   {prefix + ".up_proj", inter, shard}};
+  if (c.fused_gate_up_proj) {
+    // One gate_up_proj of [gate; up] rows: this rank's slice of each half.
+    const std::string fused = prefix + ".gate_up_proj";
+    parts = {{fused, inter, shard, 0, 2 * inter}, {fused, inter, shard, inter, 2 * inter}};
+  }
   GatedMlp mlp;
-  WEFT_ASSIGN_OR_RETURN(mlp.gate_up_, ColumnParallelLinear::load(
-                                          ctx,
-                                          {{prefix + ".gate_proj", c.intermediate_size, shard},
-                                           {prefix + ".up_proj", c.intermediate_size, shard}},
-                                          c.hidden_size, c.mlp_bias));
+  WEFT_ASSIGN_OR_RETURN(mlp.gate_up_,
+                        ColumnParallelLinear::load(ctx, parts, c.hidden_size, c.mlp_bias));
   WEFT_ASSIGN_OR_RETURN(mlp.down_, RowParallelLinear::load(ctx, prefix + ".down_proj",
                                                            c.hidden_size, c.intermediate_size,
                                                            shard, c.mlp_bias));

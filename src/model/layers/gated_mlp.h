@@ -1,5 +1,6 @@
 // The SwiGLU MLP of Llama-family models: down(silu(gate(x)) * up(x)), tensor-parallel with
-// gate/up column-parallel (fused into one weight) and down row-parallel. An intermediate size
+// gate/up column-parallel (fused into one weight; read from gate_proj/up_proj or from Phi3's
+// gate_up_proj) and down row-parallel. An intermediate size
 // not divisible by the TP size is zero-padded (padded units contribute exactly zero).
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "model/layers/parallel_linear.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -32,6 +33,31 @@ void add_bias_rows(const TensorView& y, const TensorView& bias, ThreadPool& pool
   });
 }
 
+// Rows `part.shard` of the part (see ColumnPart) of `suffix` (".weight" [rows, in_features] or
+// ".bias" [rows]): a zero-copy view when the shard lies inside the part, else a zero-padded copy.
+absl::StatusOr<Tensor> load_part_rows(const LoadContext& ctx, const ColumnPart& part,
+                                      const std::string& suffix, int64_t in_features) {
+  const int64_t tensor_rows = part.tensor_rows > 0 ? part.tensor_rows : part.full_rows;
+  const Shape shape = in_features > 0 ? Shape{tensor_rows, in_features} : Shape{tensor_rows};
+  if (part.tensor_offset < 0 || part.tensor_offset + part.full_rows > tensor_rows) {
+    return absl::InternalError(
+        absl::StrCat("rows [", part.tensor_offset, ", ", part.tensor_offset + part.full_rows,
+                     ") of '", part.name, suffix, "' lie outside its ", tensor_rows, " rows"));
+  }
+  const int64_t available =
+      std::clamp<int64_t>(part.full_rows - part.shard.begin, 0, part.shard.count);
+  WEFT_ASSIGN_OR_RETURN(
+      Tensor rows, ctx.weights.get_slice(
+                       part.name + suffix, shape, 0,
+                       part.tensor_offset + std::min(part.shard.begin, part.full_rows), available));
+  if (available == part.shard.count) return rows;
+  Shape padded_shape = rows.shape();
+  padded_shape[0] = part.shard.count;
+  Tensor padded = Tensor::zeros(rows.dtype(), padded_shape);
+  if (rows.nbytes() > 0) std::memcpy(padded.data(), rows.data(), rows.nbytes());
+  return padded;
+}
+
 }  // namespace
 
 Tensor concat_rows(const std::vector<Tensor>& parts) {
@@ -55,9 +81,7 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
     bool has_bias) {
   std::vector<Tensor> weights, biases;
   for (const ColumnPart& part : parts) {
-    WEFT_ASSIGN_OR_RETURN(Tensor w, ctx.weights.get_slice(part.name + ".weight",
-                                                          Shape{part.full_rows, in_features}, 0,
-                                                          part.shard.begin, part.shard.count));
+    WEFT_ASSIGN_OR_RETURN(Tensor w, load_part_rows(ctx, part, ".weight", in_features));
     if (!weights.empty() && w.dtype() != weights[0].dtype()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor '", part.name, ".weight' has dtype ", dtype_name(w.dtype()), " but '",
@@ -66,9 +90,7 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
     }
     weights.push_back(std::move(w));
     if (has_bias) {
-      WEFT_ASSIGN_OR_RETURN(Tensor b, ctx.weights.get_slice(part.name + ".bias",
-                                                            Shape{part.full_rows}, 0,
-                                                            part.shard.begin, part.shard.count));
+      WEFT_ASSIGN_OR_RETURN(Tensor b, load_part_rows(ctx, part, ".bias", 0));
       biases.push_back(std::move(b));
     }
   }

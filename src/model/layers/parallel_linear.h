@@ -13,16 +13,23 @@
 
 namespace weft {
 
-// One checkpoint tensor contributing rows (output features) to a column-parallel layer: rows
-// `shard` of the tensor `name` of full shape [full_rows, in_features].
+// One projection contributing rows (output features) to a column-parallel layer: rows `shard`
+// of a part of full_rows rows. The part is the whole tensor `name` ([full_rows, in_features]),
+// or, in a fused checkpoint tensor (Phi3's qkv_proj, gate_up_proj), rows [tensor_offset,
+// tensor_offset + full_rows) of a tensor of tensor_rows rows. Shard rows past full_rows (uneven
+// TP splits) are zero-filled, never read from the next part of a fused tensor.
 struct ColumnPart {
   std::string name;  // without the ".weight" / ".bias" suffix
   int64_t full_rows = 0;
   ShardRange shard;
+  int64_t tensor_offset = 0;
+  int64_t tensor_rows = 0;  // 0: full_rows (the part is the whole tensor)
 };
 
 // y = x @ W^T (+ b) where W holds this rank's output rows. Several parts are fused into one
-// weight (q/k/v; gate/up) so one matrix product serves them. No communication.
+// weight (q/k/v; gate/up) so one matrix product serves them. No communication. A rank reads and
+// holds only its shard rows of each part. Errors: those of WeightStore::get_slice (a missing
+// tensor, a shape other than [tensor_rows, in_features]); parts of different dtypes.
 class ColumnParallelLinear {
  public:
   static absl::StatusOr<ColumnParallelLinear> load(const LoadContext& ctx,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Dumps what Hugging Face transformers makes of a set of config.json files: the resolved fields
-(head_dim, defaults, biases, tying) and the RoPE inverse frequencies of the model's rotary
-embedding module. model_loading_test parses the same config.json texts with weft and compares.
+(head_dim, defaults, biases, tying, fused Phi3 projections, rotary dims) and the RoPE inverse
+frequencies and attention scaling of the model's rotary embedding module (LongRoPE: both sets). model_loading_test parses the same config.json texts with weft and compares.
 
 Run from the repository root (needs torch + transformers; the output is committed):
     python3 tests/unit/model/gen_model_config_reference.py
@@ -13,6 +13,7 @@ import tempfile
 import torch
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model_config_reference.json")
 
@@ -25,6 +26,8 @@ BASE = {
     "max_position_embeddings": 4096,
     "rms_norm_eps": 1e-5,
 }
+
+ABSENT = "<absent>"  # an override that deletes the BASE key
 
 CASES = {
     "llama_default": {
@@ -109,6 +112,70 @@ CASES = {
         "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_key_value_heads": 2, "num_hidden_layers": 2,
         "head_dim": 16, "use_sliding_window": True, "sliding_window": 100, "max_window_layers": 0,
     },
+    # Phi3: defaults (num_key_value_heads = heads, rms_norm_eps 1e-5, no window), legacy keys as
+    # Phi-3-mini-4k ships them (rope_scaling null, sliding_window 2047 on every layer).
+    "phi3_mini_4k_like": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "num_hidden_layers": 2,
+        "rms_norm_eps": ABSENT, "rope_theta": 10000.0, "rope_scaling": None, "sliding_window": 2047,
+        "original_max_position_embeddings": 4096,
+    },
+    "phi3_defaults": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "rms_norm_eps": ABSENT,
+    },
+    # Phi-3.5-mini's shape of config: longrope in legacy rope_scaling, 262144 window > 131072.
+    "phi3_longrope_legacy": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "num_key_value_heads": 4,
+        "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+        "rope_theta": 10000.0, "sliding_window": 262144,
+        "rope_scaling": {"type": "longrope",
+                         "short_factor": [1.0, 1.02, 1.05, 1.1, 1.3, 1.6, 2.1, 2.7],
+                         "long_factor": [1.08, 1.3, 2.0, 4.5, 9.0, 17.0, 30.0, 51.0]},
+    },
+    # Phi-4-mini's shape: top-level partial_rotary_factor 0.75, tied embeddings, GQA.
+    "phi3_partial_longrope_tied": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "num_key_value_heads": 2,
+        "hidden_size": 128, "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+        "rope_theta": 250000.0, "partial_rotary_factor": 0.75, "tie_word_embeddings": True,
+        "sliding_window": 262144,
+        "rope_scaling": {"type": "longrope",
+                         "short_factor": [1.0, 1.1, 1.2, 1.4, 1.7, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0],
+                         "long_factor": [1.0, 1.5, 2.5, 4.0, 6.0, 9.0, 13.0, 18.0, 24.0, 31.0, 39.0, 48.0]},
+    },
+    # transformers 5 spelling: partial factor, factor and attention_factor inside
+    # rope_parameters; the top-level original_max_position_embeddings wins over the inner one.
+    "phi3_rope_parameters_factors": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "num_key_value_heads": 1,
+        "max_position_embeddings": 8192, "original_max_position_embeddings": 2048,
+        "rope_parameters": {"rope_type": "longrope", "rope_theta": 500000.0, "partial_rotary_factor": 0.5,
+                            "original_max_position_embeddings": 1024, "factor": 3.0,
+                            "short_factor": [1.0, 1.25, 1.5, 2.0], "long_factor": [2.0, 3.0, 5.0, 8.0]},
+    },
+    "phi3_attention_factor": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "max_position_embeddings": 8192,
+        "original_max_position_embeddings": 2048,
+        "rope_parameters": {"rope_type": "longrope", "rope_theta": 10000.0, "attention_factor": 1.5,
+                            "short_factor": [1.0] * 8, "long_factor": [4.0] * 8},
+    },
+    # The old names Phi3Config maps to longrope ("su" loads in transformers 5 only with the
+    # original length inside the dict, which the top-level key then overrides).
+    "phi3_su_alias": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "max_position_embeddings": 16384,
+        "original_max_position_embeddings": 1024,
+        "rope_scaling": {"type": "su", "original_max_position_embeddings": 4096,
+                         "short_factor": [1.0, 1.0, 1.1, 1.2, 1.5, 2.0, 2.5, 3.0],
+                         "long_factor": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]},
+    },
+    "phi3_yarn_alias_partial_default_factor": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "max_position_embeddings": 1024,
+        "original_max_position_embeddings": 2048, "partial_rotary_factor": 0.3,
+        "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 2048,
+                         "short_factor": [1.0, 1.5], "long_factor": [2.0, 2.5]},
+    },  # head_dim 16 * 0.3 -> 4 rotary dims; factor 2 given although max / original = 0.5
+    "phi3_default_partial_kv_null": {
+        "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "num_key_value_heads": None,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+        "partial_rotary_factor": 0.25,
+    },  # the factor inside rope_parameters wins over the top-level one
 }
 
 
@@ -126,7 +193,8 @@ def layer_windows(config, model):
     for layer in model.model.layers:
         if hasattr(layer.self_attn, "sliding_window"):
             out.append(layer.self_attn.sliding_window or 0)
-        elif type(config).__name__ == "MistralConfig":
+        elif type(config).__name__ in ("MistralConfig", "Phi3Config"):
+            # Both build the mask of every layer from config.sliding_window.
             out.append(config.sliding_window or 0)
         else:
             out.append(0)
@@ -138,7 +206,11 @@ def main():
            "cases": {}}
     for name, overrides in CASES.items():
         config_json = dict(BASE)
+        if overrides.get("model_type") == "phi3":
+            # Phi3Config's pad_token_id 32000 is no row of BASE's 128-entry embedding.
+            config_json["pad_token_id"] = None
         config_json.update(overrides)
+        config_json = {k: v for k, v in config_json.items() if v != ABSENT}
         text = json.dumps(config_json, indent=2)
         with tempfile.TemporaryDirectory() as d:
             with open(os.path.join(d, "config.json"), "w") as f:
@@ -150,7 +222,11 @@ def main():
         layer = model.model.layers[0]
         attn = layer.self_attn
         rope = config.rope_parameters
-        out["cases"][name] = {
+        rotary = rotary_module(config)
+        fused = hasattr(attn, "qkv_proj")  # Phi3
+        qkv = attn.qkv_proj if fused else attn.q_proj
+        gate = layer.mlp.gate_up_proj if fused else layer.mlp.gate_proj
+        case = {
             "config_json": text,
             "architecture": type(model).__name__,
             "head_dim": attn.head_dim,
@@ -160,12 +236,24 @@ def main():
             "sliding_window": getattr(config, "sliding_window", None),
             "layer_window": layer_windows(config, model),
             "tie_word_embeddings": model.lm_head.weight is model.model.embed_tokens.weight,
-            "attention_bias": attn.q_proj.bias is not None,
+            "attention_bias": qkv.bias is not None,
             "o_proj_bias": attn.o_proj.bias is not None,
-            "mlp_bias": layer.mlp.gate_proj.bias is not None,
+            "mlp_bias": gate.bias is not None,
             "qk_norm": hasattr(attn, "q_norm"),
+            "fused_qkv_gate_up": fused,
+            "rms_norm_eps": config.rms_norm_eps,
+            # cos/sin span 2 * len(inv_freq) dims; apply_rotary_pos_emb passes the rest through.
+            "rotary_dim": 2 * len(inv_freq),
+            "attention_scaling": float(rotary.attention_scaling),
             "inv_freq": [float(x) for x in inv_freq.tolist()],
         }
+        if rope["rope_type"] == "longrope":
+            # What longrope_frequency_update switches to past original_max_position_embeddings.
+            original = rope["original_max_position_embeddings"]
+            long_inv_freq, _ = ROPE_INIT_FUNCTIONS["longrope"](config, None, seq_len=original + 1)
+            case["original_max_position_embeddings"] = original
+            case["long_inv_freq"] = [float(x) for x in long_inv_freq.to(torch.float32).tolist()]
+        out["cases"][name] = case
     with open(OUT, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")

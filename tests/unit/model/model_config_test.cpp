@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -36,10 +37,19 @@ TEST(ModelConfigTest, MatchesTransformersResolution) {
     EXPECT_EQ(config->num_key_value_heads, c["num_key_value_heads"].get<int64_t>());
     EXPECT_EQ(config->rope_theta, c["rope_theta"].get<double>());
     const std::string rope_type = c["rope_type"];
-    const RopeScalingType expected_type = rope_type == "llama3"   ? RopeScalingType::kLlama3
-                                          : rope_type == "linear" ? RopeScalingType::kLinear
-                                                                  : RopeScalingType::kDefault;
+    const RopeScalingType expected_type = rope_type == "llama3"     ? RopeScalingType::kLlama3
+                                          : rope_type == "linear"   ? RopeScalingType::kLinear
+                                          : rope_type == "longrope" ? RopeScalingType::kLongRope
+                                                                    : RopeScalingType::kDefault;
     EXPECT_EQ(config->rope_scaling.type, expected_type);
+    EXPECT_EQ(config->rms_norm_eps, c["rms_norm_eps"].get<double>());
+    EXPECT_EQ(config->rotary_dim, c["rotary_dim"].get<int64_t>());
+    EXPECT_EQ(config->fused_qkv_proj, c["fused_qkv_gate_up"].get<bool>());
+    EXPECT_EQ(config->fused_gate_up_proj, c["fused_qkv_gate_up"].get<bool>());
+    if (c.contains("original_max_position_embeddings")) {
+      EXPECT_EQ(config->rope_scaling.original_max_position_embeddings,
+                c["original_max_position_embeddings"].get<int64_t>());
+    }
     if (c["sliding_window"].is_null()) {
       EXPECT_FALSE(config->sliding_window.has_value());
     } else {
@@ -116,9 +126,9 @@ TEST(ModelConfigErrorTest, UnsupportedArchitectureListsSupported) {
   EXPECT_THAT(status.message(), HasSubstr("/models/x/config.json"));
   EXPECT_THAT(status.message(), HasSubstr("GPT2LMHeadModel"));
   EXPECT_THAT(status.message(), HasSubstr("architectures"));
-  EXPECT_THAT(
-      status.message(),
-      HasSubstr("LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+                        "Phi3ForCausalLM"));
   const absl::Status by_type = parse_error({{"architectures", nullptr}, {"model_type", "gpt2"}});
   EXPECT_THAT(by_type.message(), HasSubstr("unsupported model_type 'gpt2'"));
 }
@@ -238,6 +248,113 @@ TEST(ModelConfigErrorTest, BadAttentionWindowsNameTheField) {
   unused["use_sliding_window"] = false;
   unused["sliding_window"] = 100000;
   EXPECT_TRUE(parse_error(unused).ok());
+}
+
+// A minimal valid Phi3 config (head_dim 4, rotary_dim 4 unless patched) with `patch` merged in.
+absl::StatusOr<ModelConfig> parse_phi3(const nlohmann::json& patch) {
+  nlohmann::json config = nlohmann::json::parse(
+      llama_config({{"architectures", {"Phi3ForCausalLM"}}, {"model_type", "phi3"}}));
+  config.merge_patch(patch);
+  return parse_model_config(config.dump(), "/models/phi/config.json");
+}
+
+nlohmann::json longrope(nlohmann::json extra = nlohmann::json::object()) {
+  nlohmann::json rope = {
+      {"type", "longrope"}, {"short_factor", {1.0, 2.0}}, {"long_factor", {3.0, 4.0}}};
+  rope.merge_patch(extra);
+  return rope;
+}
+
+TEST(ModelConfigTest, Phi3LayoutDefaultsAndLongRope) {
+  auto config = parse_phi3({{"num_key_value_heads", nullptr},
+                            {"max_position_embeddings", 256},
+                            {"original_max_position_embeddings", 64},
+                            {"rope_scaling", longrope()}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->architecture, "Phi3ForCausalLM");
+  EXPECT_TRUE(config->fused_qkv_proj);
+  EXPECT_TRUE(config->fused_gate_up_proj);
+  EXPECT_FALSE(config->attention_bias);
+  EXPECT_EQ(config->num_key_value_heads, 4);
+  EXPECT_EQ(config->rms_norm_eps, 1e-5);
+  EXPECT_EQ(config->rotary_dim, 4);
+  EXPECT_EQ(config->eos_token_ids, std::vector<int64_t>{32000});  // Phi3Config's defaults
+  EXPECT_EQ(config->bos_token_id, 1);
+  EXPECT_FALSE(config->sliding_window.has_value());
+  EXPECT_EQ(config->layer_window, (std::vector<int64_t>{0, 0}));
+  const RopeScaling& rope = config->rope_scaling;
+  EXPECT_EQ(rope.type, RopeScalingType::kLongRope);
+  EXPECT_EQ(rope.original_max_position_embeddings, 64);
+  EXPECT_EQ(rope.factor, 4.0);  // max_position_embeddings / original
+  EXPECT_DOUBLE_EQ(rope.attention_factor, std::sqrt(1.0 + std::log(4.0) / std::log(64.0)));
+  EXPECT_EQ(rope.short_factor, (std::vector<double>{1.0, 2.0}));
+  EXPECT_EQ(rope.long_factor, (std::vector<double>{3.0, 4.0}));
+  // Phi3Config's class default for the original length is 4096, whatever the dict says.
+  config = parse_phi3({{"rope_scaling", longrope({{"original_max_position_embeddings", 32}})}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->rope_scaling.original_max_position_embeddings, 4096);
+  EXPECT_EQ(config->rope_scaling.attention_factor, 1.0);  // 128 / 4096 < 1
+  // Every layer takes the window, even one larger than the context (Phi-3.5 ships 262144).
+  config = parse_phi3({{"sliding_window", 1000}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->layer_window, (std::vector<int64_t>{1000, 1000}));
+  // An explicit null is no token, as in transformers.
+  nlohmann::json no_eos =
+      nlohmann::json::parse(llama_config({{"architectures", {"Phi3ForCausalLM"}}}));
+  no_eos["eos_token_id"] = nullptr;
+  config = parse_model_config(no_eos.dump());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->eos_token_ids.empty());
+}
+
+TEST(ModelConfigErrorTest, Phi3RopeAndPartialRotaryErrorsNameTheField) {
+  EXPECT_THAT(
+      parse_phi3({{"rope_scaling", {{"type", "linear"}, {"factor", 2.0}}}}).status().message(),
+      HasSubstr("unknown rope type 'linear' in field 'rope_scaling.type' (supported for "
+                "Phi3ForCausalLM: default, longrope)"));
+  EXPECT_TRUE(parse_phi3({{"rope_scaling", longrope({{"type", "su"}})}}).ok());
+  EXPECT_TRUE(parse_phi3({{"rope_scaling", longrope({{"type", "yarn"}})}}).ok());
+  EXPECT_THAT(
+      parse_phi3({{"rope_scaling", longrope({{"short_factor", nullptr}})}}).status().message(),
+      HasSubstr("missing field 'rope_scaling.short_factor' for rope type longrope"));
+  EXPECT_THAT(
+      parse_phi3({{"rope_scaling", longrope({{"long_factor", {1.0, 2.0, 3.0}}})}})
+          .status()
+          .message(),
+      HasSubstr("field 'rope_scaling.long_factor' has 3 entries, expected rotary_dim / 2 = 2"));
+  EXPECT_THAT(
+      parse_phi3({{"rope_scaling", longrope({{"long_factor", {1.0, "x"}}})}}).status().message(),
+      HasSubstr("field 'rope_scaling.long_factor' must be a list of numbers"));
+  EXPECT_THAT(
+      parse_phi3({{"rope_scaling", longrope({{"short_factor", {1.0, 0.0}}})}}).status().message(),
+      HasSubstr("expected positive factors"));
+  EXPECT_THAT(
+      parse_phi3({{"rope_scaling", longrope({{"attention_factor", -1.0}})}}).status().message(),
+      HasSubstr("field 'rope_scaling.attention_factor' must be positive"));
+  // head_dim 4: 0.5 rotates 2 dims; 0.25 would rotate 1; 1.5 is out of range.
+  auto half =
+      parse_phi3({{"partial_rotary_factor", 0.5},
+                  {"rope_scaling", longrope({{"short_factor", {1.0}}, {"long_factor", {2.0}}})}});
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_EQ(half->rotary_dim, 2);
+  EXPECT_THAT(
+      parse_phi3({{"partial_rotary_factor", 0.25}}).status().message(),
+      HasSubstr("int(head_dim 4 * 0.25) = 1 rotary dimensions, expected an even number >= 2"));
+  EXPECT_THAT(parse_phi3({{"partial_rotary_factor", 1.5}}).status().message(),
+              HasSubstr("field 'partial_rotary_factor' is 1.5, expected a value in (0, 1]"));
+  EXPECT_THAT(
+      parse_phi3({{"rope_parameters", {{"rope_type", "default"}, {"partial_rotary_factor", 0.0}}}})
+          .status()
+          .message(),
+      HasSubstr("field 'rope_parameters.partial_rotary_factor' is 0"));
+  // Other architectures rotate the whole head in transformers: refused wherever it is written.
+  EXPECT_THAT(
+      parse_error({{"rope_parameters", {{"rope_type", "default"}, {"partial_rotary_factor", 0.5}}}})
+          .message(),
+      HasSubstr("field 'rope_parameters.partial_rotary_factor' is 0.5 (weft rotates the whole "
+                "head for LlamaForCausalLM: 1.0)"));
+  EXPECT_THAT(parse_error({{"rope_scaling", longrope()}}).message(),
+              HasSubstr("unknown rope type 'longrope'"));
 }
 
 TEST(ModelConfigErrorTest, MalformedJsonNamesFile) {

@@ -19,7 +19,8 @@ int64_t ulp_distance(float a, float b) {
 }
 
 // inv_freq dumped from transformers' rotary embedding modules (gen_model_config_reference.py)
-// for default, linear and llama3 rope, head_dim from 16 to 128 and theta from 1e4 to 1e6.
+// for default, linear, llama3 and longrope (both sets) rope, head_dim from 16 to 128, partial
+// rotary dims, theta from 1e4 to 1e6, and the attention scaling they multiply cos/sin by.
 TEST(RopeTest, InvFreqMatchesTransformers) {
   std::ifstream in(std::string(WEFT_SOURCE_DIR) + "/tests/unit/model/model_config_reference.json");
   ASSERT_TRUE(in.good());
@@ -31,21 +32,31 @@ TEST(RopeTest, InvFreqMatchesTransformers) {
     SCOPED_TRACE(name);
     auto config = parse_model_config(c["config_json"].get<std::string>(), name);
     ASSERT_TRUE(config.ok()) << config.status();
-    const std::vector<float> inv_freq = rope_inv_freq(*config);
-    const auto& expected = c["inv_freq"];
-    ASSERT_EQ(inv_freq.size(), expected.size());
-    for (size_t i = 0; i < inv_freq.size(); ++i) {
-      const float want = static_cast<float>(expected[i].get<double>());
-      const int64_t ulps = ulp_distance(inv_freq[i], want);
-      // torch's vectorized float pow is not always correctly rounded; the double pow here is.
-      EXPECT_LE(ulps, 1) << "inv_freq[" << i << "] = " << inv_freq[i] << ", transformers " << want;
-      worst = std::max(worst, ulps);
-      if (ulps != 0) ++differing;
-      ++compared;
+    const std::vector<std::vector<float>> tables = rope_inv_freq_tables(*config);
+    EXPECT_EQ(tables[0], rope_inv_freq(*config));
+    std::vector<std::string> keys = {"inv_freq"};
+    if (c.contains("long_inv_freq")) keys.push_back("long_inv_freq");
+    ASSERT_EQ(tables.size(), keys.size());
+    for (size_t t = 0; t < keys.size(); ++t) {
+      const std::vector<float>& inv_freq = tables[t];
+      const auto& expected = c[keys[t]];
+      ASSERT_EQ(inv_freq.size(), expected.size()) << keys[t];
+      for (size_t i = 0; i < inv_freq.size(); ++i) {
+        const float want = static_cast<float>(expected[i].get<double>());
+        const int64_t ulps = ulp_distance(inv_freq[i], want);
+        // torch's vectorized float pow is not always correctly rounded; the double pow here is.
+        EXPECT_LE(ulps, 1) << keys[t] << "[" << i << "] = " << inv_freq[i] << ", transformers "
+                           << want;
+        worst = std::max(worst, ulps);
+        if (ulps != 0) ++differing;
+        ++compared;
+      }
     }
-    EXPECT_EQ(rope_attention_scaling(*config), 1.0f);
+    // transformers multiplies the float32 cos/sin by the python float, rounded to float32.
+    EXPECT_EQ(rope_attention_scaling(*config),
+              static_cast<float>(c["attention_scaling"].get<double>()));
   }
-  EXPECT_GT(compared, 200u);
+  EXPECT_GT(compared, 300u);
   EXPECT_LE(differing * 50, compared)
       << differing << " of " << compared << " values are not bit-identical";
   RecordProperty("max_ulp_difference", static_cast<int>(worst));
@@ -65,6 +76,54 @@ TEST(RopeTest, LinearIsDefaultOverFactor) {
   const std::vector<float> linear = rope_inv_freq(config);
   ASSERT_EQ(linear.size(), 4u);
   for (size_t i = 0; i < linear.size(); ++i) EXPECT_EQ(linear[i], base[i] / 2.0f);
+}
+
+// transformers switches LongRoPE sets per forward pass at original_max_position_embeddings (O);
+// without the sequence length a token's set follows its position (p + 1 > O), with it the
+// whole sequence follows its length.
+TEST(RopeTest, LongRopeTablePerPositionAndPerSequenceLength) {
+  RopeScaling rope;
+  rope.type = RopeScalingType::kLongRope;
+  rope.original_max_position_embeddings = 48;
+  EXPECT_EQ(longrope_table(rope, 0, 0), 0);
+  EXPECT_EQ(longrope_table(rope, 47, 0), 0);  // the 48th token: a pass of 48 is short
+  EXPECT_EQ(longrope_table(rope, 48, 0), 1);
+  EXPECT_EQ(longrope_table(rope, 3, 48), 0);
+  EXPECT_EQ(longrope_table(rope, 3, 49), 1);  // a 49-token sequence is long everywhere
+
+  ModelConfig config;
+  config.head_dim = 8;
+  config.rope_scaling = rope;
+  ForwardBatch batch;
+  batch.num_tokens = 5;
+  batch.positions = Tensor::empty(DType::kI32, Shape{5});
+  const int32_t positions[] = {46, 47, 48, 10, 60};  // a chunk crossing O, two decode tokens
+  std::memcpy(batch.positions.data(), positions, sizeof(positions));
+  batch.query_start = {0, 3, 4, 5};
+  batch.context_len = {49, 11, 61};
+  Tensor tables = longrope_token_tables(config, batch);
+  const int32_t* t = tables.data_as<int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(t, t + 5), (std::vector<int32_t>{0, 0, 1, 0, 1}));
+  batch.longrope_seq_len = {49, 60, 61};
+  tables = longrope_token_tables(config, batch);
+  t = tables.data_as<int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(t, t + 5), (std::vector<int32_t>{1, 1, 1, 1, 1}));
+  batch.longrope_seq_len = {20, 11, 0};
+  tables = longrope_token_tables(config, batch);
+  t = tables.data_as<int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(t, t + 5), (std::vector<int32_t>{0, 0, 1, 0, 1}));
+}
+
+// Partial rotary (Phi3): the exponent's denominator is the rotary dimension, not head_dim.
+TEST(RopeTest, PartialRotaryUsesTheRotaryDimension) {
+  ModelConfig config;
+  config.head_dim = 16;
+  config.rotary_dim = 8;
+  config.rope_theta = 10000.0;
+  const std::vector<float> inv_freq = rope_inv_freq(config);
+  ASSERT_EQ(inv_freq.size(), 4u);
+  EXPECT_EQ(inv_freq[0], 1.0f);
+  EXPECT_FLOAT_EQ(inv_freq[2], 0.01f);  // 10000^(-4/8)
 }
 
 }  // namespace
