@@ -63,7 +63,7 @@ std::optional<ApiError> chat_prompt(const json& body, const ServedModel& model, 
   const json* m = field(body, "messages");
   nlohmann::ordered_json messages;
   if (auto err = chat_messages_for_template(m != nullptr ? *m : json(), messages)) return bad(err->param, err->message);
-  if (!model.chat_template) return bad("messages", "messages: the model's tokenizer_config.json has no chat_template");
+  if (!model.chat_template) return bad("messages", "messages: the model has no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json); give one with --chat-template FILE");
   nlohmann::ordered_json extra;
   if (const json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object()) return bad("chat_template_kwargs", "chat_template_kwargs: expected an object");

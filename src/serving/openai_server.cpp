@@ -1,11 +1,7 @@
 #include "serving/openai_server.h"
 
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -27,54 +23,6 @@ bool same_secret(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-// A fixed pool of threads running tasks in submission order (FIFO queue). The destructor drops
-// tasks not yet started and joins the threads after their current task.
-class OpenAiServer::Workers {
- public:
-  explicit Workers(int num_threads) {
-    for (int i = 0; i < std::max(1, num_threads); ++i) threads_.emplace_back([this] { loop(); });
-  }
-  ~Workers() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  Workers(const Workers&) = delete;
-  Workers& operator=(const Workers&) = delete;
-
-  void run(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_one();
-  }
-
- private:
-  void loop() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
-        if (stopping_) return;
-        task = std::move(tasks_.front());
-        tasks_.pop_front();
-      }
-      task();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;
-};
-
 struct OpenAiServer::Active {
   std::shared_ptr<RequestStream> stream;
   std::unique_ptr<ResponseBuilder> builder;
@@ -92,7 +40,7 @@ OpenAiServer::OpenAiServer(OpenAiServerOptions options, AsyncEngine& engine, Ser
       model_(std::move(model)),
       metrics_(metrics),
       http_(options_.http, [this](ConnectionId conn, HttpRequest request) { handle(conn, std::move(request)); }),
-      workers_(std::make_unique<Workers>(options_.num_workers)) {}
+      workers_(std::make_unique<TaskQueue>(options_.num_workers)) {}
 
 OpenAiServer::~OpenAiServer() {
   workers_.reset();  // no worker posts to http_ from here on

@@ -34,6 +34,7 @@
 #include "serving/http_server.h"
 #include "serving/metrics.h"
 #include "serving/openai_request.h"
+#include "serving/task_queue.h"
 
 namespace weft {
 
@@ -65,7 +66,6 @@ class OpenAiServer {
 
  private:
   struct Active;
-  class Workers;
   void handle(ConnectionId conn, HttpRequest request);
   // Loop thread: hands the body to a worker, which parses it and posts start_generation().
   void handle_generation(ConnectionId conn, HttpRequest request, ApiKind kind);
@@ -85,7 +85,7 @@ class OpenAiServer {
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_{0};
   std::unordered_map<ConnectionId, std::unique_ptr<Active>> active_;  // loop thread only
-  std::unique_ptr<Workers> workers_;  // last: its threads are joined before the rest goes
+  std::unique_ptr<TaskQueue> workers_;  // last: its threads are joined before the rest goes
 };
 
 }  // namespace weft
