@@ -1,12 +1,37 @@
 // weft info: what weft sees in a model directory and on this machine.
 #include <iostream>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/cpu_features.h"
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "model/model_config.h"
 
 namespace weft {
+namespace {
+
+// "full causal" or e.g. "sliding window 4096 on layers 1-2 of 3 (full on the others)", and
+// whether KV behind the window is freed (every layer windowed).
+std::string attention_windows(const ModelConfig& c) {
+  std::vector<int64_t> windowed;
+  for (size_t i = 0; i < c.layer_window.size(); ++i) {
+    if (c.layer_window[i] > 0) windowed.push_back(static_cast<int64_t>(i));
+  }
+  if (windowed.empty()) return "full causal on every layer";
+  std::string out = absl::StrCat("sliding window ", c.layer_window[windowed[0]], " on ");
+  if (windowed.size() == c.layer_window.size()) {
+    absl::StrAppend(&out, "every layer (KV blocks behind it are freed)");
+  } else {
+    absl::StrAppend(&out, windowed.size(), " of ", c.layer_window.size(), " layers (",
+                    absl::StrJoin(windowed, ","), "), full causal on the others");
+  }
+  return out;
+}
+
+}  // namespace
 
 int run_info(const std::vector<std::string>& args) {
   auto parsed = parse_command(command_spec("info"), args, [](const absl::Status& status) {
@@ -32,7 +57,8 @@ int run_info(const std::vector<std::string>& args) {
             << ", dtype: " << dtype_name(c.torch_dtype) << "\n"
             << "tied embeddings: " << (c.tie_word_embeddings ? "yes" : "no")
             << ", attention bias: " << (c.attention_bias ? "yes" : "no")
-            << ", q/k norm: " << (c.qk_norm ? "yes" : "no") << "\n";
+            << ", q/k norm: " << (c.qk_norm ? "yes" : "no") << "\n"
+            << "attention: " << attention_windows(c) << "\n";
   return 0;
 }
 

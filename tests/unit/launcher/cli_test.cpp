@@ -208,6 +208,20 @@ TEST(CliErrorTest, UnknownFlagAndBadSamplingParameterAreNamed) {
   EXPECT_NE(v.err.find("99999"), std::string::npos) << v.err;
 }
 
+// weft info says which layers attend through a sliding window (and whether KV is freed).
+TEST(CliTest, InfoShowsAttentionWindows) {
+  const auto info = [](const char* model) {
+    RunResult r = weft("info --model " + (kSource / "tests/golden/models" / model).string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_NE(info("mistral_window").find("attention: sliding window 12 on every layer (KV blocks behind it are freed)"),
+            std::string::npos);
+  EXPECT_NE(info("qwen2_window").find("attention: sliding window 10 on 2 of 3 layers (1,2), full causal on the others"),
+            std::string::npos);
+  EXPECT_NE(info("llama_gqa").find("attention: full causal on every layer"), std::string::npos);
+}
+
 TEST(CliTest, GenerateJsonMatchesTransformersGreedy) {
   // llama_gqa prompt 0 (ids from tests/golden/models/llama_gqa/reference.safetensors).
   const std::string model = (kSource / "tests/golden/models/llama_gqa").string();
