@@ -12,6 +12,10 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_openai_server.py
                    --weft $<TARGET_FILE:weft> --make-model $<TARGET_FILE:make_test_model>)
   set_tests_properties(e2e_openai_server PROPERTIES LABELS e2e TIMEOUT 600)
+  add_test(NAME e2e_http_conformance
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_http_conformance.py
+                   --weft $<TARGET_FILE:weft> --make-model $<TARGET_FILE:make_test_model>)
+  set_tests_properties(e2e_http_conformance PROPERTIES LABELS e2e TIMEOUT 300)
 endif()
 
 if(TARGET weft_serving_proto)
