@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "batch/batch_journal.h"
+#include "batch/batch_inflight.h"
 #include "batch/batch_record.h"
 #include "core/status_macros.h"
 #include "sampling/sampling_params_json.h"
-#include "batch/batch_inflight.h"
 #include "serving/openai_fields.h"
 #include "serving/openai_logprobs.h"
 
@@ -234,7 +234,6 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
         continue;
       }
       WEFT_RETURN_IF_ERROR(inflight.started(line_no, custom_id.value_or(""), suspect));
-      solo = suspect;
       if (!line.ok()) {
         fail_line(custom_id, "invalid_request", std::string(line.status().message()));
         continue;
@@ -260,6 +259,7 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
       InFlight& f = in_flight[*id];
       f.result = std::move(prepared->result);
       f.remaining = static_cast<int>(f.result.choices.size());
+      solo = suspect;  // only once it is in the engine: a refused suspect holds nothing up
     }
     if (stop.load() == kBatchAbandon || in_flight.empty()) break;
 

@@ -119,6 +119,20 @@ def main():
     subprocess.run(cmd(inp, out, err), check=True, capture_output=True, timeout=RUN_TIMEOUT)
     _, counts = load_records(out)
     assert all(c == 1 for c in counts.values())
+    # A suspect that the job refuses (a bad line) holds nothing up: the rest still completes.
+    bad_in = os.path.join(tmp, "bad.jsonl")
+    good = [l for i, l in enumerate(lines) if i != 9][:6]
+    bad = json.dumps({"custom_id": "bad", "url": "/v1/completions", "body": {"prompt": [1, 2], "top_p": 7}})
+    with open(bad_in, "w") as f:
+        f.write("\n".join([good[0], bad] + good[1:]) + "\n")
+    bad_out, bad_err = os.path.join(tmp, "bad.out"), os.path.join(tmp, "bad.err")
+    with open(bad_out + ".inflight", "w") as f:  # as if a run had died with line 2 in flight
+        f.write(json.dumps({"line": 2, "custom_id": "bad", "alone": False, "strikes": 0}) + "\n")
+    p = subprocess.run(cmd(bad_in, bad_out, bad_err), capture_output=True, timeout=RUN_TIMEOUT)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    records, _ = load_records(bad_out)
+    assert len(records) == 6, f"a refused suspect stopped the job: {sorted(records)}"
+    assert [json.loads(l)["custom_id"] for l in open(bad_err)] == ["bad"]
     print("PASS")
 
 
