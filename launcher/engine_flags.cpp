@@ -29,6 +29,7 @@ std::vector<FlagSpec> engine_flag_specs() {
       {"cpu-isa", "native|avx2|portable", "cap the CPU kernels' instruction set"},
       {"tp", "T", "tensor-parallel ranks (run under mpirun -np T*P)"},
       {"pp", "P", "pipeline-parallel stages"},
+      {"ep", "E", "mixture of experts: spread whole experts over E ranks of each TP group (E divides T; default 1)"},
       {"layers-per-stage", "6,6", "uneven pipeline split (default: even)"},
       {"step-timeout", "S", "a step running longer ends the job (default 300)"},
       {"step-timeout-floor", "S",

@@ -32,6 +32,12 @@ absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArg
   WEFT_ASSIGN_OR_RETURN(int64_t tp, args.get_int("tp", 1));
   WEFT_ASSIGN_OR_RETURN(int64_t pp, args.get_int("pp", 1));
   if (tp < 1 || pp < 1) return absl::InvalidArgumentError("--tp and --pp must be at least 1");
+  WEFT_ASSIGN_OR_RETURN(int64_t ep, args.get_int("ep", 1));
+  if (ep < 1 || tp % ep != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ep ", ep, ": must be at least 1 and divide --tp ", tp,
+        " (experts are spread over the ranks of a TP group)"));
+  }
   const bool distributed = launched_by_mpi() || tp * pp > 1;
   if (s->options_.device == EngineDevice::kCuda) {
 #if !WEFT_HAVE_CUDA
@@ -54,6 +60,7 @@ absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArg
     s->distributed_.engine = s->options_;
     s->distributed_.tp = static_cast<int>(tp);
     s->distributed_.pp = static_cast<int>(pp);
+    s->distributed_.ep = static_cast<int>(ep);
     WEFT_ASSIGN_OR_RETURN(s->distributed_.layers_per_stage, args.get_int_list("layers-per-stage"));
     WEFT_ASSIGN_OR_RETURN(int64_t timeout_s, args.get_int("step-timeout", 300));
     s->distributed_.step_deadline = std::chrono::seconds(timeout_s);

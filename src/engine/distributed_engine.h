@@ -24,6 +24,7 @@ struct DistributedOptions {
   LocalEngineOptions engine;         // model, threads, KV cache, scheduler (as for one process)
   int tp = 1;
   int pp = 1;
+  int ep = 1;  // expert-parallel ways within each TP group (must divide tp; LoadContext)
   std::vector<int> layers_per_stage;  // empty: even split
   // A step running longer ends the job (every rank exits naming the step). The coordinator's
   // deadline adapts to observed step times (parallel/adaptive_deadline.h) between

@@ -22,13 +22,15 @@ int64_t RankModel::blocks_fitting(const KvCacheOptions& options) const {
 
 absl::StatusOr<std::unique_ptr<RankModel>> load_rank_model(const std::filesystem::path& model_dir,
                                                            Communicator& tp,
-                                                           const StageLayout& layout) {
+                                                           const StageLayout& layout,
+                                                           int expert_parallel) {
   auto rank_model = std::make_unique<RankModel>();
   WEFT_ASSIGN_OR_RETURN(rank_model->config, load_model_config(model_dir));
   WEFT_ASSIGN_OR_RETURN(rank_model->generation, load_generation_config(model_dir, rank_model->config));
   WEFT_ASSIGN_OR_RETURN(rank_model->weights, WeightStore::open(model_dir));
   WEFT_ASSIGN_OR_RETURN(rank_model->model,
-                        DecoderModel::load(rank_model->config, rank_model->weights, tp, layout));
+                        DecoderModel::load(rank_model->config, rank_model->weights, tp, layout,
+                                           expert_parallel));
   return rank_model;
 }
 

@@ -12,11 +12,16 @@ namespace weft {
 absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConfig& config,
                                                                  const WeightStore& weights,
                                                                  Communicator& tp,
-                                                                 const StageLayout& layout) {
+                                                                 const StageLayout& layout,
+                                                                 int expert_parallel) {
   auto model = std::make_unique<DecoderModel>();
   model->config_ = config;
   model->layout_ = layout;
-  const LoadContext ctx{weights, model->config_, tp};
+  const LoadContext ctx{weights, model->config_, tp, expert_parallel};
+  if (expert_parallel > 1 && !config.moe.enabled()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--ep ", expert_parallel, ": ", config.architecture, " has no experts (expert parallelism is for mixtures of experts)"));
+  }
 
   // The embedding is needed by the first stage, and by the last when the LM head is tied to it.
   const bool need_embedding = layout.has_embedding || (layout.has_head && config.tie_word_embeddings);
@@ -31,9 +36,13 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
                                                                     config.layer_window[i]));
     WEFT_ASSIGN_OR_RETURN(RmsNorm post_norm, RmsNorm::load(ctx, prefix + ".post_attention_layernorm",
                                                            config.hidden_size));
-    WEFT_ASSIGN_OR_RETURN(GatedMlp mlp, GatedMlp::load(ctx, prefix + ".mlp"));
-    model->layers_.push_back(Layer{std::move(input_norm), std::move(attention), std::move(post_norm),
-                                   std::move(mlp)});
+    Layer layer{std::move(input_norm), std::move(attention), std::move(post_norm), {}, {}};
+    if (config.moe.is_sparse(i)) {
+      WEFT_ASSIGN_OR_RETURN(layer.moe, SparseMoe::load(ctx, i));
+    } else {
+      WEFT_ASSIGN_OR_RETURN(layer.mlp, GatedMlp::load(ctx, prefix + ".mlp"));
+    }
+    model->layers_.push_back(std::move(layer));
   }
   if (layout.has_head) {
     WEFT_ASSIGN_OR_RETURN(model->final_norm_, RmsNorm::load(ctx, "model.norm", config.hidden_size));
@@ -101,7 +110,8 @@ absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache
                                                  delta.view(), &kv.key_scales(li),
                                                  &kv.value_scales(li)));
     layer.post_attention_norm.add_forward(hidden, delta.view(), x.view(), fc.pool);
-    WEFT_RETURN_IF_ERROR(layer.mlp.forward(fc, x.view(), delta.view()));
+    WEFT_RETURN_IF_ERROR(layer.moe ? layer.moe->forward(fc, x.view(), delta.view())
+                                   : layer.mlp->forward(fc, x.view(), delta.view()));
   }
   if (!layers_.empty()) kernels::add_inplace(hidden, delta.view(), fc.pool);
   return absl::OkStatus();
@@ -129,11 +139,20 @@ size_t DecoderModel::weight_bytes() const {
   if (embedding_) bytes += embedding_->weight_bytes();
   for (const Layer& layer : layers_) {
     bytes += layer.input_norm.weight_bytes() + layer.attention.weight_bytes() +
-             layer.post_attention_norm.weight_bytes() + layer.mlp.weight_bytes();
+             layer.post_attention_norm.weight_bytes() +
+             (layer.moe ? layer.moe->weight_bytes() : layer.mlp->weight_bytes());
   }
   if (final_norm_) bytes += final_norm_->weight_bytes();
   if (lm_head_) bytes += lm_head_->weight_bytes();
   return bytes;
+}
+
+std::vector<const SparseMoe*> DecoderModel::sparse_blocks() const {
+  std::vector<const SparseMoe*> blocks;
+  for (const Layer& layer : layers_) {
+    if (layer.moe) blocks.push_back(&*layer.moe);
+  }
+  return blocks;
 }
 
 }  // namespace weft

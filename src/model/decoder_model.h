@@ -1,9 +1,11 @@
 // The Llama-family decoder (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
-// Qwen3ForCausalLM, Phi3ForCausalLM): embedding, N x [RMSNorm, attention, RMSNorm, SwiGLU MLP]
-// with residuals, final RMSNorm, LM head. The architectures differ only in flags of ModelConfig
-// (attention bias, q/k norm, rope scaling and partial rotary, sliding windows, tied embeddings,
-// fused qkv / gate_up checkpoint tensors), so one implementation built from the shared parallel
-// layers serves them all.
+// Qwen3ForCausalLM, Phi3ForCausalLM, and the mixtures of experts MixtralForCausalLM,
+// Qwen2MoeForCausalLM, Qwen3MoeForCausalLM): embedding, N x [RMSNorm, attention, RMSNorm,
+// feed-forward] with residuals, final RMSNorm, LM head. The feed-forward block is a SwiGLU MLP,
+// or on the sparse layers of a mixture a SparseMoe. The architectures differ only in flags of
+// ModelConfig (attention bias, q/k norm, rope scaling and partial rotary, sliding windows, tied
+// embeddings, fused qkv / gate_up checkpoint tensors, experts), so one implementation built from
+// the shared parallel layers serves them all.
 //
 // A DecoderModel holds one rank's part: the layers of its pipeline stage, sharded over its TP
 // group. The hidden state passed between calls is the residual stream, F32 [tokens, hidden].
@@ -19,6 +21,7 @@
 #include "model/layers/forward_context.h"
 #include "model/layers/gated_mlp.h"
 #include "model/layers/rms_norm.h"
+#include "model/layers/sparse_moe.h"
 #include "model/layers/vocab_parallel.h"
 #include "model/model_config.h"
 #include "model/stage_layout.h"
@@ -28,10 +31,12 @@ namespace weft {
 
 class DecoderModel {
  public:
+  // `expert_parallel`: how the TP group splits the experts of a mixture (LoadContext).
   static absl::StatusOr<std::unique_ptr<DecoderModel>> load(const ModelConfig& config,
                                                             const WeightStore& weights,
                                                             Communicator& tp,
-                                                            const StageLayout& layout);
+                                                            const StageLayout& layout,
+                                                            int expert_parallel = 1);
 
   const ModelConfig& config() const { return config_; }
   const StageLayout& layout() const { return layout_; }
@@ -54,13 +59,17 @@ class DecoderModel {
   float rope_attention_scaling() const { return rope_attention_scaling_; }
   // Bytes of weights this rank holds (tied embeddings counted once).
   size_t weight_bytes() const;
+  // The sparse blocks of this stage's layers, in layer order (empty for a dense model): their
+  // expert-load counters (SparseMoe::routed_tokens).
+  std::vector<const SparseMoe*> sparse_blocks() const;
 
  private:
   struct Layer {
     RmsNorm input_norm;
     Attention attention;
     RmsNorm post_attention_norm;
-    GatedMlp mlp;
+    std::optional<GatedMlp> mlp;   // dense layers
+    std::optional<SparseMoe> moe;  // sparse layers of a mixture of experts
   };
 
   ModelConfig config_;

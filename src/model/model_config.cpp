@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "model/json_reader.h"
+#include "model/moe_config.h"
 
 namespace weft {
 namespace {
@@ -19,6 +20,8 @@ struct ArchitectureInfo {
 constexpr ArchitectureInfo kArchitectures[] = {
     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
+    {"MixtralForCausalLM", "mixtral"}, {"Qwen2MoeForCausalLM", "qwen2_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"},
 };
 
 std::string supported_architectures() {
@@ -192,7 +195,9 @@ absl::Status parse_longrope(const JsonFields& fields, const JsonFields& params,
 // transformers >= 5 writes `rope_parameters` {rope_type, rope_theta, factor, ...}; older files
 // write `rope_scaling` {type|rope_type, factor, ...} (or null) and a top-level `rope_theta`.
 absl::Status parse_rope(const JsonFields& fields, const nlohmann::json& root, ModelConfig& config) {
-  WEFT_ASSIGN_OR_RETURN(config.rope_theta, positive_number(fields, "rope_theta", 10000.0));
+  // MixtralConfig's default base is 1e6; the others' 10000.
+  const double default_theta = config.model_type == "mixtral" ? 1e6 : 10000.0;
+  WEFT_ASSIGN_OR_RETURN(config.rope_theta, positive_number(fields, "rope_theta", default_theta));
   std::string_view params_key = "rope_parameters";
   WEFT_ASSIGN_OR_RETURN(std::optional<JsonFields> params, fields.optional_object(params_key));
   if (!params) {
@@ -316,14 +321,18 @@ absl::Status parse_attention_windows(const JsonFields& fields, const nlohmann::j
                                      ModelConfig& config) {
   const int64_t layers = config.num_hidden_layers;
   config.layer_window.assign(static_cast<size_t>(layers), 0);
-  const bool is_phi3 = config.model_type == "phi3";
-  const bool every_layer = config.model_type == "mistral" || is_phi3;
-  const bool is_qwen = config.model_type == "qwen2" || config.model_type == "qwen3";
+  const std::string& type = config.model_type;
+  const bool is_phi3 = type == "phi3";
+  // Qwen3-MoE builds one sliding mask for every layer whenever the window is kept.
+  const bool every_layer = type == "mistral" || is_phi3 || type == "mixtral" || type == "qwen3_moe";
+  const bool is_qwen = type == "qwen2" || type == "qwen3" || type == "qwen2_moe" || type == "qwen3_moe";
   if (!every_layer && !is_qwen) return absl::OkStatus();  // Llama attends over the full context
 
   WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> window, fields.optional_int("sliding_window"));
   const bool absent = root.find("sliding_window") == root.end();
-  if (absent && !is_phi3) window = 4096;
+  if (absent && !is_phi3 && type != "mixtral") window = 4096;
+  // Qwen2MoeConfig stores 0 for "no window" when use_sliding_window is false.
+  if (type == "qwen2_moe" && window == 0) window.reset();
   if (is_qwen) {
     WEFT_ASSIGN_OR_RETURN(std::optional<bool> use_window, fields.optional_bool("use_sliding_window"));
     if (!use_window.value_or(false)) window.reset();
@@ -335,7 +344,7 @@ absl::Status parse_attention_windows(const JsonFields& fields, const nlohmann::j
   config.sliding_window = window;
 
   std::vector<bool> sliding(static_cast<size_t>(layers), every_layer && window.has_value());
-  if (is_qwen) {
+  if (is_qwen && !every_layer) {
     auto types = root.find("layer_types");
     if (types != root.end() && !types->is_null()) {
       if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
@@ -357,9 +366,12 @@ absl::Status parse_attention_windows(const JsonFields& fields, const nlohmann::j
             "('sliding_window' with 'use_sliding_window': true)"));
       }
     } else if (window) {
-      WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> first, fields.optional_int("max_window_layers"));
-      for (int64_t i = std::max<int64_t>(0, first.value_or(28)); i < layers; ++i) {
-        sliding[static_cast<size_t>(i)] = true;
+      WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> bound, fields.optional_int("max_window_layers"));
+      const int64_t max_window_layers = bound.value_or(28);
+      for (int64_t i = 0; i < layers; ++i) {
+        // Qwen2/3: the layers from max_window_layers on; Qwen2-MoE: the even layers below it.
+        sliding[static_cast<size_t>(i)] =
+            type == "qwen2_moe" ? (i % 2 == 0 && i < max_window_layers) : i >= max_window_layers;
       }
     }
   }
@@ -393,10 +405,11 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   ModelConfig config;
   WEFT_RETURN_IF_ERROR(resolve_architecture(fields, root, config));
   WEFT_RETURN_IF_ERROR(refuse_unimplemented_fields(fields));
-  const bool is_qwen2 = config.model_type == "qwen2";
-  const bool is_qwen3 = config.model_type == "qwen3";
-  const bool is_mistral = config.model_type == "mistral";
-  const bool is_phi3 = config.model_type == "phi3";
+  const std::string& type = config.model_type;
+  // The MoE architectures share their dense relatives' attention (Mixtral: Mistral's).
+  const bool is_qwen3 = type == "qwen3" || type == "qwen3_moe";
+  const bool is_mistral = type == "mistral" || type == "mixtral";
+  const bool is_phi3 = type == "phi3";
 
   WEFT_ASSIGN_OR_RETURN(config.vocab_size, positive_int(fields, "vocab_size"));
   WEFT_ASSIGN_OR_RETURN(config.hidden_size, positive_int(fields, "hidden_size"));
@@ -409,9 +422,8 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   // an explicit null means one KV head per attention head, as in transformers.
   if (fields.has("num_key_value_heads")) {
     WEFT_ASSIGN_OR_RETURN(config.num_key_value_heads, positive_int(fields, "num_key_value_heads"));
-  } else if (root.find("num_key_value_heads") == root.end() && config.model_type != "llama" &&
-             !is_phi3) {
-    config.num_key_value_heads = is_mistral ? 8 : 32;
+  } else if (root.find("num_key_value_heads") == root.end() && type != "llama" && !is_phi3) {
+    config.num_key_value_heads = is_mistral ? 8 : type == "qwen2_moe" ? 16 : type == "qwen3_moe" ? 4 : 32;
   } else {
     config.num_key_value_heads = config.num_attention_heads;
   }
@@ -426,7 +438,7 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   const bool head_dim_absent = root.find("head_dim") == root.end();
   if (fields.has("head_dim")) {
     WEFT_ASSIGN_OR_RETURN(config.head_dim, positive_int(fields, "head_dim"));
-  } else if (is_qwen3 && head_dim_absent) {
+  } else if (type == "qwen3" && head_dim_absent) {
     config.head_dim = 128;
   } else {
     if (config.hidden_size % config.num_attention_heads != 0) {
@@ -443,7 +455,8 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   }
 
   WEFT_ASSIGN_OR_RETURN(config.rms_norm_eps,
-                        positive_number(fields, "rms_norm_eps", is_phi3 ? 1e-5 : 1e-6));
+                        positive_number(fields, "rms_norm_eps",
+                                        is_phi3 || type == "mixtral" ? 1e-5 : 1e-6));
   WEFT_RETURN_IF_ERROR(parse_rope(fields, root, config));
 
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> tie, fields.optional_bool("tie_word_embeddings"));
@@ -451,8 +464,11 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
 
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> attention_bias, fields.optional_bool("attention_bias"));
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> mlp_bias, fields.optional_bool("mlp_bias"));
-  if (is_qwen2) {
+  if (type == "qwen2") {
     config.attention_bias = true;  // Qwen2Attention hard-codes q/k/v bias=True, o_proj bias=False.
+  } else if (type == "qwen2_moe") {
+    WEFT_ASSIGN_OR_RETURN(std::optional<bool> qkv_bias, fields.optional_bool("qkv_bias"));
+    config.attention_bias = qkv_bias.value_or(true);  // o_proj never has one
   } else if (!is_mistral && !is_phi3) {  // Mistral and Phi3 hard-code bias=False
     config.attention_bias = attention_bias.value_or(false);
     config.o_proj_bias = config.attention_bias;
@@ -463,10 +479,15 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   config.fused_gate_up_proj = is_phi3;
 
   WEFT_RETURN_IF_ERROR(parse_attention_windows(fields, root, config));
+  WEFT_RETURN_IF_ERROR(parse_moe_config(fields, root, config));
 
   WEFT_RETURN_IF_ERROR(parse_dtype(fields, config));
   WEFT_ASSIGN_OR_RETURN(config.eos_token_ids, fields.int_or_int_list("eos_token_id"));
   WEFT_ASSIGN_OR_RETURN(config.bos_token_id, fields.optional_int("bos_token_id"));
+  if (type == "mixtral") {
+    if (root.find("eos_token_id") == root.end()) config.eos_token_ids = {2};
+    if (root.find("bos_token_id") == root.end()) config.bos_token_id = 1;
+  }
   if (is_phi3) {
     // Phi3Config's class defaults, for absent keys only (null means none, as in transformers).
     if (root.find("eos_token_id") == root.end()) config.eos_token_ids = {32000};

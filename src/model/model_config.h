@@ -32,10 +32,38 @@ struct RopeScaling {
   double attention_factor = 1.0;
 };
 
+// Mixture-of-experts feed-forward blocks (Mixtral, Qwen2-MoE, Qwen3-MoE). A sparse layer routes
+// each token through `experts_per_token` of `num_experts` SwiGLU experts: softmax over the router
+// logits in F32, top-k, the chosen probabilities renormalised to sum 1 when normalize_topk, the
+// experts' outputs summed with those weights; Qwen2-MoE adds a shared expert gated per token by
+// sigmoid(shared_expert_gate . x). Dense layers keep the ordinary MLP of intermediate_size.
+struct MoeConfig {
+  enum class Naming {
+    kMixtral,  // block_sparse_moe.gate, block_sparse_moe.experts.N.{w1 (gate), w3 (up), w2 (down)}
+    kQwen,     // mlp.gate, mlp.experts.N.{gate,up,down}_proj (+ mlp.shared_expert[_gate])
+  };
+  int64_t num_experts = 0;  // 0: a dense model
+  int64_t experts_per_token = 0;
+  int64_t expert_intermediate_size = 0;
+  bool normalize_topk = false;
+  int64_t shared_expert_intermediate_size = 0;  // 0: no shared expert
+  Naming naming = Naming::kQwen;
+  // Per layer: true when the layer's feed-forward block is sparse (Qwen: not in mlp_only_layers
+  // and (i + 1) % decoder_sparse_step == 0; Mixtral: every layer).
+  std::vector<bool> sparse_layers;
+
+  bool enabled() const { return num_experts > 0; }
+  bool is_sparse(int64_t layer) const {
+    return enabled() && sparse_layers[static_cast<size_t>(layer)];
+  }
+};
+
 struct ModelConfig {
   std::string architecture;  // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                             // "Qwen3ForCausalLM", "Phi3ForCausalLM"
-  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3", "phi3"
+                             // "Qwen3ForCausalLM", "Phi3ForCausalLM", "MixtralForCausalLM",
+                             // "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"
+  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3", "phi3", "mixtral",
+                             // "qwen2_moe", "qwen3_moe"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -68,6 +96,7 @@ struct ModelConfig {
   // "sliding_attention" (derived, when absent, as transformers does: layers >= max_window_layers
   // when use_sliding_window); Llama: none.
   std::vector<int64_t> layer_window;
+  MoeConfig moe;
   DType torch_dtype = DType::kF32;        // dtype the checkpoint declares
   std::vector<int64_t> eos_token_ids;     // from config.json (may be empty)
   std::optional<int64_t> bos_token_id;

@@ -70,7 +70,8 @@ TEST_P(KvInt8Test, LogitErrorWithinBound) {
 INSTANTIATE_TEST_SUITE_P(Models, KvInt8Test,
                          ::testing::Values("llama_gqa", "llama3_tied", "mistral", "qwen2_bias",
                                            "qwen3_qknorm", "llama_linear_rope", "llama_bf16",
-                                           "mistral_window", "phi3_window"));
+                                           "mistral_window", "phi3_window", "mixtral_moe",
+                                           "qwen2_moe"));
 
 }  // namespace
 }  // namespace weft::golden

@@ -1,31 +1,36 @@
 #!/usr/bin/env bash
 # Distributed load errors end the job cleanly: every case below must exit non-zero on every rank
 # with a message naming what is wrong, and no rank may die of a signal (issue 18: each of these
-# ended in SIGSEGV on rank 0 while the half-built engine was torn down).
+# ended in SIGSEGV on rank 0 while the half-built engine was torn down). The mixture-of-experts
+# cases use the golden model qwen2_moe beside MODEL_DIR.
 #   load_error_test.sh MPIRUN WEFT MODEL_DIR
 set -u
 mpirun=$1 weft=$2 model=$3
+moe=$(dirname "$model")/qwen2_moe  # 6 experts, top-2, a shared expert
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 failures=0
 
 # A copy of the model whose safetensors file lacks one tensor, and one cut short.
-python3 - "$model" "$dir" <<'PY'
+python3 - "$model" "$dir" "$moe" <<'PY'
 import json, shutil, struct, sys
 from pathlib import Path
-src, out = Path(sys.argv[1]), Path(sys.argv[2])
-blob = (src / "model.safetensors").read_bytes()
-n = struct.unpack("<Q", blob[:8])[0]
-header = json.loads(blob[8:8 + n])
-data = blob[8 + n:]
-for name, drop in (("missing_last_layer", "model.layers.1.mlp.down_proj.weight"),
-                   ("missing_first_layer", "model.layers.0.self_attn.q_proj.weight")):
+src, out, moe = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+def read(model):
+    blob = (model / "model.safetensors").read_bytes()
+    n = struct.unpack("<Q", blob[:8])[0]
+    return blob, n, json.loads(blob[8:8 + n]), blob[8 + n:]
+for model, name, drop in ((src, "missing_last_layer", "model.layers.1.mlp.down_proj.weight"),
+                          (src, "missing_first_layer", "model.layers.0.self_attn.q_proj.weight"),
+                          (moe, "missing_expert", "model.layers.1.mlp.experts.4.up_proj.weight")):
+    blob, n, header, data = read(model)
     d = out / name
-    shutil.copytree(src, d)
+    shutil.copytree(model, d)
     h = {k: v for k, v in header.items() if k != drop}
     text = json.dumps(h).encode()
     text += b" " * ((8 - len(text) % 8) % 8)
     (d / "model.safetensors").write_bytes(struct.pack("<Q", len(text)) + text + data)
+blob, n, header, data = read(src)
 d = out / "truncated"
 shutil.copytree(src, d)
 (d / "model.safetensors").write_bytes(blob[: 8 + n + len(data) // 2])
@@ -62,5 +67,11 @@ echo '{"custom_id":"a","method":"POST","url":"/v1/completions","body":{"prompt":
 check batch_missing 2 "model.layers.1.mlp.down_proj.weight" -- batch --model "$dir/missing_last_layer" --pp 2 \
   --input "$dir/in.jsonl" --output "$dir/out.jsonl"
 check serve_truncated 2 "model.safetensors" -- serve --model "$dir/truncated" --tp 2 --port 0
+# Mixtures of experts: --ep that the expert count or --tp does not allow, --ep on a dense model, an
+# expert's tensor missing on the rank that holds it (experts 3-5 live on rank 1 at --ep 2).
+check ep_experts 4 "is not divisible by --ep 4" -- "${gen[@]}" --model "$moe" --tp 4 --ep 4
+check ep_tp 2 "divide --tp 2" -- "${gen[@]}" --model "$moe" --tp 2 --ep 4
+check ep_dense 2 "has no experts" -- "${gen[@]}" --model "$model" --tp 2 --ep 2
+check missing_expert 2 "model.layers.1.mlp.experts.4.up_proj.weight" -- "${gen[@]}" --model "$dir/missing_expert" --tp 2 --ep 2
 
 [[ $failures -eq 0 ]] && echo PASS || { echo "$failures case(s) failed"; exit 1; }

@@ -1,4 +1,4 @@
-// The golden models under a real MPI job: `mpirun -np T*P mpi_golden_check MODEL T P` must give
+// The golden models under a real MPI job: `mpirun -np T*P mpi_golden_check MODEL T P [EP]` must give
 // transformers' greedy tokens and logits within the single-rank tolerance, for the four prompts
 // batched together with chunked prefill, and every rank must hold only its share of the weights.
 // Rank 0 prints "N passed, M failed" and the job exits non-zero on any failure.
@@ -29,25 +29,41 @@ struct Checks {
 
 // The weight bytes rank (pp_rank, tp_rank) must hold: its stage's layers sharded over TP (KV heads
 // replicated when fewer than TP ranks; the MLP padded to ceil(i / tp)), the norms whole, and the
-// vocabulary shards of the embedding (first stage, and last when tied) and LM head (last).
-int64_t expected_weight_bytes(const ModelConfig& c, const WorldConfig& w, const StageLayout& layout) {
+// vocabulary shards of the embedding (first stage, and last when tied) and LM head (last). A
+// sparse layer holds the whole router, num_experts / ep experts each split over tp / ep ranks,
+// and its shard of the shared expert with the whole shared-expert gate.
+int64_t expected_weight_bytes(const ModelConfig& c, const WorldConfig& w, const StageLayout& layout,
+                              int ep) {
   const int64_t t = w.tp, d = c.head_dim, h = c.hidden_size;
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   const int64_t q = c.num_attention_heads / t * d;
   const int64_t kv = (c.num_key_value_heads >= t ? c.num_key_value_heads / t : 1) * d;
-  const int64_t inter = (c.intermediate_size + t - 1) / t;
-  int64_t per_layer = h * (q + 2 * kv) + h * q + 3 * h * inter + 2 * h;
-  if (c.attention_bias) per_layer += q + 2 * kv;
-  if (c.qk_norm) per_layer += 2 * d;
+  int64_t attention = h * (q + 2 * kv) + h * q + 2 * h;
+  if (c.attention_bias) attention += q + 2 * kv;
+  if (c.qk_norm) attention += 2 * d;
   const int64_t vocab_shard = (c.vocab_size + t - 1) / t * h;
-  int64_t elements = per_layer * layout.num_layers();
+  int64_t elements = 0;
+  for (int i = layout.first_layer; i < layout.end_layer; ++i) {
+    elements += attention;
+    if (!c.moe.is_sparse(i)) {
+      elements += 3 * h * ceil_div(c.intermediate_size, t);
+      continue;
+    }
+    const MoeConfig& m = c.moe;
+    elements += m.num_experts * h +
+                m.num_experts / ep * 3 * h * ceil_div(m.expert_intermediate_size, t / ep);
+    if (m.shared_expert_intermediate_size > 0) {
+      elements += 3 * h * ceil_div(m.shared_expert_intermediate_size, t) + h;
+    }
+  }
   if (layout.has_embedding || (layout.has_head && c.tie_word_embeddings)) elements += vocab_shard;
   if (layout.has_head) elements += h + (c.tie_word_embeddings ? 0 : vocab_shard);
   return elements * static_cast<int64_t>(dtype_size(c.torch_dtype));
 }
 
 int run(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: mpi_golden_check MODEL TP PP\n");
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: mpi_golden_check MODEL TP PP [EP]\n");
     return 2;
   }
   const std::string name = argv[1];
@@ -64,6 +80,7 @@ int run(int argc, char** argv) {
   options.engine.kv.max_blocks = 128;
   options.tp = std::atoi(argv[2]);
   options.pp = std::atoi(argv[3]);
+  options.ep = argc == 5 ? std::atoi(argv[4]) : 1;
   auto created = DistributedEngine::create(**world, options);
   if (!created.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", (*world)->rank(), std::string(created.status().message()).c_str());
@@ -75,7 +92,7 @@ int run(int argc, char** argv) {
   const ModelConfig& config = engine.model().config;
   const StageLayout& layout = engine.model().model->layout();
   const int64_t held = static_cast<int64_t>(engine.model().model->weight_bytes());
-  const int64_t expected = expected_weight_bytes(config, engine.world_config(), layout);
+  const int64_t expected = expected_weight_bytes(config, engine.world_config(), layout, options.ep);
   auto sizes = (*world)->gather_bytes(std::to_string(held) + " " + std::to_string(expected), 0);
 
   if (!engine.is_coordinator()) {
@@ -133,8 +150,8 @@ int run(int argc, char** argv) {
   }
   absl::Status s = engine.shutdown();
   checks.expect(s.ok(), "shutdown: " + std::string(s.message()));
-  std::printf("%s tp=%d pp=%d: %d passed, %d failed\n", name.c_str(), options.tp, options.pp,
-              checks.passed, checks.failed);
+  std::printf("%s tp=%d pp=%d ep=%d: %d passed, %d failed\n", name.c_str(), options.tp, options.pp,
+              options.ep, checks.passed, checks.failed);
   return checks.failed == 0 ? 0 : 1;
 }
 

@@ -75,7 +75,8 @@ CudaExecutor::~CudaExecutor() = default;
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
     const ModelConfig& config, const WeightStore& weights, const CudaExecutorOptions& options) {
   // What the CUDA path does not implement yet is refused by name rather than computed wrong:
-  // Phi3's fused checkpoint tensors, partial rotary, longrope, and (below) sliding windows.
+  // Phi3's fused checkpoint tensors, partial rotary, mixtures of experts, longrope, and (below)
+  // sliding windows.
   if (config.fused_qkv_proj || config.fused_gate_up_proj) {
     return absl::UnimplementedError(absl::StrCat(
         "--device cuda: ", config.architecture, "'s fused qkv_proj / gate_up_proj checkpoint tensors are "
@@ -85,6 +86,11 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
     return absl::UnimplementedError(absl::StrCat("--device cuda: partial rotary embeddings (rotary_dim ",
                                                  config.rotary_dim, " of head_dim ", config.head_dim,
                                                  ") are not implemented on the GPU yet; use --device cpu"));
+  }
+  if (config.moe.enabled()) {
+    return absl::UnimplementedError(absl::StrCat(
+        "--device cuda: ", config.architecture, " is a mixture of experts (", config.moe.num_experts,
+        " experts), which the CUDA executor does not run yet; use --device cpu"));
   }
   if (config.rope_scaling.type == RopeScalingType::kLongRope) {
     return absl::UnimplementedError("--device cuda: longrope RoPE scaling is not implemented on the GPU yet; use --device cpu");

@@ -28,14 +28,38 @@ absl::StatusOr<GatedMlp> GatedMlp::load(const LoadContext& ctx, const std::strin
   return mlp;
 }
 
+absl::StatusOr<GatedMlp> GatedMlp::load_shard(const LoadContext& ctx, const GatedMlpNames& names,
+                                              int64_t intermediate, ShardRange shard) {
+  const int64_t hidden = ctx.config.hidden_size;
+  GatedMlp mlp;
+  WEFT_ASSIGN_OR_RETURN(mlp.gate_up_, ColumnParallelLinear::load(
+                                          ctx, {{names.gate, intermediate, shard},
+                                                {names.up, intermediate, shard}},
+                                          hidden, /*has_bias=*/false));
+  WEFT_ASSIGN_OR_RETURN(mlp.down_, RowParallelLinear::load(ctx, names.down, hidden, intermediate,
+                                                           shard, /*has_bias=*/false));
+  mlp.local_intermediate_ = shard.count;
+  return mlp;
+}
+
+Tensor GatedMlp::activation(const TensorView& x, ThreadPool& pool) const {
+  const int64_t rows = x.shape[0];
+  Tensor gate_up = Tensor::empty(DType::kF32, Shape{rows, 2 * local_intermediate_});
+  gate_up_.forward(x, gate_up.view(), pool);
+  Tensor act = Tensor::empty(DType::kF32, Shape{rows, local_intermediate_});
+  kernels::silu_and_mul(gate_up.view(), act.view(), pool);
+  return act;
+}
+
 absl::Status GatedMlp::forward(const ForwardContext& fc, const TensorView& x,
                                const TensorView& out) const {
-  const int64_t tokens = fc.batch.num_tokens;
-  Tensor gate_up = Tensor::empty(DType::kF32, Shape{tokens, 2 * local_intermediate_});
-  gate_up_.forward(x, gate_up.view(), fc.pool);
-  Tensor act = Tensor::empty(DType::kF32, Shape{tokens, local_intermediate_});
-  kernels::silu_and_mul(gate_up.view(), act.view(), fc.pool);
+  const Tensor act = activation(x, fc.pool);
   return down_.forward(act.view(), out, fc.tp, fc.pool);
+}
+
+void GatedMlp::forward_partial(const TensorView& x, const TensorView& out, ThreadPool& pool) const {
+  const Tensor act = activation(x, pool);
+  down_.forward_partial(act.view(), out, pool);
 }
 
 }  // namespace weft

@@ -131,4 +131,9 @@ absl::Status RowParallelLinear::forward(const TensorView& x, const TensorView& y
   return absl::OkStatus();
 }
 
+void RowParallelLinear::forward_partial(const TensorView& x, const TensorView& y,
+                                        ThreadPool& pool) const {
+  kernels::linear(x, weight_.view(), nullptr, y, pool);
+}
+
 }  // namespace weft

@@ -57,6 +57,9 @@ class RowParallelLinear {
   // x: F32 [m, shard.count]; y: F32 [m, out_features].
   absl::Status forward(const TensorView& x, const TensorView& y, Communicator& tp,
                        ThreadPool& pool) const;
+  // This rank's term of the sum, x_r @ W_r^T, without the reduce: for a caller that adds several
+  // partial results (a mixture of experts) and reduces once. Requires a layer without bias.
+  void forward_partial(const TensorView& x, const TensorView& y, ThreadPool& pool) const;
   size_t weight_bytes() const { return weight_.nbytes() + (bias_.defined() ? bias_.nbytes() : 0); }
 
  private:
