@@ -108,11 +108,13 @@ struct ModelConfig {
 // num_key_value_heads, hidden_size not divisible by heads without head_dim, unknown rope type.
 //
 // Defaults mirror transformers 5.x when a key is absent: num_key_value_heads = heads for Llama
-// and Phi3 and the class default otherwise (Mistral 8, Qwen2/Qwen3 32; null = heads); head_dim =
-// hidden_size / heads (Qwen3: 128, its class default; null means hidden_size / heads);
-// tie_word_embeddings false; rms_norm_eps 1e-6 (Phi3 1e-5); rope_theta 10000; Mistral
-// sliding_window 4096, Qwen2/3 sliding_window only when use_sliding_window, max_window_layers 28,
-// Phi3 none; Phi3 bos 1 and eos 32000. A window larger than max_position_embeddings on a layer
+// and Phi3 and the class default otherwise (Mistral and Mixtral 8, Qwen2/Qwen3 32, Qwen2-MoE 16,
+// Qwen3-MoE 4; null = heads); head_dim = hidden_size / heads (Qwen3: 128, its class default; null
+// means hidden_size / heads); tie_word_embeddings false; rms_norm_eps 1e-6 (Phi3 and Mixtral
+// 1e-5); rope_theta 10000 (Mixtral 1e6); Mistral sliding_window 4096, Qwen2/3 and the Qwen MoEs
+// sliding_window only when use_sliding_window, max_window_layers 28 (Qwen2-MoE: the even layers
+// below it; Qwen3-MoE: every layer), Phi3 and Mixtral none; Qwen2-MoE qkv_bias true; Phi3 bos 1
+// and eos 32000, Mixtral bos 1 and eos 2. The experts: model/moe_config.h. A window larger than max_position_embeddings on a layer
 // that uses it (except Phi3, whose published configs ship 262144 over 131072 positions), a
 // `layer_types` entry other than full_attention / sliding_attention or of the wrong length, and a
 // sliding layer without a window are errors naming the field. RoPE parameters are read from

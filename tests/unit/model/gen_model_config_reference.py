@@ -176,13 +176,50 @@ CASES = {
         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
         "partial_rotary_factor": 0.25,
     },  # the factor inside rope_parameters wins over the top-level one
+    # Mixtures of experts. Mixtral's class defaults: 8 kv heads, rope_theta 1e6, eps 1e-5, no
+    # window, 8 experts, top-2.
+    "mixtral_defaults": {
+        "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "num_attention_heads": 8,
+        "rms_norm_eps": ABSENT,
+    },
+    "mixtral_window_top1": {
+        "architectures": ["MixtralForCausalLM"], "model_type": "mixtral", "num_key_value_heads": 2,
+        "sliding_window": 1024, "num_local_experts": 4, "num_experts_per_tok": 1,
+        "rope_theta": 10000.0,
+    },
+    # Qwen2-MoE: 16 kv heads by default, qkv_bias true, decoder_sparse_step 2 with layer 3 dense,
+    # the shared expert's default size.
+    "qwen2_moe_defaults_sparse_step": {
+        "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "num_hidden_layers": 4,
+        "num_attention_heads": 16, "decoder_sparse_step": 2, "mlp_only_layers": [3],
+        "num_experts": 6, "moe_intermediate_size": 32,
+    },
+    # Qwen2-MoE windows: the even layers below max_window_layers; qkv_bias false.
+    "qwen2_moe_window_no_bias": {
+        "architectures": ["Qwen2MoeForCausalLM"], "model_type": "qwen2_moe", "num_hidden_layers": 4,
+        "num_key_value_heads": 2, "use_sliding_window": True, "sliding_window": 512,
+        "max_window_layers": 3, "qkv_bias": False, "num_experts": 4, "num_experts_per_tok": 2,
+        "shared_expert_intermediate_size": 48, "norm_topk_prob": True,
+    },
+    # Qwen3-MoE: 4 kv heads and head_dim hidden / heads by default; the window on every layer.
+    "qwen3_moe_defaults_window": {
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_hidden_layers": 2,
+        "num_experts": 16, "num_experts_per_tok": 4, "norm_topk_prob": True,
+        "use_sliding_window": True, "sliding_window": 256,
+    },
+    # The spelling save_pretrained writes (num_local_experts), mlp_only_layers, attention_bias.
+    "qwen3_moe_local_experts_bias": {
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_hidden_layers": 3,
+        "num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 6, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 40, "mlp_only_layers": [0, 2], "attention_bias": True,
+    },
 }
 
 
 def rotary_module(config):
     arch = type(config).__name__.replace("Config", "")
-    module = getattr(transformers.models, arch.lower())
-    modeling = getattr(module, f"modeling_{arch.lower()}")
+    module = getattr(transformers.models, config.model_type)  # qwen2_moe, not qwen2moe
+    modeling = getattr(module, f"modeling_{config.model_type}")
     return getattr(modeling, f"{arch}RotaryEmbedding")(config=config)
 
 
@@ -193,12 +230,37 @@ def layer_windows(config, model):
     for layer in model.model.layers:
         if hasattr(layer.self_attn, "sliding_window"):
             out.append(layer.self_attn.sliding_window or 0)
-        elif type(config).__name__ in ("MistralConfig", "Phi3Config"):
+        elif type(config).__name__ in ("MistralConfig", "Phi3Config", "MixtralConfig"):
             # Both build the mask of every layer from config.sliding_window.
             out.append(config.sliding_window or 0)
         else:
             out.append(0)
     return out
+
+
+def feed_forward_blocks(model):
+    """Each layer's feed-forward module (Mixtral keeps it as `mlp` in memory, `block_sparse_moe`
+    in the file)."""
+    return [getattr(layer, "mlp", None) or layer.block_sparse_moe for layer in model.model.layers]
+
+
+def moe_fields(model):
+    """The routing and expert sizes of the sparse blocks, and which layers are sparse."""
+    blocks = feed_forward_blocks(model)
+    sparse = [hasattr(b, "experts") for b in blocks]
+    if not any(sparse):
+        return {"num_experts": 0, "sparse_layers": sparse}
+    block = blocks[sparse.index(True)]
+    shared = getattr(block, "shared_expert", None)
+    return {
+        "num_experts": block.gate.num_experts,
+        "experts_per_token": block.gate.top_k,
+        # MixtralTopKRouter has no flag: it always renormalises.
+        "normalize_topk": bool(getattr(block.gate, "norm_topk_prob", True)),
+        "expert_intermediate_size": block.experts.gate_up_proj.shape[1] // 2,
+        "shared_expert_intermediate_size": shared.gate_proj.out_features if shared else 0,
+        "sparse_layers": sparse,
+    }
 
 
 def main():
@@ -225,7 +287,8 @@ def main():
         rotary = rotary_module(config)
         fused = hasattr(attn, "qkv_proj")  # Phi3
         qkv = attn.qkv_proj if fused else attn.q_proj
-        gate = layer.mlp.gate_up_proj if fused else layer.mlp.gate_proj
+        dense = [b for b in feed_forward_blocks(model) if not hasattr(b, "experts")]
+        gate = None if not dense else dense[0].gate_up_proj if fused else dense[0].gate_proj
         case = {
             "config_json": text,
             "architecture": type(model).__name__,
@@ -233,12 +296,13 @@ def main():
             "num_key_value_heads": config.num_key_value_heads,
             "rope_theta": rope["rope_theta"],
             "rope_type": rope["rope_type"],
-            "sliding_window": getattr(config, "sliding_window", None),
+            # Qwen2MoeConfig stores 0 for no window.
+            "sliding_window": getattr(config, "sliding_window", None) or None,
             "layer_window": layer_windows(config, model),
             "tie_word_embeddings": model.lm_head.weight is model.model.embed_tokens.weight,
             "attention_bias": qkv.bias is not None,
             "o_proj_bias": attn.o_proj.bias is not None,
-            "mlp_bias": gate.bias is not None,
+            "mlp_bias": gate is not None and gate.bias is not None,
             "qk_norm": hasattr(attn, "q_norm"),
             "fused_qkv_gate_up": fused,
             "rms_norm_eps": config.rms_norm_eps,
@@ -246,6 +310,7 @@ def main():
             "rotary_dim": 2 * len(inv_freq),
             "attention_scaling": float(rotary.attention_scaling),
             "inv_freq": [float(x) for x in inv_freq.tolist()],
+            "moe": moe_fields(model),
         }
         if rope["rope_type"] == "longrope":
             # What longrope_frequency_update switches to past original_max_position_embeddings.

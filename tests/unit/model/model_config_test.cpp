@@ -62,6 +62,16 @@ TEST(ModelConfigTest, MatchesTransformersResolution) {
     EXPECT_EQ(config->o_proj_bias, c["o_proj_bias"].get<bool>());
     EXPECT_EQ(config->mlp_bias, c["mlp_bias"].get<bool>());
     EXPECT_EQ(config->qk_norm, c["qk_norm"].get<bool>());
+    const nlohmann::json& moe = c["moe"];
+    EXPECT_EQ(config->moe.num_experts, moe["num_experts"].get<int64_t>());
+    if (config->moe.enabled() && moe["num_experts"].get<int64_t>() > 0) {
+      EXPECT_EQ(config->moe.experts_per_token, moe["experts_per_token"].get<int64_t>());
+      EXPECT_EQ(config->moe.normalize_topk, moe["normalize_topk"].get<bool>());
+      EXPECT_EQ(config->moe.expert_intermediate_size, moe["expert_intermediate_size"].get<int64_t>());
+      EXPECT_EQ(config->moe.shared_expert_intermediate_size,
+                moe["shared_expert_intermediate_size"].get<int64_t>());
+      EXPECT_EQ(config->moe.sparse_layers, moe["sparse_layers"].get<std::vector<bool>>());
+    }
   }
 }
 
@@ -248,6 +258,35 @@ TEST(ModelConfigErrorTest, BadAttentionWindowsNameTheField) {
   unused["use_sliding_window"] = false;
   unused["sliding_window"] = 100000;
   EXPECT_TRUE(parse_error(unused).ok());
+}
+
+TEST(ModelConfigErrorTest, BadMixtureOfExpertsFieldsNameTheField) {
+  const nlohmann::json qwen = {{"architectures", {"Qwen3MoeForCausalLM"}}, {"num_key_value_heads", 2},
+                               {"num_experts", 4}, {"num_experts_per_tok", 2}};
+  nlohmann::json too_many = qwen;
+  too_many["num_experts_per_tok"] = 5;
+  EXPECT_THAT(parse_error(too_many).message(),
+              HasSubstr("field 'num_experts_per_tok' (5) is larger than the number of experts (4)"));
+  nlohmann::json zero = qwen;
+  zero["num_experts"] = 0;
+  EXPECT_THAT(parse_error(zero).message(), HasSubstr("field 'num_experts' must be positive"));
+  nlohmann::json disagree = qwen;
+  disagree["num_local_experts"] = 8;
+  EXPECT_THAT(parse_error(disagree).message(),
+              HasSubstr("fields 'num_experts' (4) and 'num_local_experts' (8) disagree"));
+  nlohmann::json step = qwen;
+  step["decoder_sparse_step"] = 0;
+  EXPECT_THAT(parse_error(step).message(), HasSubstr("field 'decoder_sparse_step' must be at least 1"));
+  nlohmann::json dense = qwen;
+  dense["mlp_only_layers"] = {0, 7};
+  EXPECT_THAT(parse_error(dense).message(),
+              HasSubstr("field 'mlp_only_layers' holds 7, expected layer indices in [0, 2)"));
+  dense["mlp_only_layers"] = "0";
+  EXPECT_THAT(parse_error(dense).message(), HasSubstr("field 'mlp_only_layers' must be a list of layer indices"));
+  const nlohmann::json mixtral = {{"architectures", {"MixtralForCausalLM"}}, {"num_key_value_heads", 2},
+                                  {"num_local_experts", 2}, {"num_experts_per_tok", 3}};
+  EXPECT_THAT(parse_error(mixtral).message(),
+              HasSubstr("field 'num_experts_per_tok' (3) is larger than the number of experts (2)"));
 }
 
 // A minimal valid Phi3 config (head_dim 4, rotary_dim 4 unless patched) with `patch` merged in.
