@@ -9,8 +9,12 @@
 // writes that model for multi-rank runs. --sampling picks what the decode steps sample with:
 // greedy (the last stage returns argmax tokens), greedy-logprobs (logprobs 5: 5 candidates and
 // the log-sum-exp per row), top-k (temperature 1, top_k 50: 50 candidates per row), full-logits
-// (top-k plus a zero logit_bias, which needs the full logits gathered and sent). A benchmark
-// prints numbers; it asserts nothing.
+// (top-k plus a zero logit_bias, which needs the full logits gathered and sent). With
+// --experts E [--experts-per-token K] the generated model is a Mixtral-shaped mixture whose
+// experts have intermediate 2048 / K, so a token reads as many parameters as in the dense model.
+// For a mixture it prints the expert load of the decode steps on rank 0's layers: experts hit per
+// layer per step, and the busiest expert's tokens over the mean (1.0: balanced); the bandwidth
+// figure then counts only the experts a step hit. A benchmark prints numbers; it asserts nothing.
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,7 +43,41 @@ struct Measurement {
   double decode_tokens_per_s = 0;
   double decode_step_ms = 0;
   double kv_bytes_per_step = 0;  // average KV bytes one decode step reads (this rank's slice)
+  // Mixtures of experts, decode steps, averaged over steps and rank 0's sparse layers:
+  double experts_hit = 0;          // experts with at least one token, per layer
+  double expert_imbalance = 0;     // max tokens of an expert / mean over experts
+  double unread_expert_bytes = 0;  // weight bytes of rank 0's experts a step did not touch
 };
+
+// Reads and resets the expert counters of rank 0's sparse layers after one step.
+struct ExpertLoad {
+  double hit = 0, imbalance = 0, unread_bytes = 0;
+  int layers = 0;
+};
+
+ExpertLoad take_expert_load(const DecoderModel& model) {
+  ExpertLoad load;
+  for (const SparseMoe* block : model.sparse_blocks()) {
+    const std::vector<int64_t>& tokens = block->routed_tokens();
+    int64_t hit = 0, total = 0, busiest = 0;
+    for (size_t e = 0; e < tokens.size(); ++e) {
+      total += tokens[e];
+      busiest = std::max(busiest, tokens[e]);
+      const bool local = static_cast<int64_t>(e) >= block->first_local_expert() &&
+                         static_cast<int64_t>(e) < block->first_local_expert() + block->num_local_experts();
+      if (tokens[e] > 0) {
+        ++hit;
+      } else if (local) {
+        load.unread_bytes += static_cast<double>(block->expert_weight_bytes());
+      }
+    }
+    load.hit += static_cast<double>(hit);
+    if (total > 0) load.imbalance += static_cast<double>(busiest) * tokens.size() / total;
+    ++load.layers;
+    block->reset_routed_tokens();
+  }
+  return load;
+}
 
 // Submits `batch` prompts of `prompt_len` random tokens, times the steps that prefill and the
 // pure decode steps that follow.
@@ -64,6 +102,8 @@ absl::StatusOr<Measurement> measure(EngineSession& session, const SamplingParams
   double kv_tokens = 0;
   const KvCacheShape kv = session.model().kv_shape(session.options().kv);
   const double kv_bytes_per_token = static_cast<double>(kv.bytes_per_block()) / kv.block_size;
+  const DecoderModel& model = *session.model().model;
+  take_expert_load(model);
   while (engine.has_unfinished()) {
     const int64_t before = engine.num_prefilled_tokens();
     const auto start = Clock::now();
@@ -71,6 +111,7 @@ absl::StatusOr<Measurement> measure(EngineSession& session, const SamplingParams
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
     if (!outputs.ok()) return outputs.status();
     const int64_t prefilled = engine.num_prefilled_tokens() - before;
+    const ExpertLoad load = take_expert_load(model);
     if (prefilled > 0) {
       prefill_s += s;
       prefill_tokens += prefilled;
@@ -80,8 +121,17 @@ absl::StatusOr<Measurement> measure(EngineSession& session, const SamplingParams
       ++decode_step_count;
       kv_tokens += static_cast<double>(outputs->size()) *
                    (prompt_len + static_cast<double>(decode_step_count) * outputs->size() / batch);
+      if (load.layers > 0) {
+        m.experts_hit += load.hit / load.layers;
+        m.expert_imbalance += load.imbalance / load.layers;
+        m.unread_expert_bytes += load.unread_bytes;
+      }
     }
   }
+  const double steps = static_cast<double>(std::max<int64_t>(1, decode_step_count));
+  m.experts_hit /= steps;
+  m.expert_imbalance /= steps;
+  m.unread_expert_bytes /= steps;
   m.prefill_tokens_per_s = prefill_tokens / std::max(prefill_s, 1e-9);
   m.decode_tokens_per_s = decode_tokens / std::max(decode_s, 1e-9);
   m.decode_step_ms = 1000.0 * decode_s / std::max<int64_t>(1, decode_step_count);
@@ -127,8 +177,25 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
     std::printf("memory read bandwidth (measured, %d threads): %.2f GB/s\n", pool.num_threads(),
                 bandwidth / 1e9);
   }
-  std::printf("%-6s %-8s %-15s %-14s %-10s %s\n", "batch", "prompt", "prefill tok/s",
-              "decode tok/s", "step ms", single ? "decode bytes/s vs bandwidth" : "");
+  const std::vector<const SparseMoe*> sparse = session.model().model->sparse_blocks();
+  const MoeConfig& moe = session.model().config.moe;
+  if (moe.enabled()) {
+    std::printf("mixture of experts: %lld experts, top-%lld; expert load from rank 0's %zu sparse layers\n",
+                static_cast<long long>(moe.num_experts), static_cast<long long>(moe.experts_per_token),
+                sparse.size());
+  }
+  std::printf("%-6s %-8s %-15s %-14s %-10s %s%s\n", "batch", "prompt", "prefill tok/s",
+              "decode tok/s", "step ms", single ? "decode bytes/s vs bandwidth" : "",
+              moe.enabled() ? "   experts hit/layer/step, busiest/mean" : "");
+  // One untimed round first: it pages in the weights (memory-mapped, and a mixture's experts are
+  // first touched only when some token chooses them), so the first measured batch is not slowed
+  // by page faults the later ones do not pay.
+  if (auto warm = measure(session, sampling, *std::max_element(batches.begin(), batches.end()),
+                          std::min(prompt_len, 32), 2, 7);
+      !warm.ok()) {
+    std::cerr << "weft bench: " << warm.status().message() << "\n";
+    return 1;
+  }
   const auto start = Clock::now();
   for (int32_t batch : batches) {
     auto m = measure(session, sampling, batch, prompt_len, decode_steps, 42 + batch);
@@ -140,9 +207,13 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
                 m->decode_tokens_per_s, m->decode_step_ms);
     if (single) {
       // Each decode step reads every weight once plus the KV cache of every sequence.
-      const double bytes_per_s = (weight_bytes + m->kv_bytes_per_step) * 1000.0 / m->decode_step_ms;
+      // (A mixture's step reads only the experts some token chose.)
+      const double bytes_per_s = (weight_bytes - m->unread_expert_bytes + m->kv_bytes_per_step) *
+                                 1000.0 / m->decode_step_ms;
       std::printf(" %.1f%% (%.2f GB/s)", 100.0 * bytes_per_s / bandwidth, bytes_per_s / 1e9);
     }
+    if (moe.enabled()) std::printf("   %.2f of %lld, %.2f", m->experts_hit,
+                                   static_cast<long long>(moe.num_experts), m->expert_imbalance);
     std::printf("\n");
   }
   *wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -158,8 +229,21 @@ int run_bench(const std::vector<std::string>& args) {
   });
   if (const int* done = std::get_if<int>(&parsed)) return *done;
   const CliArgs* cli = &std::get<CliArgs>(parsed);
+  RandomModelSpec spec;
+  auto experts = cli->get_int("experts", 0);
+  auto experts_per_token = cli->get_int("experts-per-token", 2);
+  if (!experts.ok() || !experts_per_token.ok() || *experts < 0 || *experts_per_token < 1 ||
+      (*experts > 0 && (*experts_per_token > *experts || spec.intermediate_size % *experts_per_token != 0))) {
+    std::cerr << "weft bench: --experts E --experts-per-token K: need 1 <= K <= E and K dividing "
+              << spec.intermediate_size << "\n";
+    return 2;
+  }
+  if (*experts > 0) {
+    spec.num_experts = *experts;
+    spec.experts_per_token = *experts_per_token;
+    spec.intermediate_size /= *experts_per_token;
+  }
   if (cli->has("write-model")) {
-    RandomModelSpec spec;
     absl::Status s = write_random_model(*cli->get("write-model"), spec);
     if (!s.ok()) std::cerr << "weft bench: " << s.message() << "\n";
     std::printf("wrote a %.1fM-parameter model to %s\n", spec.num_parameters() / 1e6,
@@ -175,9 +259,9 @@ int run_bench(const std::vector<std::string>& args) {
   std::string model = cli->get_or("model", "");
   if (model.empty()) {
     generated = std::filesystem::temp_directory_path() / ("weft-bench-model-" + std::to_string(::getpid()));
-    RandomModelSpec spec;
-    std::printf("generating a %.1fM-parameter Llama-shaped BF16 model in %s\n",
-                spec.num_parameters() / 1e6, generated.c_str());
+    std::printf("generating a %.1fM-parameter (%.1fM per token) %s BF16 model in %s\n",
+                spec.num_parameters() / 1e6, spec.active_parameters() / 1e6,
+                spec.num_experts > 0 ? "Mixtral-shaped" : "Llama-shaped", generated.c_str());
     if (absl::Status s = write_random_model(generated, spec); !s.ok()) {
       std::cerr << "weft bench: " << s.message() << "\n";
       return 1;

@@ -73,13 +73,17 @@ std::vector<CommandSpec> make_specs() {
       "[flags]\n"
       "  Without --model (one process only) it benchmarks a generated ~125M-parameter "
       "Llama-shaped\n"
-      "  BF16 model; --write-model DIR writes that model for multi-rank runs.\n")
+      "  BF16 model (--experts E: a mixture of experts with the same active parameters);\n"
+      "  --write-model DIR writes that model for multi-rank runs.\n")
       .add("bench flags",
            {{"batches", "1,16", "batch sizes to measure (default 1,16)"},
             {"prompt-len", "N", "tokens per prompt (default 256)"},
             {"decode-steps", "N", "decode steps measured per batch (default 32)"},
             {"sampling", "MODE", "greedy|greedy-logprobs|top-k|full-logits (default greedy)"},
-            {"write-model", "DIR", "write the generated benchmark model to DIR and exit"}})
+            {"write-model", "DIR", "write the generated benchmark model to DIR and exit"},
+            {"experts", "E", "generate a Mixtral-shaped mixture of E experts instead, with the dense "
+                             "model's active parameters (expert intermediate 2048 / K)"},
+            {"experts-per-token", "K", "top-K routing of the generated mixture (default 2)"}})
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});
 

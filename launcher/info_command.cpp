@@ -31,6 +31,61 @@ std::string attention_windows(const ModelConfig& c) {
   return out;
 }
 
+// "none" or e.g. "8 per sparse layer, top-2 renormalised, intermediate 96; sparse layers 0,2 of 3".
+std::string experts(const ModelConfig& c) {
+  const MoeConfig& m = c.moe;
+  if (!m.enabled()) return "none (dense)";
+  std::vector<int64_t> sparse;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    if (m.is_sparse(i)) sparse.push_back(i);
+  }
+  std::string out = absl::StrCat(m.num_experts, " per sparse layer, top-", m.experts_per_token,
+                                 m.normalize_topk ? " renormalised" : " not renormalised",
+                                 ", expert intermediate ", m.expert_intermediate_size);
+  if (m.shared_expert_intermediate_size > 0) {
+    absl::StrAppend(&out, ", shared expert ", m.shared_expert_intermediate_size);
+  }
+  if (static_cast<int64_t>(sparse.size()) == c.num_hidden_layers) {
+    absl::StrAppend(&out, "; every layer sparse");
+  } else {
+    absl::StrAppend(&out, "; sparse layers ", absl::StrJoin(sparse, ","), " of ", c.num_hidden_layers);
+  }
+  return out;
+}
+
+// Weight elements of the whole model, and those one token's forward reads (a sparse layer's
+// router, its top-k experts and its shared expert, not the other experts).
+struct ParameterCounts {
+  int64_t total = 0;
+  int64_t active = 0;
+};
+
+ParameterCounts parameter_counts(const ModelConfig& c) {
+  const int64_t h = c.hidden_size;
+  const int64_t q = c.num_attention_heads * c.head_dim, kv = c.num_key_value_heads * c.head_dim;
+  ParameterCounts n;
+  const int64_t embedding = c.vocab_size * h * (c.tie_word_embeddings ? 1 : 2) + h;
+  n.total = n.active = embedding;
+  const MoeConfig& m = c.moe;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const int64_t attention = 2 * h * q + 2 * h * kv + 2 * h;
+    n.total += attention;
+    n.active += attention;
+    if (!m.is_sparse(i)) {
+      n.total += 3 * h * c.intermediate_size;
+      n.active += 3 * h * c.intermediate_size;
+      continue;
+    }
+    const int64_t expert = 3 * h * m.expert_intermediate_size;
+    const int64_t shared = m.shared_expert_intermediate_size > 0
+                               ? 3 * h * m.shared_expert_intermediate_size + h
+                               : 0;
+    n.total += m.num_experts * h + m.num_experts * expert + shared;
+    n.active += m.num_experts * h + m.experts_per_token * expert + shared;
+  }
+  return n;
+}
+
 }  // namespace
 
 int run_info(const std::vector<std::string>& args) {
@@ -58,7 +113,11 @@ int run_info(const std::vector<std::string>& args) {
             << "tied embeddings: " << (c.tie_word_embeddings ? "yes" : "no")
             << ", attention bias: " << (c.attention_bias ? "yes" : "no")
             << ", q/k norm: " << (c.qk_norm ? "yes" : "no") << "\n"
-            << "attention: " << attention_windows(c) << "\n";
+            << "attention: " << attention_windows(c) << "\n"
+            << "experts: " << experts(c) << "\n";
+  const ParameterCounts params = parameter_counts(c);
+  std::cout << "parameters: " << params.total << " (per token: " << params.active
+            << " read, biases and q/k norms not counted)\n";
   return 0;
 }
 

@@ -43,12 +43,22 @@ const char* torch_dtype_name(DType dtype) {
 
 }  // namespace
 
-int64_t RandomModelSpec::num_parameters() const {
-  const int64_t kv = num_kv_heads * head_dim();
-  const int64_t per_layer = hidden_size * (hidden_size * 2 + kv * 2) +
-                            3 * hidden_size * intermediate_size + 2 * hidden_size;
-  return vocab_size * hidden_size * (tie_word_embeddings ? 1 : 2) + num_layers * per_layer +
-         hidden_size;
+namespace {
+
+int64_t parameters(const RandomModelSpec& spec, int64_t experts_read) {
+  const int64_t h = spec.hidden_size, kv = spec.num_kv_heads * spec.head_dim();
+  const int64_t mlp = 3 * h * spec.intermediate_size;
+  const int64_t feed_forward =
+      spec.num_experts > 0 ? spec.num_experts * h + experts_read * mlp : mlp;
+  const int64_t per_layer = h * (h * 2 + kv * 2) + feed_forward + 2 * h;
+  return spec.vocab_size * h * (spec.tie_word_embeddings ? 1 : 2) + spec.num_layers * per_layer + h;
+}
+
+}  // namespace
+
+int64_t RandomModelSpec::num_parameters() const { return parameters(*this, num_experts); }
+int64_t RandomModelSpec::active_parameters() const {
+  return parameters(*this, num_experts > 0 ? experts_per_token : 0);
 }
 
 absl::Status write_random_model(const std::filesystem::path& dir, const RandomModelSpec& spec) {
@@ -68,11 +78,22 @@ absl::Status write_random_model(const std::filesystem::path& dir, const RandomMo
     tensors[p + "self_attn.k_proj.weight"] = random_tensor(Shape{spec.num_kv_heads * d, h}, spec.dtype, 0, proj_std, rng);
     tensors[p + "self_attn.v_proj.weight"] = random_tensor(Shape{spec.num_kv_heads * d, h}, spec.dtype, 0, proj_std, rng);
     tensors[p + "self_attn.o_proj.weight"] = random_tensor(Shape{h, spec.num_heads * d}, spec.dtype, 0, proj_std, rng);
-    tensors[p + "mlp.gate_proj.weight"] = random_tensor(Shape{spec.intermediate_size, h}, spec.dtype, 0, proj_std, rng);
-    tensors[p + "mlp.up_proj.weight"] = random_tensor(Shape{spec.intermediate_size, h}, spec.dtype, 0, proj_std, rng);
-    tensors[p + "mlp.down_proj.weight"] = random_tensor(
-        Shape{h, spec.intermediate_size}, spec.dtype, 0,
-        1.0f / std::sqrt(static_cast<float>(spec.intermediate_size)), rng);
+    const float down_std = 1.0f / std::sqrt(static_cast<float>(spec.intermediate_size));
+    const auto add_mlp = [&](const std::string& gate, const std::string& up, const std::string& down) {
+      tensors[gate] = random_tensor(Shape{spec.intermediate_size, h}, spec.dtype, 0, proj_std, rng);
+      tensors[up] = random_tensor(Shape{spec.intermediate_size, h}, spec.dtype, 0, proj_std, rng);
+      tensors[down] = random_tensor(Shape{h, spec.intermediate_size}, spec.dtype, 0, down_std, rng);
+    };
+    if (spec.num_experts == 0) {
+      add_mlp(p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight", p + "mlp.down_proj.weight");
+      continue;
+    }
+    const std::string moe = p + "block_sparse_moe.";
+    tensors[moe + "gate.weight"] = random_tensor(Shape{spec.num_experts, h}, spec.dtype, 0, proj_std, rng);
+    for (int64_t e = 0; e < spec.num_experts; ++e) {
+      const std::string expert = absl::StrCat(moe, "experts.", e, ".");
+      add_mlp(expert + "w1.weight", expert + "w3.weight", expert + "w2.weight");
+    }
   }
   tensors["model.norm.weight"] = random_tensor(Shape{h}, spec.dtype, 1, 0.05f, rng);
   if (!spec.tie_word_embeddings) {
@@ -97,6 +118,13 @@ absl::Status write_random_model(const std::filesystem::path& dir, const RandomMo
       {"bos_token_id", 1},
       {"eos_token_id", 2},
   };
+  if (spec.num_experts > 0) {
+    config["architectures"] = {"MixtralForCausalLM"};
+    config["model_type"] = "mixtral";
+    config["num_local_experts"] = spec.num_experts;
+    config["num_experts_per_tok"] = spec.experts_per_token;
+    config["sliding_window"] = nullptr;
+  }
   std::ofstream(dir / "config.json") << config.dump(2) << "\n";
   std::ofstream(dir / "generation_config.json")
       << nlohmann::json{{"bos_token_id", 1}, {"eos_token_id", 2}}.dump(2) << "\n";

@@ -44,6 +44,8 @@ class SparseMoe {
   // Expert slots this rank holds: [first_local_expert(), first_local_expert() + local count).
   int64_t first_local_expert() const { return first_expert_; }
   int64_t num_local_experts() const { return static_cast<int64_t>(experts_.size()); }
+  // Weight bytes of one of this rank's experts (they are all the same size).
+  size_t expert_weight_bytes() const { return experts_.empty() ? 0 : experts_[0].weight_bytes(); }
   // Tokens routed to each expert (of all num_experts) by the forwards since the last reset; a
   // token counts once per expert it chose. Updated by forward(); read and reset between steps.
   const std::vector<int64_t>& routed_tokens() const { return routed_tokens_; }
