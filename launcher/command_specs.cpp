@@ -73,8 +73,8 @@ std::vector<CommandSpec> make_specs() {
       "[flags]\n"
       "  Without --model (one process only) it benchmarks a generated ~125M-parameter "
       "Llama-shaped\n"
-      "  BF16 model (--experts E: a mixture of experts with the same active parameters);\n"
-      "  --write-model DIR writes that model for multi-rank runs.\n")
+      "  BF16 model (with --experts E a mixture of experts of the same active parameters);\n"
+      "  for multi-rank runs, write that model with --write-model DIR.\n")
       .add("bench flags",
            {{"batches", "1,16", "batch sizes to measure (default 1,16)"},
             {"prompt-len", "N", "tokens per prompt (default 256)"},

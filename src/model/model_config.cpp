@@ -192,6 +192,60 @@ absl::Status parse_longrope(const JsonFields& fields, const JsonFields& params,
   return absl::OkStatus();
 }
 
+// llama3 and yarn: the pre-training context, as standardize_rope_params resolves it: a top-level
+// original_max_position_embeddings wins over the one inside the RoPE parameters, and without
+// either it is max_position_embeddings (already in rope.original_max_position_embeddings).
+absl::Status parse_original_context(const JsonFields& fields, const JsonFields& params,
+                                    RopeScaling& rope) {
+  const JsonFields* source = &fields;
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> original,
+                        fields.optional_int("original_max_position_embeddings"));
+  if (!original) {
+    source = &params;
+    WEFT_ASSIGN_OR_RETURN(original, params.optional_int("original_max_position_embeddings"));
+  }
+  if (!original) return absl::OkStatus();
+  if (*original <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": field '", source->field_name("original_max_position_embeddings"),
+        "' must be positive, got ", *original));
+  }
+  rope.original_max_position_embeddings = *original;
+  return absl::OkStatus();
+}
+
+// mscale of YaRN (transformers' get_mscale).
+double yarn_mscale(double factor, double mscale) {
+  return factor <= 1.0 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
+}
+
+absl::Status parse_yarn(const JsonFields& fields, const JsonFields& params, RopeScaling& rope) {
+  // `beta_fast or 32`: an explicit 0 or null takes the default too.
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> fast, params.optional_number("beta_fast"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> slow, params.optional_number("beta_slow"));
+  rope.beta_fast = fast && *fast != 0.0 ? *fast : 32.0;
+  rope.beta_slow = slow && *slow != 0.0 ? *slow : 1.0;
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> truncate, params.optional_bool("truncate"));
+  rope.truncate = truncate.value_or(true);
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> attention, params.optional_number("attention_factor"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> mscale, params.optional_number("mscale"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> mscale_all_dim, params.optional_number("mscale_all_dim"));
+  if (attention) {
+    rope.attention_factor = *attention;
+  } else if (mscale && mscale_all_dim && *mscale != 0.0 && *mscale_all_dim != 0.0) {
+    rope.attention_factor =
+        yarn_mscale(rope.factor, *mscale) / yarn_mscale(rope.factor, *mscale_all_dim);
+  } else {
+    rope.attention_factor = yarn_mscale(rope.factor, 1.0);
+  }
+  if (!(rope.attention_factor > 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        fields.source(), ": field '", params.field_name("attention_factor"), "' must be positive, got ",
+        rope.attention_factor));
+  }
+  return absl::OkStatus();
+}
+
 // transformers >= 5 writes `rope_parameters` {rope_type, rope_theta, factor, ...}; older files
 // write `rope_scaling` {type|rope_type, factor, ...} (or null) and a top-level `rope_theta`.
 absl::Status parse_rope(const JsonFields& fields, const nlohmann::json& root, ModelConfig& config) {
@@ -237,10 +291,12 @@ absl::Status parse_rope(const JsonFields& fields, const nlohmann::json& root, Mo
     rope.type = RopeScalingType::kLinear;
   } else if (type_name == "llama3") {
     rope.type = RopeScalingType::kLlama3;
+  } else if (type_name == "yarn") {
+    rope.type = RopeScalingType::kYarn;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat(fields.source(), ": unknown rope type '", type_name, "' in field '",
-                     params->field_name(type_key), "' (supported: default, linear, llama3)"));
+                     params->field_name(type_key), "' (supported: default, linear, llama3, yarn)"));
   }
   if (!params->has("factor")) {
     return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": missing field '",
@@ -248,7 +304,9 @@ absl::Status parse_rope(const JsonFields& fields, const nlohmann::json& root, Mo
                                                    type_name));
   }
   WEFT_ASSIGN_OR_RETURN(rope.factor, positive_number(*params, "factor", 1.0));
-  if (rope.type != RopeScalingType::kLlama3) return absl::OkStatus();
+  if (rope.type == RopeScalingType::kLinear) return absl::OkStatus();
+  WEFT_RETURN_IF_ERROR(parse_original_context(fields, *params, rope));
+  if (rope.type == RopeScalingType::kYarn) return parse_yarn(fields, *params, rope);
   for (std::string_view key : {"low_freq_factor", "high_freq_factor"}) {
     if (!params->has(key)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -262,16 +320,6 @@ absl::Status parse_rope(const JsonFields& fields, const nlohmann::json& root, Mo
         absl::StrCat(fields.source(), ": field '", params->field_name("high_freq_factor"), "' (",
                      rope.high_freq_factor, ") must be greater than '",
                      params->field_name("low_freq_factor"), "' (", rope.low_freq_factor, ")"));
-  }
-  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> original,
-                        params->optional_int("original_max_position_embeddings"));
-  if (original) {
-    if (*original <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          fields.source(), ": field '", params->field_name("original_max_position_embeddings"),
-          "' must be positive, got ", *original));
-    }
-    rope.original_max_position_embeddings = *original;
   }
   return absl::OkStatus();
 }

@@ -13,20 +13,29 @@
 
 namespace weft {
 
-enum class RopeScalingType { kDefault, kLinear, kLlama3, kLongRope };
+enum class RopeScalingType { kDefault, kLinear, kLlama3, kLongRope, kYarn };
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kDefault;
-  double factor = 1.0;                              // linear, llama3, longrope (see below)
+  double factor = 1.0;                              // linear, llama3, longrope, yarn
   double low_freq_factor = 1.0;                     // llama3
   double high_freq_factor = 4.0;                    // llama3
-  int64_t original_max_position_embeddings = 8192;  // llama3, longrope
+  int64_t original_max_position_embeddings = 8192;  // llama3, longrope, yarn
+  // yarn (transformers' _compute_yarn_parameters): the pairs whose wavelength fits the original
+  // context fewer than beta_slow times are interpolated (divided by factor), those fitting more
+  // than beta_fast times kept, a linear ramp between (bounds floored / ceiled when truncate);
+  // cos and sin are multiplied by attention_factor (below).
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
   // longrope (Phi3; "su" and "yarn" are its old names there): per rotary pair, the divisor of the
   // default inverse frequency while a sequence is within original_max_position_embeddings
   // (short) and past it (long); rotary_dim / 2 entries each. `factor` is the configured one, or
   // max_position_embeddings / original_max_position_embeddings; attention_factor the configured
   // one, or sqrt(1 + ln(factor) / ln(original)) when factor > 1, else 1 (transformers'
-  // _compute_longrope_parameters). See model/rope.h for which set a token uses.
+  // _compute_longrope_parameters). See model/rope.h for which set a token uses. yarn: the
+  // configured attention_factor, else mscale(factor, mscale) / mscale(factor, mscale_all_dim)
+  // when both are set, else mscale(factor) = 0.1 * ln(factor) + 1 (1 when factor <= 1).
   std::vector<double> short_factor;
   std::vector<double> long_factor;
   double attention_factor = 1.0;

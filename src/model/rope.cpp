@@ -64,6 +64,40 @@ void apply_llama3(const RopeScaling& rope, std::vector<float>& inv_freq) {
   }
 }
 
+// _compute_yarn_parameters, in its float32 / python-float order of operations.
+std::vector<float> yarn_inv_freq(const ModelConfig& config) {
+  const std::vector<float> pos_freqs = theta_powers(config);
+  std::vector<float> inv_freq(pos_freqs.size());
+  const RopeScaling& rope = config.rope_scaling;
+  const double dim = static_cast<double>(rope_rotary_dim(config));
+  const double base = config.rope_theta;
+  const double original = static_cast<double>(rope.original_max_position_embeddings);
+  // The rotary dimension at which a pair turns `rotations` times over the original context.
+  const auto correction_dim = [&](double rotations) {
+    return dim * std::log(original / (rotations * 2.0 * M_PI)) / (2.0 * std::log(base));
+  };
+  double low = correction_dim(rope.beta_fast), high = correction_dim(rope.beta_slow);
+  if (rope.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, dim - 1.0);
+  if (low == high) high += 0.001;  // transformers' guard against a zero-width ramp
+  const float factor = static_cast<float>(rope.factor);
+  const float ramp_low = static_cast<float>(low);
+  const float ramp_width = static_cast<float>(high - low);
+  for (size_t i = 0; i < inv_freq.size(); ++i) {
+    const float pos_freq = pos_freqs[i];
+    const float extrapolation = 1.0f / pos_freq;
+    const float interpolation = 1.0f / (factor * pos_freq);
+    const float ramp = std::clamp((static_cast<float>(i) - ramp_low) / ramp_width, 0.0f, 1.0f);
+    const float keep = 1.0f - ramp;  // inv_freq_extrapolation_factor
+    inv_freq[i] = interpolation * (1.0f - keep) + extrapolation * keep;
+  }
+  return inv_freq;
+}
+
 }  // namespace
 
 int64_t rope_rotary_dim(const ModelConfig& config) {
@@ -86,6 +120,9 @@ std::vector<float> rope_inv_freq(const ModelConfig& config) {
     case RopeScalingType::kLlama3:
       apply_llama3(config.rope_scaling, inv_freq);
       break;
+    case RopeScalingType::kYarn:
+      inv_freq = yarn_inv_freq(config);
+      break;
   }
   return inv_freq;
 }
@@ -99,7 +136,8 @@ std::vector<std::vector<float>> rope_inv_freq_tables(const ModelConfig& config) 
 }
 
 float rope_attention_scaling(const ModelConfig& config) {
-  if (config.rope_scaling.type == RopeScalingType::kLongRope) {
+  if (config.rope_scaling.type == RopeScalingType::kLongRope ||
+      config.rope_scaling.type == RopeScalingType::kYarn) {
     return static_cast<float>(config.rope_scaling.attention_factor);
   }
   return 1.0f;

@@ -18,7 +18,8 @@ int64_t rope_rotary_dim(const ModelConfig& config);
 // p * inv_freq[i]. default: 1 / theta^(2i / rotary_dim); linear: that / factor; llama3: low
 // frequencies divided by factor, high ones kept, the band between smoothly interpolated;
 // longrope: 1 / (short_factor[i] * theta^(2i / rotary_dim)), the set transformers starts from
-// (and uses while a sequence is within original_max_position_embeddings).
+// (and uses while a sequence is within original_max_position_embeddings); yarn: a ramp from the
+// default frequency (high-frequency pairs) to it divided by factor (low-frequency pairs).
 // Arithmetic follows torch's float32 order of operations so values match transformers to within
 // an ulp or so (the pow is computed in double and rounded).
 std::vector<float> rope_inv_freq(const ModelConfig& config);
@@ -27,8 +28,8 @@ std::vector<float> rope_inv_freq(const ModelConfig& config);
 // long_factor in place of short_factor. Each row has rotary_dim / 2 entries.
 std::vector<std::vector<float>> rope_inv_freq_tables(const ModelConfig& config);
 
-// The factor transformers multiplies cos and sin by: longrope's attention_factor (the same for
-// both sets); 1.0 for default, linear and llama3.
+// The factor transformers multiplies cos and sin by: longrope's and yarn's attention_factor (the
+// same for both longrope sets); 1.0 for default, linear and llama3.
 float rope_attention_scaling(const ModelConfig& config);
 
 // The row of rope_inv_freq_tables a LongRoPE token uses: 1 (long) when

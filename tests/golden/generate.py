@@ -194,6 +194,14 @@ SPECS = [
          covers="Qwen2-MoE: 6 experts (intermediate 40), top-2 renormalised (norm_topk_prob), a "
                 "shared expert (intermediate 80) scaled by sigmoid(shared_expert_gate . x), q/k/v "
                 "biases (qkv_bias)"),
+    Spec("qwen2_yarn", Qwen2ForCausalLM, Qwen2Config,
+         dict(num_attention_heads=4, num_key_value_heads=2, rope_theta=10000.0,
+              rope_scaling=dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=64),
+              tie_word_embeddings=True, use_sliding_window=False),
+         base_seed=1600,
+         covers="Qwen2 with YaRN RoPE (factor 4 over an original 64 positions, default betas: at "
+                "head_dim 16 pairs 0-2 kept, 3+ interpolated, a ramp between; cos/sin scaled by "
+                "0.1 ln 4 + 1), tied embeddings"),
     Spec("llama_bf16", LlamaForCausalLM, LlamaConfig,
          dict(num_attention_heads=8, num_key_value_heads=2, rope_theta=10000.0,
               tie_word_embeddings=False),

@@ -176,6 +176,30 @@ CASES = {
         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
         "partial_rotary_factor": 0.25,
     },  # the factor inside rope_parameters wins over the top-level one
+    # YaRN. Qwen2.5's long-context shape: factor 4 over an original 32768 (inside rope_scaling),
+    # the default betas, mscale 0.1 ln(4) + 1.
+    "qwen2_yarn_legacy": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "num_key_value_heads": 2,
+        "max_position_embeddings": 131072, "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768},
+        "hidden_size": 512, "num_attention_heads": 4,
+    },
+    # DeepSeek-style mscale / mscale_all_dim, custom betas, truncate false, and a top-level
+    # original_max_position_embeddings winning over the inner one.
+    "llama_yarn_mscale_no_truncate": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+        "num_attention_heads": 2, "original_max_position_embeddings": 2048,
+        "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 8.0,
+                            "beta_fast": 16, "beta_slow": 2, "mscale": 0.707, "mscale_all_dim": 1.0,
+                            "truncate": False, "original_max_position_embeddings": 1024},
+    },
+    # An explicit attention_factor; no original length anywhere (max_position_embeddings).
+    "mistral_yarn_attention_factor": {
+        "architectures": ["MistralForCausalLM"], "model_type": "mistral", "num_key_value_heads": 2,
+        "sliding_window": None,
+        "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 2.0,
+                            "attention_factor": 1.25},
+    },
     # Mixtures of experts. Mixtral's class defaults: 8 kv heads, rope_theta 1e6, eps 1e-5, no
     # window, 8 experts, top-2.
     "mixtral_defaults": {
@@ -312,6 +336,8 @@ def main():
             "inv_freq": [float(x) for x in inv_freq.tolist()],
             "moe": moe_fields(model),
         }
+        if rope["rope_type"] in ("longrope", "yarn", "llama3"):
+            case["original_max_position_embeddings"] = rope["original_max_position_embeddings"]
         if rope["rope_type"] == "longrope":
             # What longrope_frequency_update switches to past original_max_position_embeddings.
             original = rope["original_max_position_embeddings"]

@@ -40,6 +40,7 @@ TEST(ModelConfigTest, MatchesTransformersResolution) {
     const RopeScalingType expected_type = rope_type == "llama3"     ? RopeScalingType::kLlama3
                                           : rope_type == "linear"   ? RopeScalingType::kLinear
                                           : rope_type == "longrope" ? RopeScalingType::kLongRope
+                                          : rope_type == "yarn"     ? RopeScalingType::kYarn
                                                                     : RopeScalingType::kDefault;
     EXPECT_EQ(config->rope_scaling.type, expected_type);
     EXPECT_EQ(config->rms_norm_eps, c["rms_norm_eps"].get<double>());
@@ -198,14 +199,19 @@ TEST(ModelConfigErrorTest, HeadsNotDivisible) {
 }
 
 TEST(ModelConfigErrorTest, UnknownRopeType) {
-  absl::Status status = parse_error({{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}});
+  // Dynamic NTK rescales the base with each forward pass's length; weft refuses it by name.
+  absl::Status status = parse_error({{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}}});
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(status.message(),
-              HasSubstr("unknown rope type 'yarn' in field 'rope_scaling.rope_type'"));
-  EXPECT_THAT(status.message(), HasSubstr("default, linear, llama3"));
+              HasSubstr("unknown rope type 'dynamic' in field 'rope_scaling.rope_type'"));
+  EXPECT_THAT(status.message(), HasSubstr("default, linear, llama3, yarn"));
   status = parse_error({{"rope_parameters", {{"type", "dynamic"}}}});
   EXPECT_THAT(status.message(),
               HasSubstr("unknown rope type 'dynamic' in field 'rope_parameters.type'"));
+  status = parse_error({{"rope_scaling", {{"rope_type", "yarn"}}}});
+  EXPECT_THAT(status.message(), HasSubstr("missing field 'rope_scaling.factor' for rope type yarn"));
+  status = parse_error({{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"attention_factor", -1}}}});
+  EXPECT_THAT(status.message(), HasSubstr("field 'rope_scaling.attention_factor' must be positive"));
   status = parse_error({{"rope_scaling", {{"rope_type", "linear"}}}});
   EXPECT_THAT(status.message(),
               HasSubstr("missing field 'rope_scaling.factor' for rope type linear"));
