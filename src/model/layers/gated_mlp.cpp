@@ -25,6 +25,7 @@ absl::StatusOr<GatedMlp> GatedMlp::load(const LoadContext& ctx, const std::strin
                                                            c.hidden_size, c.intermediate_size,
                                                            shard, c.mlp_bias));
   mlp.local_intermediate_ = shard.count;
+  mlp.activation_ = c.mlp_activation;
   return mlp;
 }
 
@@ -34,7 +35,11 @@ absl::Status GatedMlp::forward(const ForwardContext& fc, const TensorView& x,
   Tensor gate_up = Tensor::empty(DType::kF32, Shape{tokens, 2 * local_intermediate_});
   gate_up_.forward(x, gate_up.view(), fc.pool);
   Tensor act = Tensor::empty(DType::kF32, Shape{tokens, local_intermediate_});
-  kernels::silu_and_mul(gate_up.view(), act.view(), fc.pool);
+  if (activation_ == MlpActivation::kGeluTanh) {
+    kernels::gelu_tanh_and_mul(gate_up.view(), act.view(), fc.pool);
+  } else {
+    kernels::silu_and_mul(gate_up.view(), act.view(), fc.pool);
+  }
   return down_.forward(act.view(), out, fc.tp, fc.pool);
 }
 
