@@ -182,7 +182,8 @@ TEST_P(EngineKvTest, ForkedSequencesEachSeeTheirOwnKv) {
 
 INSTANTIATE_TEST_SUITE_P(Models, EngineKvTest,
                          ::testing::Values("llama_gqa", "qwen2_bias", "mistral", "mistral_window",
-                                           "qwen2_window", "phi3_longrope", "phi3_window"));
+                                           "qwen2_window", "phi3_longrope", "phi3_window",
+                                           "gemma2_softcap", "gemma3_text"));
 
 }  // namespace
 }  // namespace weft::golden

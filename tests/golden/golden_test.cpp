@@ -171,7 +171,8 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenModelTest,
                          ::testing::Values("llama_gqa", "llama3_tied", "mistral", "qwen2_bias",
                                            "qwen3_qknorm", "llama_linear_rope", "llama_bf16",
                                            "llama_4layers", "mistral_window", "qwen2_window",
-                                           "phi3_longrope", "phi3_window"));
+                                           "phi3_longrope", "phi3_window", "gemma2_softcap",
+                                           "gemma3_text"));
 
 TEST(GoldenBf16Test, Bf16KvCacheStaysCloseToTheF32Reference) {
   const Reference ref = load_reference("llama_bf16");

@@ -30,6 +30,8 @@ struct Checks {
 // The weight bytes rank (pp_rank, tp_rank) must hold: its stage's layers sharded over TP (KV heads
 // replicated when fewer than TP ranks; the MLP padded to ceil(i / tp)), the norms whole, and the
 // vocabulary shards of the embedding (first stage, and last when tied) and LM head (last).
+// Gemma's two extra norms per layer (sandwich_norms) count too; its norms are held as F32 1 + w,
+// which the golden models' F32 weights do not tell apart.
 int64_t expected_weight_bytes(const ModelConfig& c, const WorldConfig& w, const StageLayout& layout) {
   const int64_t t = w.tp, d = c.head_dim, h = c.hidden_size;
   const int64_t q = c.num_attention_heads / t * d;
@@ -38,6 +40,7 @@ int64_t expected_weight_bytes(const ModelConfig& c, const WorldConfig& w, const 
   int64_t per_layer = h * (q + 2 * kv) + h * q + 3 * h * inter + 2 * h;
   if (c.attention_bias) per_layer += q + 2 * kv;
   if (c.qk_norm) per_layer += 2 * d;
+  if (c.sandwich_norms) per_layer += 2 * h;
   const int64_t vocab_shard = (c.vocab_size + t - 1) / t * h;
   int64_t elements = per_layer * layout.num_layers();
   if (layout.has_embedding || (layout.has_head && c.tie_word_embeddings)) elements += vocab_shard;
