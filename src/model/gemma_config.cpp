@@ -177,7 +177,10 @@ absl::Status parse_windows(const JsonFields& fields, const nlohmann::json& root,
 // One layer type's RoPE parameters after transformers' merging, remembering where each key came
 // from so errors name the field the user wrote.
 struct MergedRope {
+  explicit MergedRope(std::string layer_type)
+      : default_prefix(absl::StrCat("rope_parameters.", layer_type, ".")) {}
   nlohmann::json params = nlohmann::json::object();
+  std::string default_prefix;                 // where an absent key would go
   std::map<std::string, std::string> prefix;  // key -> "rope_parameters.full_attention." etc.
 
   void set(const std::string& key, const nlohmann::json& value, const std::string& from) {
@@ -186,7 +189,7 @@ struct MergedRope {
   }
   JsonFields fields_for(const std::string& source, const std::string& key) const {
     auto it = prefix.find(key);
-    return JsonFields(params, source, it == prefix.end() ? "" : it->second);
+    return JsonFields(params, source, it == prefix.end() ? default_prefix : it->second);
   }
 };
 
@@ -210,8 +213,8 @@ absl::Status parse_layer_rope(const JsonFields& fields, const MergedRope& merged
   if (legacy && *legacy != name) {
     return config_error(fields, absl::StrCat(
         "field '", legacy_type.field_name("type"), "' is '", *legacy, "' but the ", layer_type,
-        " layers' rope type is '", name, "' ('", rope_type.field_name("rope_type"),
-        "'): transformers ignores 'type' there; set rope_type"));
+        " layers' rope type is '", name, "' (transformers reads rope_type, default when "
+        "rope_parameters has no ", layer_type, " entry, and ignores 'type'); set rope_type"));
   }
   const JsonFields partial = merged.fields_for(source, "partial_rotary_factor");
   WEFT_ASSIGN_OR_RETURN(std::optional<double> factor_part,
@@ -258,7 +261,8 @@ absl::Status parse_layer_rope(const JsonFields& fields, const MergedRope& merged
 // from rope_local_base_freq (1e4) for sliding layers.
 absl::Status parse_gemma3_rope(const JsonFields& fields, const nlohmann::json& root,
                                ModelConfig& config) {
-  MergedRope full, sliding;
+  MergedRope full(kFull), sliding(kSliding);
+  bool given[2] = {false, false};  // full_attention, sliding_attention
   auto params = root.find("rope_parameters");
   if (params != root.end() && !params->is_null()) {
     if (!params->is_object()) {
@@ -276,9 +280,13 @@ absl::Status parse_gemma3_rope(const JsonFields& fields, const nlohmann::json& r
         return fields.type_error(absl::StrCat("rope_parameters.", key), "an object");
       }
       MergedRope& target = key == kFull ? full : sliding;
-      for (const auto& [k, v] : value.items()) target.set(k, v, absl::StrCat("rope_parameters.", key, "."));
+      for (const auto& [k, v] : value.items()) target.set(k, v, target.default_prefix);
+      given[key == kFull ? 0 : 1] = true;
     }
   }
+  // An entry the file does not give starts as {"rope_type": "default"}.
+  if (!given[0]) full.set("rope_type", "default", full.default_prefix);
+  if (!given[1]) sliding.set("rope_type", "default", sliding.default_prefix);
   auto scaling = root.find("rope_scaling");
   if (scaling != root.end() && !scaling->is_null()) {
     if (!scaling->is_object()) return fields.type_error("rope_scaling", "an object or null");
