@@ -44,7 +44,8 @@ std::string gemma_lines(const ModelConfig& c) {
   if (!c.sandwich_norms) return "";
   std::string out = absl::StrCat(
       "norms: scale 1 + w; also on the attention and MLP outputs before each residual add\n",
-      "mlp: ", c.mlp_activation == MlpActivation::kGeluTanh ? "GeGLU (gelu_pytorch_tanh)" : "SwiGLU",
+      "mlp: ",
+      c.mlp_activation == MlpActivation::kGeluTanh ? "GeGLU (gelu_pytorch_tanh)" : "SwiGLU",
       ", embeddings x ", c.embedding_multiplier, "\n");
   if (c.query_pre_attn_scalar) {
     absl::StrAppend(&out, "attention scale: query_pre_attn_scalar ", *c.query_pre_attn_scalar,
@@ -53,11 +54,13 @@ std::string gemma_lines(const ModelConfig& c) {
   absl::StrAppend(&out, "soft-capping: attention ",
                   c.attn_logit_softcapping ? absl::StrCat(*c.attn_logit_softcapping) : "none",
                   ", final logits ",
-                  c.final_logit_softcapping ? absl::StrCat(*c.final_logit_softcapping) : "none", "\n");
+                  c.final_logit_softcapping ? absl::StrCat(*c.final_logit_softcapping) : "none",
+                  "\n");
   if (c.sliding_rope) {
-    absl::StrAppend(&out, "rope: full-attention layers ", rope_description(c.rope_theta, c.rope_scaling),
-                    "; sliding-window layers ",
-                    rope_description(c.sliding_rope->rope_theta, c.sliding_rope->rope_scaling), "\n");
+    absl::StrAppend(&out, "rope: full-attention layers ",
+                    rope_description(c.rope_theta, c.rope_scaling), "; sliding-window layers ",
+                    rope_description(c.sliding_rope->rope_theta, c.sliding_rope->rope_scaling),
+                    "\n");
   }
   return out;
 }

@@ -110,7 +110,7 @@ void softcap(float* x, int64_t n, float cap) {
 
 }  // namespace
 
-const VecOps kVecOpsPortable = {widen,       narrow,   dot_rows,  axpy_rows,     sum_squares,
-                                silu_mul,    exp_shift, gelu_tanh_mul, softcap};
+const VecOps kVecOpsPortable = {widen,    narrow,    dot_rows,      axpy_rows, sum_squares,
+                                silu_mul, exp_shift, gelu_tanh_mul, softcap};
 
 }  // namespace weft::kernels::cpu

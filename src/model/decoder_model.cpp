@@ -29,18 +29,21 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
                           RmsNorm::load(ctx, prefix + ".input_layernorm", config.hidden_size));
     WEFT_ASSIGN_OR_RETURN(Attention attention, Attention::load(ctx, prefix + ".self_attn",
                                                                     config.layer_window[i]));
-    const char* pre_mlp_norm = config.sandwich_norms ? ".pre_feedforward_layernorm" : ".post_attention_layernorm";
-    WEFT_ASSIGN_OR_RETURN(RmsNorm post_norm, RmsNorm::load(ctx, prefix + pre_mlp_norm,
-                                                           config.hidden_size));
+    const char* pre_mlp_norm =
+        config.sandwich_norms ? ".pre_feedforward_layernorm" : ".post_attention_layernorm";
+    WEFT_ASSIGN_OR_RETURN(RmsNorm post_norm,
+                          RmsNorm::load(ctx, prefix + pre_mlp_norm, config.hidden_size));
     WEFT_ASSIGN_OR_RETURN(GatedMlp mlp, GatedMlp::load(ctx, prefix + ".mlp"));
     model->layers_.push_back(Layer{std::move(input_norm), std::move(attention), std::move(post_norm),
                                    std::move(mlp)});
     if (config.sandwich_norms) {
       Layer& layer = model->layers_.back();
-      WEFT_ASSIGN_OR_RETURN(layer.attention_output_norm,
-                            RmsNorm::load(ctx, prefix + ".post_attention_layernorm", config.hidden_size));
-      WEFT_ASSIGN_OR_RETURN(layer.mlp_output_norm,
-                            RmsNorm::load(ctx, prefix + ".post_feedforward_layernorm", config.hidden_size));
+      WEFT_ASSIGN_OR_RETURN(
+          layer.attention_output_norm,
+          RmsNorm::load(ctx, prefix + ".post_attention_layernorm", config.hidden_size));
+      WEFT_ASSIGN_OR_RETURN(
+          layer.mlp_output_norm,
+          RmsNorm::load(ctx, prefix + ".post_feedforward_layernorm", config.hidden_size));
     }
   }
   if (layout.has_head) {
@@ -64,8 +67,10 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
   model->rope_attention_scaling_ = weft::rope_attention_scaling(config);
   if (config.sliding_rope) {
     const std::vector<float> sliding = weft::rope_inv_freq(sliding_rope_config(config));
-    model->sliding_rope_inv_freq_ = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(sliding.size())});
-    std::memcpy(model->sliding_rope_inv_freq_.data_as<float>(), sliding.data(), sliding.size() * sizeof(float));
+    model->sliding_rope_inv_freq_ =
+        Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(sliding.size())});
+    std::memcpy(model->sliding_rope_inv_freq_.data_as<float>(), sliding.data(),
+                sliding.size() * sizeof(float));
   }
   return model;
 }
@@ -83,7 +88,8 @@ KvCacheShape DecoderModel::kv_cache_shape(int block_size, DType dtype) const {
 absl::Status DecoderModel::embed(const ForwardContext& fc, const TensorView& hidden) const {
   if (!layout_.has_embedding) return absl::InternalError("embed() on a stage without embeddings");
   WEFT_RETURN_IF_ERROR(embedding_->forward(fc.batch.token_ids.view(), hidden, fc.tp, fc.pool));
-  if (config_.embedding_multiplier != 1.0f) kernels::scale_inplace(hidden, config_.embedding_multiplier, fc.pool);
+  if (config_.embedding_multiplier != 1.0f)
+    kernels::scale_inplace(hidden, config_.embedding_multiplier, fc.pool);
   return absl::OkStatus();
 }
 
@@ -101,9 +107,13 @@ absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache
                           outer.pool,
                           longrope ? &rope_table : outer.rope_table};
   // Sliding layers with their own RoPE (Gemma 3) rotate by sliding_rope_inv_freq_.
-  const ForwardContext sliding_fc{fc.batch,
-                                  sliding_rope_inv_freq_.defined() ? sliding_rope_inv_freq_ : fc.rope_inv_freq,
-                                  fc.rope_attention_scaling, fc.tp, fc.pool, fc.rope_table};
+  const ForwardContext sliding_fc{
+      fc.batch,
+      sliding_rope_inv_freq_.defined() ? sliding_rope_inv_freq_ : fc.rope_inv_freq,
+      fc.rope_attention_scaling,
+      fc.tp,
+      fc.pool,
+      fc.rope_table};
   const int64_t tokens = fc.batch.num_tokens;
   Tensor x = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});
   Tensor delta = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});
@@ -120,7 +130,8 @@ absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache
     WEFT_RETURN_IF_ERROR(layer.attention.forward(layer_fc, x.view(), kv.keys(li), kv.values(li),
                                                  delta.view(), &kv.key_scales(li),
                                                  &kv.value_scales(li)));
-    if (layer.attention_output_norm) layer.attention_output_norm->forward(delta.view(), delta.view(), fc.pool);
+    if (layer.attention_output_norm)
+      layer.attention_output_norm->forward(delta.view(), delta.view(), fc.pool);
     layer.post_attention_norm.add_forward(hidden, delta.view(), x.view(), fc.pool);
     WEFT_RETURN_IF_ERROR(layer.mlp.forward(fc, x.view(), delta.view()));
     if (layer.mlp_output_norm) layer.mlp_output_norm->forward(delta.view(), delta.view(), fc.pool);
@@ -144,7 +155,8 @@ absl::StatusOr<Tensor> DecoderModel::local_logits(const ForwardContext& fc,
   Tensor logits = Tensor::empty(DType::kF32, Shape{rows, lm_head_->shard().count});
   lm_head_->forward(selected.view(), logits.view(), fc.pool);
   if (config_.final_logit_softcapping) {
-    kernels::softcap_inplace(logits.view(), static_cast<float>(*config_.final_logit_softcapping), fc.pool);
+    kernels::softcap_inplace(logits.view(), static_cast<float>(*config_.final_logit_softcapping),
+                             fc.pool);
   }
   return logits;
 }

@@ -34,16 +34,17 @@ absl::Status check_strict_fields(const JsonFields& fields, const nlohmann::json&
                                  const ModelConfig& config) {
   for (std::string_view key : {"num_key_value_heads", "head_dim", "query_pre_attn_scalar"}) {
     if (explicit_null(root, key)) {
-      return config_error(fields, absl::StrCat("field '", std::string(key), "' is null (", config.architecture,
-                                               " needs an integer; leave the key out for the "
-                                               "class default)"));
+      return config_error(
+          fields, absl::StrCat("field '", std::string(key), "' is null (", config.architecture,
+                               " needs an integer; leave the key out for the "
+                               "class default)"));
     }
   }
   if (config.hidden_size % config.num_attention_heads != 0) {
-    return config_error(fields, absl::StrCat("field 'hidden_size' (", config.hidden_size,
-                                             ") must be a multiple of 'num_attention_heads' (",
-                                             config.num_attention_heads, ") for ",
-                                             config.architecture));
+    return config_error(fields,
+                        absl::StrCat("field 'hidden_size' (", config.hidden_size,
+                                     ") must be a multiple of 'num_attention_heads' (",
+                                     config.num_attention_heads, ") for ", config.architecture));
   }
   return absl::OkStatus();
 }
@@ -55,7 +56,8 @@ absl::Status parse_activation(const JsonFields& fields, const nlohmann::json& ro
   if (explicit_null(root, "hidden_activation")) {
     return config_error(fields, "field 'hidden_activation' is null (expected gelu_pytorch_tanh)");
   }
-  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> act, fields.optional_string("hidden_activation"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> act,
+                        fields.optional_string("hidden_activation"));
   const std::string name = act.value_or("gelu_pytorch_tanh");
   if (name != "gelu_pytorch_tanh") {
     return config_error(fields, absl::StrCat("field 'hidden_activation' is '", name,
@@ -64,10 +66,10 @@ absl::Status parse_activation(const JsonFields& fields, const nlohmann::json& ro
   }
   WEFT_ASSIGN_OR_RETURN(std::optional<std::string> legacy, fields.optional_string("hidden_act"));
   if (legacy && *legacy != name) {
-    return config_error(fields, absl::StrCat("field 'hidden_act' is '", *legacy,
-                                             "' but 'hidden_activation' is '", name,
-                                             "': transformers computes ", config.architecture,
-                                             "'s MLP with hidden_activation; make them agree"));
+    return config_error(
+        fields, absl::StrCat("field 'hidden_act' is '", *legacy, "' but 'hidden_activation' is '",
+                             name, "': transformers computes ", config.architecture,
+                             "'s MLP with hidden_activation; make them agree"));
   }
   config.mlp_activation = MlpActivation::kGeluTanh;
   return absl::OkStatus();
@@ -80,14 +82,16 @@ absl::StatusOr<std::optional<double>> soft_cap(const JsonFields& fields, const n
   if (!present(root, key)) return class_default;
   WEFT_ASSIGN_OR_RETURN(std::optional<double> cap, fields.optional_number(key));
   if (cap && !(*cap > 0.0)) {
-    return config_error(fields, absl::StrCat("field '", std::string(key), "' must be positive or null, got ", *cap));
+    return config_error(fields, absl::StrCat("field '", std::string(key),
+                                             "' must be positive or null, got ", *cap));
   }
   return cap;
 }
 
 absl::Status parse_attention_fields(const JsonFields& fields, const nlohmann::json& root,
                                     bool gemma3, ModelConfig& config) {
-  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> scalar, fields.optional_int("query_pre_attn_scalar"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> scalar,
+                        fields.optional_int("query_pre_attn_scalar"));
   config.query_pre_attn_scalar = scalar.value_or(256);
   if (*config.query_pre_attn_scalar <= 0) {
     return config_error(fields, absl::StrCat("field 'query_pre_attn_scalar' must be positive, got ",
@@ -99,10 +103,10 @@ absl::Status parse_attention_fields(const JsonFields& fields, const nlohmann::js
   if (gemma3 && config.attn_logit_softcapping) {
     // Gemma3Attention keeps the value but never passes it to the attention function, so
     // transformers runs without it: weft cannot tell which the checkpoint means.
-    return config_error(fields, absl::StrCat("field 'attn_logit_softcapping' is ",
-                                             *config.attn_logit_softcapping,
-                                             ": transformers' Gemma3ForCausalLM does not apply it "
-                                             "(set it to null)"));
+    return config_error(
+        fields, absl::StrCat("field 'attn_logit_softcapping' is ", *config.attn_logit_softcapping,
+                             ": transformers' Gemma3ForCausalLM does not apply it "
+                             "(set it to null)"));
   }
   WEFT_ASSIGN_OR_RETURN(config.final_logit_softcapping,
                         soft_cap(fields, root, "final_logit_softcapping",
@@ -110,8 +114,9 @@ absl::Status parse_attention_fields(const JsonFields& fields, const nlohmann::js
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> bidirectional,
                         fields.optional_bool("use_bidirectional_attention"));
   if (bidirectional.value_or(false)) {
-    return config_error(fields, "field 'use_bidirectional_attention' is true: weft implements "
-                                "causal attention only");
+    return config_error(fields,
+                        "field 'use_bidirectional_attention' is true: weft implements "
+                        "causal attention only");
   }
   return absl::OkStatus();
 }
@@ -123,7 +128,8 @@ absl::Status parse_windows(const JsonFields& fields, const nlohmann::json& root,
   WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> window, fields.optional_int("sliding_window"));
   if (!present(root, "sliding_window")) window = 4096;
   if (window && *window <= 0) {
-    return config_error(fields, absl::StrCat("field 'sliding_window' must be positive, got ", *window));
+    return config_error(fields,
+                        absl::StrCat("field 'sliding_window' must be positive, got ", *window));
   }
   config.sliding_window = window;
 
@@ -132,14 +138,15 @@ absl::Status parse_windows(const JsonFields& fields, const nlohmann::json& root,
   auto types = root.find("layer_types");
   if (types != root.end() && !types->is_null()) {
     if (!types->is_array() || static_cast<int64_t>(types->size()) != layers) {
-      return fields.type_error("layer_types",
-                               absl::StrCat("a list of ", layers, " layer types (num_hidden_layers)"));
+      return fields.type_error(
+          "layer_types", absl::StrCat("a list of ", layers, " layer types (num_hidden_layers)"));
     }
     for (int64_t i = 0; i < layers; ++i) {
       const nlohmann::json& t = (*types)[static_cast<size_t>(i)];
       if (t != kFull && t != kSliding) {
-        return config_error(fields, absl::StrCat("field 'layer_types[", i, "]' is ", t.dump(),
-                                                 " (supported: \"full_attention\", \"sliding_attention\")"));
+        return config_error(
+            fields, absl::StrCat("field 'layer_types[", i, "]' is ", t.dump(),
+                                 " (supported: \"full_attention\", \"sliding_attention\")"));
       }
       sliding[static_cast<size_t>(i)] = t == kSliding;
     }
@@ -147,11 +154,12 @@ absl::Status parse_windows(const JsonFields& fields, const nlohmann::json& root,
     int64_t pattern = 2;  // Gemma2Config: sliding if (i + 1) % 2, i.e. layers 0, 2, 4, ...
     source = "the default layer pattern";
     if (gemma3) {
-      WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> p, fields.optional_int("sliding_window_pattern"));
+      WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> p,
+                            fields.optional_int("sliding_window_pattern"));
       pattern = p.value_or(6);
       if (pattern <= 0) {
-        return config_error(fields, absl::StrCat("field 'sliding_window_pattern' must be positive, got ",
-                                                 pattern));
+        return config_error(
+            fields, absl::StrCat("field 'sliding_window_pattern' must be positive, got ", pattern));
       }
       source = absl::StrCat("sliding_window_pattern ", pattern);
     }
@@ -211,18 +219,20 @@ absl::Status parse_layer_rope(const JsonFields& fields, const MergedRope& merged
   WEFT_ASSIGN_OR_RETURN(std::optional<std::string> legacy, legacy_type.optional_string("type"));
   const std::string name = type ? *type : legacy.value_or("default");
   if (legacy && *legacy != name) {
-    return config_error(fields, absl::StrCat(
-        "field '", legacy_type.field_name("type"), "' is '", *legacy, "' but the ", layer_type,
-        " layers' rope type is '", name, "' (transformers reads rope_type, default when "
-        "rope_parameters has no ", layer_type, " entry, and ignores 'type'); set rope_type"));
+    return config_error(fields,
+                        absl::StrCat("field '", legacy_type.field_name("type"), "' is '", *legacy,
+                                     "' but the ", layer_type, " layers' rope type is '", name,
+                                     "' (transformers reads rope_type, default when "
+                                     "rope_parameters has no ",
+                                     layer_type, " entry, and ignores 'type'); set rope_type"));
   }
   const JsonFields partial = merged.fields_for(source, "partial_rotary_factor");
   WEFT_ASSIGN_OR_RETURN(std::optional<double> factor_part,
                         partial.optional_number("partial_rotary_factor"));
   if (factor_part && *factor_part != 1.0) {
-    return config_error(fields, absl::StrCat("field '", partial.field_name("partial_rotary_factor"),
-                                             "' is ", *factor_part,
-                                             " (Gemma3ForCausalLM rotates the whole head: 1.0)"));
+    return config_error(
+        fields, absl::StrCat("field '", partial.field_name("partial_rotary_factor"), "' is ",
+                             *factor_part, " (Gemma3ForCausalLM rotates the whole head: 1.0)"));
   }
   const JsonFields factor = merged.fields_for(source, "factor");
   out.rope_scaling = RopeScaling{};
@@ -236,10 +246,11 @@ absl::Status parse_layer_rope(const JsonFields& fields, const MergedRope& merged
     return absl::OkStatus();
   }
   if (name != "linear") {
-    return config_error(fields, absl::StrCat("unknown rope type '", name, "' in field '",
-                                             (type ? rope_type.field_name("rope_type")
-                                                   : legacy_type.field_name("type")),
-                                             "' (supported for Gemma3ForCausalLM: default, linear)"));
+    return config_error(
+        fields,
+        absl::StrCat("unknown rope type '", name, "' in field '",
+                     (type ? rope_type.field_name("rope_type") : legacy_type.field_name("type")),
+                     "' (supported for Gemma3ForCausalLM: default, linear)"));
   }
   WEFT_ASSIGN_OR_RETURN(std::optional<double> f, factor.optional_number("factor"));
   if (!f) {
@@ -270,10 +281,11 @@ absl::Status parse_gemma3_rope(const JsonFields& fields, const nlohmann::json& r
     }
     for (const auto& [key, value] : params->items()) {
       if (key != kFull && key != kSliding) {
-        return config_error(fields, absl::StrCat(
-            "field 'rope_parameters' has key '", key, "': ", config.architecture,
-            " reads RoPE parameters per layer type ({\"full_attention\": {...}, "
-            "\"sliding_attention\": {...}}) and transformers ignores any other key"));
+        return config_error(
+            fields,
+            absl::StrCat("field 'rope_parameters' has key '", key, "': ", config.architecture,
+                         " reads RoPE parameters per layer type ({\"full_attention\": {...}, "
+                         "\"sliding_attention\": {...}}) and transformers ignores any other key"));
       }
       if (value.is_null()) continue;
       if (!value.is_object()) {
@@ -293,15 +305,18 @@ absl::Status parse_gemma3_rope(const JsonFields& fields, const nlohmann::json& r
     for (const auto& [k, v] : scaling->items()) full.set(k, v, "rope_scaling.");
   }
   WEFT_ASSIGN_OR_RETURN(std::optional<double> theta, fields.optional_number("rope_theta"));
-  WEFT_ASSIGN_OR_RETURN(std::optional<double> local, fields.optional_number("rope_local_base_freq"));
-  WEFT_ASSIGN_OR_RETURN(std::optional<double> partial, fields.optional_number("partial_rotary_factor"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> local,
+                        fields.optional_number("rope_local_base_freq"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<double> partial,
+                        fields.optional_number("partial_rotary_factor"));
   if (partial && *partial != 1.0) {
     return config_error(fields, absl::StrCat("field 'partial_rotary_factor' is ", *partial,
                                              " (Gemma3ForCausalLM rotates the whole head: 1.0)"));
   }
   ModelConfig::LayerRope full_rope, sliding_rope;
   WEFT_RETURN_IF_ERROR(parse_layer_rope(fields, full, kFull, theta.value_or(1e6), full_rope));
-  WEFT_RETURN_IF_ERROR(parse_layer_rope(fields, sliding, kSliding, local.value_or(1e4), sliding_rope));
+  WEFT_RETURN_IF_ERROR(
+      parse_layer_rope(fields, sliding, kSliding, local.value_or(1e4), sliding_rope));
   config.rope_theta = full_rope.rope_theta;
   config.rope_scaling = full_rope.rope_scaling;
   config.rope_scaling.original_max_position_embeddings = config.max_position_embeddings;

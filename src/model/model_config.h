@@ -40,7 +40,8 @@ struct ModelConfig {
   std::string architecture;  // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
                              // "Qwen3ForCausalLM", "Phi3ForCausalLM", "Gemma2ForCausalLM",
                              // "Gemma3ForCausalLM"
-  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"
+  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2",
+                             // "gemma3_text"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;

@@ -93,7 +93,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
       config.query_pre_attn_scalar || config.attn_logit_softcapping ||
       config.final_logit_softcapping || config.sliding_rope) {
     return absl::UnimplementedError(absl::StrCat(
-        "--device cuda: ", config.architecture, " (Gemma norms, GeGLU, embedding scale, "
+        "--device cuda: ", config.architecture,
+        " (Gemma norms, GeGLU, embedding scale, "
         "query_pre_attn_scalar, soft-capping, per-layer RoPE) is not implemented on the GPU yet; "
         "use --device cpu"));
   }

@@ -15,9 +15,15 @@ Tensor plus_one_f32(const Tensor& w) {
   for (int64_t i = 0; i < n; ++i) {
     float x = 0.0f;
     switch (w.dtype()) {
-      case DType::kBF16: x = bf16_to_float(w.data_as<const uint16_t>()[i]); break;
-      case DType::kF16: x = f16_to_float(w.data_as<const uint16_t>()[i]); break;
-      default: x = w.data_as<const float>()[i]; break;
+      case DType::kBF16:
+        x = bf16_to_float(w.data_as<const uint16_t>()[i]);
+        break;
+      case DType::kF16:
+        x = f16_to_float(w.data_as<const uint16_t>()[i]);
+        break;
+      default:
+        x = w.data_as<const float>()[i];
+        break;
     }
     o[i] = 1.0f + x;
   }

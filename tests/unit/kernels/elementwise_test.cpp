@@ -180,11 +180,18 @@ TEST_P(ElementwiseTest, GeluTanhAndMul) {
 // same formula and constants as transformers' gelu_pytorch_tanh.
 TEST_P(ElementwiseTest, GeluTanhMatchesTorch) {
   ThreadPool pool(1);
-  const std::vector<float> x = {-6.0f, -3.0999999f, -1.0f, -0.300000012f, 0.0f,
-                                0.0199999996f, 0.699999988f, 1.5f, 2.9000001f, 8.0f};
-  const std::vector<float> torch = {-0.0f, -2.626568079e-03f, -1.588079929e-01f,
-                                    -1.146290824e-01f, 0.0f, 1.015956607e-02f,
-                                    5.305701494e-01f, 1.399571538e+00f, 2.895033360e+00f, 8.0f};
+  const std::vector<float> x = {-6.0f,         -3.0999999f,  -1.0f, -0.300000012f, 0.0f,
+                                0.0199999996f, 0.699999988f, 1.5f,  2.9000001f,    8.0f};
+  const std::vector<float> torch = {-0.0f,
+                                    -2.626568079e-03f,
+                                    -1.588079929e-01f,
+                                    -1.146290824e-01f,
+                                    0.0f,
+                                    1.015956607e-02f,
+                                    5.305701494e-01f,
+                                    1.399571538e+00f,
+                                    2.895033360e+00f,
+                                    8.0f};
   const int64_t n = static_cast<int64_t>(x.size());
   std::vector<float> gu(x);
   gu.insert(gu.end(), x.size(), 1.0f);  // up = 1
@@ -193,7 +200,8 @@ TEST_P(ElementwiseTest, GeluTanhMatchesTorch) {
   gelu_tanh_and_mul(g, out, pool);
   for (int64_t i = 0; i < n; ++i) {
     const float got = out.data_as<float>()[i];
-    EXPECT_NEAR(got, torch[i], 2.5e-7f * std::max(1.0f, std::fabs(torch[i])) + 1e-9f) << "x = " << x[i];
+    EXPECT_NEAR(got, torch[i], 2.5e-7f * std::max(1.0f, std::fabs(torch[i])) + 1e-9f)
+        << "x = " << x[i];
   }
 }
 

@@ -223,11 +223,14 @@ TEST(CliTest, InfoShowsAttentionWindows) {
   EXPECT_NE(info("llama_gqa").find("attention: full causal on every layer"), std::string::npos);
   EXPECT_EQ(info("llama_gqa").find("soft-capping"), std::string::npos);
   const std::string gemma2 = info("gemma2_softcap");
-  EXPECT_NE(gemma2.find("attention: sliding window 8 on 2 of 3 layers (0,2), full causal on the others"),
-            std::string::npos);
+  EXPECT_NE(
+      gemma2.find("attention: sliding window 8 on 2 of 3 layers (0,2), full causal on the others"),
+      std::string::npos);
   EXPECT_NE(gemma2.find("mlp: GeGLU (gelu_pytorch_tanh), embeddings x 8"), std::string::npos);
   EXPECT_NE(gemma2.find("soft-capping: attention 5, final logits 20"), std::string::npos);
-  EXPECT_NE(info("gemma3_text").find("rope: full-attention layers theta 1e+06, linear x4; sliding-window layers theta 10000"),
+  EXPECT_NE(info("gemma3_text")
+                .find("rope: full-attention layers theta 1e+06, linear x4; sliding-window layers "
+                      "theta 10000"),
             std::string::npos);
 }
 

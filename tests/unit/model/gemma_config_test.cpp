@@ -1,13 +1,14 @@
 // Gemma2ForCausalLM / Gemma3ForCausalLM config.json parsing (model/gemma_config.h): the fields
 // transformers' Gemma2Config / Gemma3TextConfig resolve (model_config_reference.json, cases with
 // a "gemma" entry; the shared fields are checked by model_config_test.cpp), and the refusals.
+#include "model/gemma_config.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "model/gemma_config.h"
 #include "model/model_config.h"
 #include "model/rope.h"
 #include "nlohmann/json.hpp"
@@ -63,11 +64,13 @@ TEST(GemmaConfigTest, MatchesTransformersResolution) {
               g["attention_scale"].get<double>());
     EXPECT_EQ(config->attn_logit_softcapping, optional_number(g["attn_logit_softcapping"]));
     EXPECT_EQ(config->final_logit_softcapping, optional_number(g["final_logit_softcapping"]));
-    EXPECT_EQ(config->embedding_multiplier, static_cast<float>(g["embedding_multiplier"].get<double>()));
+    EXPECT_EQ(config->embedding_multiplier,
+              static_cast<float>(g["embedding_multiplier"].get<double>()));
     const auto layer_types = g["layer_types"].get<std::vector<std::string>>();
     ASSERT_EQ(layer_types.size(), config->layer_window.size());
     for (size_t i = 0; i < layer_types.size(); ++i) {
-      EXPECT_EQ(config->layer_window[i] > 0, layer_types[i] == "sliding_attention") << "layer " << i;
+      EXPECT_EQ(config->layer_window[i] > 0, layer_types[i] == "sliding_attention")
+          << "layer " << i;
     }
     if (!g.contains("sliding_rope_theta")) {
       EXPECT_FALSE(config->sliding_rope.has_value());
@@ -76,13 +79,15 @@ TEST(GemmaConfigTest, MatchesTransformersResolution) {
     ++gemma3_cases;
     ASSERT_TRUE(config->sliding_rope.has_value());
     EXPECT_EQ(config->sliding_rope->rope_theta, g["sliding_rope_theta"].get<double>());
-    EXPECT_EQ(config->sliding_rope->rope_scaling.type,
-              g["sliding_rope_type"] == "linear" ? RopeScalingType::kLinear : RopeScalingType::kDefault);
+    EXPECT_EQ(config->sliding_rope->rope_scaling.type, g["sliding_rope_type"] == "linear"
+                                                           ? RopeScalingType::kLinear
+                                                           : RopeScalingType::kDefault);
     const std::vector<float> sliding = rope_inv_freq(sliding_rope_config(*config));
     const auto& want = g["sliding_inv_freq"];
     ASSERT_EQ(sliding.size(), want.size());
     for (size_t i = 0; i < sliding.size(); ++i) {
-      EXPECT_LE(ulp_distance(sliding[i], static_cast<float>(want[i].get<double>())), 1) << "[" << i << "]";
+      EXPECT_LE(ulp_distance(sliding[i], static_cast<float>(want[i].get<double>())), 1)
+          << "[" << i << "]";
     }
   }
   EXPECT_GE(gemma_cases, 6);
@@ -160,9 +165,10 @@ TEST(GemmaConfigTest, EmbeddingMultiplierIsRoundedToTheCheckpointDtype) {
 }
 
 TEST(GemmaConfigTest, Gemma3RopeLegacyAndPerLayerTypeForms) {
-  auto legacy = parse("gemma3_text", {{"rope_theta", 5e5},
-                                      {"rope_local_base_freq", 2e4},
-                                      {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}}});
+  auto legacy =
+      parse("gemma3_text", {{"rope_theta", 5e5},
+                            {"rope_local_base_freq", 2e4},
+                            {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}}});
   ASSERT_TRUE(legacy.ok()) << legacy.status();
   EXPECT_EQ(legacy->rope_theta, 5e5);
   EXPECT_EQ(legacy->rope_scaling.type, RopeScalingType::kLinear);
@@ -170,11 +176,11 @@ TEST(GemmaConfigTest, Gemma3RopeLegacyAndPerLayerTypeForms) {
   EXPECT_EQ(legacy->sliding_rope->rope_theta, 2e4);
   EXPECT_EQ(legacy->sliding_rope->rope_scaling.type, RopeScalingType::kDefault);
 
-  auto nested = parse("gemma3_text",
-                      {{"rope_parameters",
-                        {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 3e5}}},
-                         {"sliding_attention", {{"rope_type", "linear"}, {"factor", 2.0}}}}},
-                       {"rope_local_base_freq", 9e3}});
+  auto nested =
+      parse("gemma3_text", {{"rope_parameters",
+                             {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 3e5}}},
+                              {"sliding_attention", {{"rope_type", "linear"}, {"factor", 2.0}}}}},
+                            {"rope_local_base_freq", 9e3}});
   ASSERT_TRUE(nested.ok()) << nested.status();
   EXPECT_EQ(nested->rope_theta, 3e5);
   EXPECT_EQ(nested->rope_scaling.type, RopeScalingType::kDefault);
@@ -185,21 +191,24 @@ TEST(GemmaConfigTest, Gemma3RopeLegacyAndPerLayerTypeForms) {
 TEST(GemmaConfigTest, UnimplementedOrAmbiguousFieldsAreRefusedByName) {
   EXPECT_THAT(error("gemma2", {{"hidden_activation", "gelu"}}),
               HasSubstr("field 'hidden_activation' is 'gelu' (weft implements gelu_pytorch_tanh"));
-  EXPECT_THAT(error("gemma2", {{"hidden_activation", nullptr}, {"hidden_act", "silu"}}),
-              HasSubstr("field 'hidden_act' is 'silu' but 'hidden_activation' is 'gelu_pytorch_tanh'"));
+  EXPECT_THAT(
+      error("gemma2", {{"hidden_activation", nullptr}, {"hidden_act", "silu"}}),
+      HasSubstr("field 'hidden_act' is 'silu' but 'hidden_activation' is 'gelu_pytorch_tanh'"));
   EXPECT_TRUE(parse("gemma2", {{"hidden_act", "gelu_pytorch_tanh"}}).ok());
   EXPECT_THAT(error("gemma3_text", {{"use_bidirectional_attention", true}}),
               HasSubstr("field 'use_bidirectional_attention' is true"));
   EXPECT_THAT(error("gemma2", {{"use_bidirectional_attention", true}}),
               HasSubstr("use_bidirectional_attention"));
   EXPECT_THAT(error("gemma3_text", {{"attn_logit_softcapping", 50.0}}),
-              HasSubstr("field 'attn_logit_softcapping' is 50: transformers' Gemma3ForCausalLM does not apply it"));
+              HasSubstr("field 'attn_logit_softcapping' is 50: transformers' Gemma3ForCausalLM "
+                        "does not apply it"));
   EXPECT_TRUE(parse("gemma3_text", {{"final_logit_softcapping", 30.0}}).ok());
   EXPECT_THAT(error("gemma2", {{"final_logit_softcapping", 0.0}}),
               HasSubstr("field 'final_logit_softcapping' must be positive or null"));
   EXPECT_THAT(error("gemma2", {{"attn_logit_softcapping", -1.0}}),
               HasSubstr("field 'attn_logit_softcapping' must be positive or null"));
-  EXPECT_THAT(error("gemma2", {{"query_pre_attn_scalar", 0}}), HasSubstr("'query_pre_attn_scalar' must be positive"));
+  EXPECT_THAT(error("gemma2", {{"query_pre_attn_scalar", 0}}),
+              HasSubstr("'query_pre_attn_scalar' must be positive"));
   EXPECT_THAT(error("gemma2", {{"query_pre_attn_scalar", 168.5}}),
               HasSubstr("field 'query_pre_attn_scalar' must be an integer"));
 }
@@ -209,25 +218,31 @@ TEST(GemmaConfigTest, StrictConfigClassErrorsNameTheField) {
   null_kv["num_key_value_heads"] = nullptr;
   auto status = parse_model_config(null_kv.dump(), "c.json").status();
   EXPECT_THAT(status.message(), HasSubstr("field 'num_key_value_heads' is null"));
-  nlohmann::json null_head = nlohmann::json::parse(gemma_config("gemma3_text", nlohmann::json::object()));
+  nlohmann::json null_head =
+      nlohmann::json::parse(gemma_config("gemma3_text", nlohmann::json::object()));
   null_head["head_dim"] = nullptr;
   EXPECT_THAT(parse_model_config(null_head.dump(), "c.json").status().message(),
               HasSubstr("field 'head_dim' is null"));
   // validate_architecture: hidden_size % heads even with an explicit head_dim.
-  EXPECT_THAT(error("gemma2", {{"hidden_size", 18}}),
-              HasSubstr("field 'hidden_size' (18) must be a multiple of 'num_attention_heads' (4)"));
+  EXPECT_THAT(
+      error("gemma2", {{"hidden_size", 18}}),
+      HasSubstr("field 'hidden_size' (18) must be a multiple of 'num_attention_heads' (4)"));
 }
 
 TEST(GemmaConfigTest, WindowErrorsNameTheField) {
-  EXPECT_THAT(error("gemma2", {{"sliding_window", 0}}), HasSubstr("field 'sliding_window' must be positive"));
-  nlohmann::json null_window = nlohmann::json::parse(gemma_config("gemma2", nlohmann::json::object()));
+  EXPECT_THAT(error("gemma2", {{"sliding_window", 0}}),
+              HasSubstr("field 'sliding_window' must be positive"));
+  nlohmann::json null_window =
+      nlohmann::json::parse(gemma_config("gemma2", nlohmann::json::object()));
   null_window["sliding_window"] = nullptr;
   EXPECT_THAT(parse_model_config(null_window.dump(), "c.json").status().message(),
-              HasSubstr("layer 0 is sliding_attention (the default layer pattern) but field 'sliding_window' is null"));
+              HasSubstr("layer 0 is sliding_attention (the default layer pattern) but field "
+                        "'sliding_window' is null"));
   null_window["layer_types"] = {"full_attention", "full_attention"};
   EXPECT_TRUE(parse_model_config(null_window.dump(), "c.json").ok());
-  EXPECT_THAT(error("gemma2", {{"sliding_window", 4096}}),
-              HasSubstr("field 'sliding_window' (4096) is larger than 'max_position_embeddings' (128)"));
+  EXPECT_THAT(
+      error("gemma2", {{"sliding_window", 4096}}),
+      HasSubstr("field 'sliding_window' (4096) is larger than 'max_position_embeddings' (128)"));
   EXPECT_THAT(error("gemma3_text", {{"layer_types", {"sliding_attention"}}}),
               HasSubstr("field 'layer_types' must be a list of 2 layer types"));
   EXPECT_THAT(error("gemma3_text", {{"layer_types", {"sliding_attention", "chunked_attention"}}}),
@@ -241,23 +256,33 @@ TEST(GemmaConfigTest, WindowErrorsNameTheField) {
 }
 
 TEST(GemmaConfigTest, Gemma3RopeErrorsNameTheField) {
-  EXPECT_THAT(error("gemma3_text", {{"rope_parameters", {{"rope_type", "linear"}, {"factor", 8.0}}}}),
-              HasSubstr("field 'rope_parameters' has key"));
+  EXPECT_THAT(
+      error("gemma3_text", {{"rope_parameters", {{"rope_type", "linear"}, {"factor", 8.0}}}}),
+      HasSubstr("field 'rope_parameters' has key"));
   EXPECT_THAT(error("gemma3_text", {{"rope_scaling", {{"type", "linear"}, {"factor", 8.0}}}}),
-              HasSubstr("field 'rope_scaling.type' is 'linear' but the full_attention layers' rope type is 'default'"));
+              HasSubstr("field 'rope_scaling.type' is 'linear' but the full_attention layers' rope "
+                        "type is 'default'"));
   EXPECT_THAT(error("gemma3_text", {{"rope_scaling", {{"factor", 8.0}}}}),
-              HasSubstr("field 'rope_scaling.factor' is set but the full_attention layers' rope type is default"));
-  EXPECT_THAT(error("gemma3_text", {{"rope_parameters", {{"sliding_attention", {{"rope_type", "yarn"}, {"factor", 2.0}}}}}}),
-              HasSubstr("unknown rope type 'yarn' in field 'rope_parameters.sliding_attention.rope_type' "
-                        "(supported for Gemma3ForCausalLM: default, linear)"));
-  EXPECT_THAT(error("gemma3_text", {{"rope_parameters", {{"full_attention", {{"rope_type", "linear"}}}}}}),
-              HasSubstr("missing field 'rope_parameters.full_attention.factor' for rope type linear"));
-  EXPECT_THAT(error("gemma3_text", {{"rope_parameters", {{"full_attention", {{"partial_rotary_factor", 0.5}}}}}}),
+              HasSubstr("field 'rope_scaling.factor' is set but the full_attention layers' rope "
+                        "type is default"));
+  EXPECT_THAT(
+      error("gemma3_text", {{"rope_parameters",
+                             {{"sliding_attention", {{"rope_type", "yarn"}, {"factor", 2.0}}}}}}),
+      HasSubstr("unknown rope type 'yarn' in field 'rope_parameters.sliding_attention.rope_type' "
+                "(supported for Gemma3ForCausalLM: default, linear)"));
+  EXPECT_THAT(
+      error("gemma3_text", {{"rope_parameters", {{"full_attention", {{"rope_type", "linear"}}}}}}),
+      HasSubstr("missing field 'rope_parameters.full_attention.factor' for rope type linear"));
+  EXPECT_THAT(error("gemma3_text",
+                    {{"rope_parameters", {{"full_attention", {{"partial_rotary_factor", 0.5}}}}}}),
               HasSubstr("field 'rope_parameters.full_attention.partial_rotary_factor' is 0.5"));
-  EXPECT_THAT(error("gemma3_text", {{"partial_rotary_factor", 0.5}}), HasSubstr("field 'partial_rotary_factor' is 0.5"));
-  EXPECT_THAT(error("gemma3_text", {{"rope_parameters", {{"full_attention", {{"rope_theta", -1.0}}}}}}),
-              HasSubstr("field 'rope_parameters.full_attention.rope_theta' must be positive"));
-  EXPECT_THAT(error("gemma2", {{"partial_rotary_factor", 0.5}}), HasSubstr("partial_rotary_factor"));
+  EXPECT_THAT(error("gemma3_text", {{"partial_rotary_factor", 0.5}}),
+              HasSubstr("field 'partial_rotary_factor' is 0.5"));
+  EXPECT_THAT(
+      error("gemma3_text", {{"rope_parameters", {{"full_attention", {{"rope_theta", -1.0}}}}}}),
+      HasSubstr("field 'rope_parameters.full_attention.rope_theta' must be positive"));
+  EXPECT_THAT(error("gemma2", {{"partial_rotary_factor", 0.5}}),
+              HasSubstr("partial_rotary_factor"));
 }
 
 }  // namespace
