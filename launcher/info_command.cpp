@@ -53,6 +53,41 @@ std::string experts(const ModelConfig& c) {
   return out;
 }
 
+std::string rope_description(double theta, const RopeScaling& scaling) {
+  std::string out = absl::StrCat("theta ", theta);
+  if (scaling.type == RopeScalingType::kLinear) absl::StrAppend(&out, ", linear x", scaling.factor);
+  if (scaling.type == RopeScalingType::kLlama3) absl::StrAppend(&out, ", llama3 x", scaling.factor);
+  if (scaling.type == RopeScalingType::kLongRope) absl::StrAppend(&out, ", longrope");
+  if (scaling.type == RopeScalingType::kYarn) absl::StrAppend(&out, ", yarn x", scaling.factor);
+  return out;
+}
+
+// What Gemma 2 / 3 compute differently from the Llama layout; empty for the other families.
+std::string gemma_lines(const ModelConfig& c) {
+  if (!c.sandwich_norms) return "";
+  std::string out = absl::StrCat(
+      "norms: scale 1 + w; also on the attention and MLP outputs before each residual add\n",
+      "mlp: ",
+      c.mlp_activation == MlpActivation::kGeluTanh ? "GeGLU (gelu_pytorch_tanh)" : "SwiGLU",
+      ", embeddings x ", c.embedding_multiplier, "\n");
+  if (c.query_pre_attn_scalar) {
+    absl::StrAppend(&out, "attention scale: query_pre_attn_scalar ", *c.query_pre_attn_scalar,
+                    "^-0.5\n");
+  }
+  absl::StrAppend(&out, "soft-capping: attention ",
+                  c.attn_logit_softcapping ? absl::StrCat(*c.attn_logit_softcapping) : "none",
+                  ", final logits ",
+                  c.final_logit_softcapping ? absl::StrCat(*c.final_logit_softcapping) : "none",
+                  "\n");
+  if (c.sliding_rope) {
+    absl::StrAppend(&out, "rope: full-attention layers ",
+                    rope_description(c.rope_theta, c.rope_scaling), "; sliding-window layers ",
+                    rope_description(c.sliding_rope->rope_theta, c.sliding_rope->rope_scaling),
+                    "\n");
+  }
+  return out;
+}
+
 // Weight elements of the whole model, and those one token's forward reads (a sparse layer's
 // router, its top-k experts and its shared expert, not the other experts).
 struct ParameterCounts {
@@ -114,7 +149,8 @@ int run_info(const std::vector<std::string>& args) {
             << ", attention bias: " << (c.attention_bias ? "yes" : "no")
             << ", q/k norm: " << (c.qk_norm ? "yes" : "no") << "\n"
             << "attention: " << attention_windows(c) << "\n"
-            << "experts: " << experts(c) << "\n";
+            << "experts: " << experts(c) << "\n"
+            << gemma_lines(c);
   const ParameterCounts params = parameter_counts(c);
   std::cout << "parameters: " << params.total << " (per token: " << params.active
             << " read, biases and q/k norms not counted)\n";

@@ -25,6 +25,51 @@ void silu_and_mul(const TensorView& gate_up, const TensorView& out, ThreadPool& 
       std::max<int64_t>(1, 8192 / inter));
 }
 
+void gelu_tanh_and_mul(const TensorView& gate_up, const TensorView& out, ThreadPool& pool) {
+  const int64_t inter = out.shape[out.shape.rank() - 1];
+  assert(gate_up.dtype == DType::kF32 && out.dtype == DType::kF32 && inter > 0);
+  assert(gate_up.numel() == 2 * out.numel());
+  const int64_t rows = out.numel() / inter;
+  const cpu::VecOps& ops = cpu::vec_ops();
+  const float* g = gate_up.as<const float>();
+  float* o = out.as<float>();
+  pool.parallel_for(
+      rows,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          ops.gelu_tanh_mul(g + r * 2 * inter, g + r * 2 * inter + inter, o + r * inter, inter);
+        }
+      },
+      std::max<int64_t>(1, 8192 / inter));
+}
+
+void softcap_inplace(const TensorView& x, float cap, ThreadPool& pool) {
+  assert(x.dtype == DType::kF32 && cap > 0.0f);
+  const cpu::VecOps& ops = cpu::vec_ops();
+  float* xp = x.as<float>();
+  constexpr int64_t kChunk = 4096;
+  const int64_t n = x.numel();
+  pool.parallel_for((n + kChunk - 1) / kChunk,
+                    [&](int64_t begin, int64_t end) {
+                      const int64_t e = std::min(n, end * kChunk);
+                      ops.softcap(xp + begin * kChunk, e - begin * kChunk, cap);
+                    },
+                    2);
+}
+
+void scale_inplace(const TensorView& x, float s, ThreadPool& pool) {
+  assert(x.dtype == DType::kF32);
+  float* xp = x.as<float>();
+  constexpr int64_t kChunk = 4096;
+  const int64_t n = x.numel();
+  pool.parallel_for((n + kChunk - 1) / kChunk,
+                    [&](int64_t begin, int64_t end) {
+                      const int64_t e = std::min(n, end * kChunk);
+                      for (int64_t i = begin * kChunk; i < e; ++i) xp[i] *= s;
+                    },
+                    8);
+}
+
 void add_inplace(const TensorView& y, const TensorView& x, ThreadPool& pool) {
   assert(y.dtype == DType::kF32 && x.dtype == DType::kF32 && y.numel() == x.numel());
   float* yp = y.as<float>();

@@ -161,6 +161,7 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
         const float* qr = q + ((q_row0 + j) * g.num_heads + head) * d;
         float* s = sc.scores.data();
         ops.dot_rows(qr, kp + skip * stride, n, d, stride, scale, s);
+        if (batch.softcap > 0.0f) ops.softcap(s, n, batch.softcap);
         float mx = s[0];
         for (int64_t t = 1; t < n; ++t) mx = std::max(mx, s[t]);
         const float old_max = sc.row_max[r];

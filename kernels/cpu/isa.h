@@ -35,6 +35,11 @@ struct VecOps {
   void (*silu_mul)(const float* g, const float* u, float* out, int64_t n);
   // x[i] = exp(x[i] - shift) in place; returns the sum of the new values.
   float (*exp_shift)(float* x, int64_t n, float shift);
+  // out[i] = gelu_tanh(g[i]) * u[i], gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  // (torch's gelu(approximate="tanh")); out may alias g or u.
+  void (*gelu_tanh_mul)(const float* g, const float* u, float* out, int64_t n);
+  // x[i] = cap * tanh(x[i] / cap) in place (soft-capping).
+  void (*softcap)(float* x, int64_t n, float cap);
 };
 
 const VecOps& vec_ops(Isa isa);

@@ -219,9 +219,54 @@ float exp_shift(float* x, int64_t n, float shift) {
   return s;
 }
 
+// tanh(x) to a few ulp (Cephes tanhf): an odd polynomial for |x| < 0.625, else
+// 1 - 2 / (exp(2|x|) + 1) with the sign of x (exp_ps clamps, so large |x| gives exactly +-1).
+inline __m256 tanh_ps(__m256 x) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 ax = _mm256_andnot_ps(sign, x);
+  const __m256 z = _mm256_mul_ps(x, x);
+  __m256 p = _mm256_set1_ps(-5.70498872745e-3f);
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(2.06390887954e-2f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-5.37397155531e-2f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(1.33314422036e-1f));
+  p = _mm256_fmadd_ps(p, z, _mm256_set1_ps(-3.33332819422e-1f));
+  const __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, z), x, x);
+  const __m256 e = exp_ps(_mm256_add_ps(ax, ax));
+  __m256 large = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, one)));
+  large = _mm256_or_ps(large, _mm256_and_ps(x, sign));
+  return _mm256_blendv_ps(large, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.625f), _CMP_LT_OQ));
+}
+
+void gelu_tanh_mul(const float* g, const float* u, float* out, int64_t n) {
+  const __m256 beta = _mm256_set1_ps(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5));
+  const __m256 kappa = _mm256_set1_ps(0.044715f);
+  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) {
+    const __m256 x = _mm256_loadu_ps(g + i);
+    const __m256 cube = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+    const __m256 inner = _mm256_mul_ps(beta, _mm256_add_ps(x, _mm256_mul_ps(kappa, cube)));
+    const __m256 y = _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, tanh_ps(inner)));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(y, _mm256_loadu_ps(u + i)));
+  }
+  kVecOpsPortable.gelu_tanh_mul(g + i, u + i, out + i, n - i);
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const __m256 c = _mm256_set1_ps(cap);
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) {
+    const __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), c);
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(c, tanh_ps(v)));
+  }
+  kVecOpsPortable.softcap(x + i, n - i, cap);
+}
+
 }  // namespace
 
-const VecOps kVecOpsAvx2 = {widen, narrow, dot_rows, axpy_rows, sum_squares, silu_mul, exp_shift};
+const VecOps kVecOpsAvx2 = {widen,    narrow,    dot_rows,      axpy_rows, sum_squares,
+                            silu_mul, exp_shift, gelu_tanh_mul, softcap};
 
 }  // namespace weft::kernels::cpu
 

@@ -1,6 +1,7 @@
 // AVX-512 (f, bw, vl) vector routines. See isa.h for why the target pragma follows the includes.
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "core/half.h"
@@ -195,9 +196,54 @@ float exp_shift(float* x, int64_t n, float shift) {
   return _mm512_reduce_add_ps(sum);
 }
 
+// tanh(x) as tanh_ps in vec_avx2.cpp (Cephes tanhf).
+inline __m512 tanh_ps(__m512 x) {
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 ax = _mm512_abs_ps(x);
+  const __m512 z = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(-5.70498872745e-3f);
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(2.06390887954e-2f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-5.37397155531e-2f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(1.33314422036e-1f));
+  p = _mm512_fmadd_ps(p, z, _mm512_set1_ps(-3.33332819422e-1f));
+  const __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, z), x, x);
+  const __m512 e = exp_ps(_mm512_add_ps(ax, ax));
+  const __m512 large_abs =
+      _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, one)));
+  const __m512 large = _mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_castps_si512(large_abs), _mm512_and_si512(_mm512_castps_si512(x), sign)));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.625f), _CMP_LT_OQ), large,
+                              small);
+}
+
+void gelu_tanh_mul(const float* g, const float* u, float* out, int64_t n) {
+  const __m512 beta = _mm512_set1_ps(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5));
+  const __m512 kappa = _mm512_set1_ps(0.044715f);
+  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += kW) {
+    const __mmask16 m = n - i >= kW ? __mmask16(0xffff) : tail_mask(n - i);
+    const __m512 x = _mm512_maskz_loadu_ps(m, g + i);
+    const __m512 cube = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+    const __m512 inner = _mm512_mul_ps(beta, _mm512_add_ps(x, _mm512_mul_ps(kappa, cube)));
+    const __m512 y = _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, tanh_ps(inner)));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(y, _mm512_maskz_loadu_ps(m, u + i)));
+  }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const __m512 c = _mm512_set1_ps(cap);
+  for (int64_t i = 0; i < n; i += kW) {
+    const __mmask16 m = n - i >= kW ? __mmask16(0xffff) : tail_mask(n - i);
+    const __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), c);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(c, tanh_ps(v)));
+  }
+}
+
 }  // namespace
 
-const VecOps kVecOpsAvx512 = {widen, narrow, dot_rows, axpy_rows, sum_squares, silu_mul, exp_shift};
+const VecOps kVecOpsAvx512 = {widen,    narrow,    dot_rows,      axpy_rows, sum_squares,
+                              silu_mul, exp_shift, gelu_tanh_mul, softcap};
 
 }  // namespace weft::kernels::cpu
 

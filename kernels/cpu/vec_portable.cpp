@@ -93,9 +93,24 @@ float exp_shift(float* x, int64_t n, float shift) {
   return sum;
 }
 
+// The order of operations of torch's CPU gelu(approximate="tanh").
+void gelu_tanh_mul(const float* g, const float* u, float* out, int64_t n) {
+  constexpr float kBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+  constexpr float kKappa = 0.044715f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = g[i];
+    const float inner = kBeta * (x + kKappa * (x * x * x));
+    out[i] = 0.5f * x * (1.0f + std::tanh(inner)) * u[i];
+  }
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  for (int64_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] / cap);
+}
+
 }  // namespace
 
-const VecOps kVecOpsPortable = {widen,       narrow,   dot_rows, axpy_rows,
-                                sum_squares, silu_mul, exp_shift};
+const VecOps kVecOpsPortable = {widen,    narrow,    dot_rows,      axpy_rows, sum_squares,
+                                silu_mul, exp_shift, gelu_tanh_mul, softcap};
 
 }  // namespace weft::kernels::cpu

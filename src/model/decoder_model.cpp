@@ -34,13 +34,23 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
                           RmsNorm::load(ctx, prefix + ".input_layernorm", config.hidden_size));
     WEFT_ASSIGN_OR_RETURN(Attention attention, Attention::load(ctx, prefix + ".self_attn",
                                                                     config.layer_window[i]));
-    WEFT_ASSIGN_OR_RETURN(RmsNorm post_norm, RmsNorm::load(ctx, prefix + ".post_attention_layernorm",
-                                                           config.hidden_size));
-    Layer layer{std::move(input_norm), std::move(attention), std::move(post_norm), {}, {}};
+    const char* pre_mlp_norm =
+        config.sandwich_norms ? ".pre_feedforward_layernorm" : ".post_attention_layernorm";
+    WEFT_ASSIGN_OR_RETURN(RmsNorm post_norm,
+                          RmsNorm::load(ctx, prefix + pre_mlp_norm, config.hidden_size));
+    Layer layer{std::move(input_norm), std::move(attention), std::move(post_norm), {}, {}, {}, {}};
     if (config.moe.is_sparse(i)) {
       WEFT_ASSIGN_OR_RETURN(layer.moe, SparseMoe::load(ctx, i));
     } else {
       WEFT_ASSIGN_OR_RETURN(layer.mlp, GatedMlp::load(ctx, prefix + ".mlp"));
+    }
+    if (config.sandwich_norms) {
+      WEFT_ASSIGN_OR_RETURN(
+          layer.attention_output_norm,
+          RmsNorm::load(ctx, prefix + ".post_attention_layernorm", config.hidden_size));
+      WEFT_ASSIGN_OR_RETURN(
+          layer.mlp_output_norm,
+          RmsNorm::load(ctx, prefix + ".post_feedforward_layernorm", config.hidden_size));
     }
     model->layers_.push_back(std::move(layer));
   }
@@ -63,6 +73,13 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
                 pairs * sizeof(float));
   }
   model->rope_attention_scaling_ = weft::rope_attention_scaling(config);
+  if (config.sliding_rope) {
+    const std::vector<float> sliding = weft::rope_inv_freq(sliding_rope_config(config));
+    model->sliding_rope_inv_freq_ =
+        Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(sliding.size())});
+    std::memcpy(model->sliding_rope_inv_freq_.data_as<float>(), sliding.data(),
+                sliding.size() * sizeof(float));
+  }
   return model;
 }
 
@@ -78,7 +95,10 @@ KvCacheShape DecoderModel::kv_cache_shape(int block_size, DType dtype) const {
 
 absl::Status DecoderModel::embed(const ForwardContext& fc, const TensorView& hidden) const {
   if (!layout_.has_embedding) return absl::InternalError("embed() on a stage without embeddings");
-  return embedding_->forward(fc.batch.token_ids.view(), hidden, fc.tp, fc.pool);
+  WEFT_RETURN_IF_ERROR(embedding_->forward(fc.batch.token_ids.view(), hidden, fc.tp, fc.pool));
+  if (config_.embedding_multiplier != 1.0f)
+    kernels::scale_inplace(hidden, config_.embedding_multiplier, fc.pool);
+  return absl::OkStatus();
 }
 
 absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache& kv,
@@ -94,6 +114,14 @@ absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache
                           outer.tp,
                           outer.pool,
                           longrope ? &rope_table : outer.rope_table};
+  // Sliding layers with their own RoPE (Gemma 3) rotate by sliding_rope_inv_freq_.
+  const ForwardContext sliding_fc{
+      fc.batch,
+      sliding_rope_inv_freq_.defined() ? sliding_rope_inv_freq_ : fc.rope_inv_freq,
+      fc.rope_attention_scaling,
+      fc.tp,
+      fc.pool,
+      fc.rope_table};
   const int64_t tokens = fc.batch.num_tokens;
   Tensor x = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});
   Tensor delta = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});
@@ -106,12 +134,16 @@ absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache
       layer.input_norm.add_forward(hidden, delta.view(), x.view(), fc.pool);
     }
     const int li = static_cast<int>(i);
-    WEFT_RETURN_IF_ERROR(layer.attention.forward(fc, x.view(), kv.keys(li), kv.values(li),
+    const ForwardContext& layer_fc = layer.attention.window() > 0 ? sliding_fc : fc;
+    WEFT_RETURN_IF_ERROR(layer.attention.forward(layer_fc, x.view(), kv.keys(li), kv.values(li),
                                                  delta.view(), &kv.key_scales(li),
                                                  &kv.value_scales(li)));
+    if (layer.attention_output_norm)
+      layer.attention_output_norm->forward(delta.view(), delta.view(), fc.pool);
     layer.post_attention_norm.add_forward(hidden, delta.view(), x.view(), fc.pool);
     WEFT_RETURN_IF_ERROR(layer.moe ? layer.moe->forward(fc, x.view(), delta.view())
                                    : layer.mlp->forward(fc, x.view(), delta.view()));
+    if (layer.mlp_output_norm) layer.mlp_output_norm->forward(delta.view(), delta.view(), fc.pool);
   }
   if (!layers_.empty()) kernels::add_inplace(hidden, delta.view(), fc.pool);
   return absl::OkStatus();
@@ -131,6 +163,10 @@ absl::StatusOr<Tensor> DecoderModel::local_logits(const ForwardContext& fc,
   final_norm_->forward(selected.view(), selected.view(), fc.pool);
   Tensor logits = Tensor::empty(DType::kF32, Shape{rows, lm_head_->shard().count});
   lm_head_->forward(selected.view(), logits.view(), fc.pool);
+  if (config_.final_logit_softcapping) {
+    kernels::softcap_inplace(logits.view(), static_cast<float>(*config_.final_logit_softcapping),
+                             fc.pool);
+  }
   return logits;
 }
 
@@ -141,6 +177,8 @@ size_t DecoderModel::weight_bytes() const {
     bytes += layer.input_norm.weight_bytes() + layer.attention.weight_bytes() +
              layer.post_attention_norm.weight_bytes() +
              (layer.moe ? layer.moe->weight_bytes() : layer.mlp->weight_bytes());
+    if (layer.attention_output_norm) bytes += layer.attention_output_norm->weight_bytes();
+    if (layer.mlp_output_norm) bytes += layer.mlp_output_norm->weight_bytes();
   }
   if (final_norm_) bytes += final_norm_->weight_bytes();
   if (lm_head_) bytes += lm_head_->weight_bytes();

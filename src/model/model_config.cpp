@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "model/gemma_config.h"
 #include "model/json_reader.h"
 #include "model/moe_config.h"
 
@@ -21,7 +22,8 @@ constexpr ArchitectureInfo kArchitectures[] = {
     {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"}, {"Qwen2ForCausalLM", "qwen2"},
     {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
     {"MixtralForCausalLM", "mixtral"}, {"Qwen2MoeForCausalLM", "qwen2_moe"},
-    {"Qwen3MoeForCausalLM", "qwen3_moe"},
+    {"Qwen3MoeForCausalLM", "qwen3_moe"}, {"Gemma2ForCausalLM", "gemma2"},
+    {"Gemma3ForCausalLM", "gemma3_text"},
 };
 
 std::string supported_architectures() {
@@ -344,10 +346,11 @@ absl::Status parse_dtype(const JsonFields& fields, ModelConfig& config) {
 
 // Fields that change what the model computes and that weft does not implement are refused by
 // name, never read past: a checkpoint that relies on them would otherwise run and answer wrong.
-absl::Status refuse_unimplemented_fields(const JsonFields& fields) {
+absl::Status refuse_unimplemented_fields(const JsonFields& fields, const ModelConfig& config) {
   // transformers' ACT2FN: "silu" and "swish" are the same function, the one weft's MLP computes.
+  // (Gemma reads hidden_activation instead: model/gemma_config.cpp.)
   WEFT_ASSIGN_OR_RETURN(std::optional<std::string> act, fields.optional_string("hidden_act"));
-  if (act && *act != "silu" && *act != "swish") {
+  if (act && *act != "silu" && *act != "swish" && !is_gemma(config.model_type)) {
     return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field 'hidden_act' is '", *act,
                                                    "' (weft implements silu)"));
   }
@@ -452,12 +455,13 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   const JsonFields fields(root, source);
   ModelConfig config;
   WEFT_RETURN_IF_ERROR(resolve_architecture(fields, root, config));
-  WEFT_RETURN_IF_ERROR(refuse_unimplemented_fields(fields));
+  WEFT_RETURN_IF_ERROR(refuse_unimplemented_fields(fields, config));
   const std::string& type = config.model_type;
   // The MoE architectures share their dense relatives' attention (Mixtral: Mistral's).
   const bool is_qwen3 = type == "qwen3" || type == "qwen3_moe";
   const bool is_mistral = type == "mistral" || type == "mixtral";
   const bool is_phi3 = type == "phi3";
+  const bool is_gemma_type = is_gemma(type);
 
   WEFT_ASSIGN_OR_RETURN(config.vocab_size, positive_int(fields, "vocab_size"));
   WEFT_ASSIGN_OR_RETURN(config.hidden_size, positive_int(fields, "hidden_size"));
@@ -471,7 +475,11 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   if (fields.has("num_key_value_heads")) {
     WEFT_ASSIGN_OR_RETURN(config.num_key_value_heads, positive_int(fields, "num_key_value_heads"));
   } else if (root.find("num_key_value_heads") == root.end() && type != "llama" && !is_phi3) {
-    config.num_key_value_heads = is_mistral ? 8 : type == "qwen2_moe" ? 16 : type == "qwen3_moe" ? 4 : 32;
+    config.num_key_value_heads = is_mistral               ? 8
+                                 : is_gemma_type          ? kGemmaNumKeyValueHeads
+                                 : type == "qwen2_moe"    ? 16
+                                 : type == "qwen3_moe"    ? 4
+                                                          : 32;
   } else {
     config.num_key_value_heads = config.num_attention_heads;
   }
@@ -488,6 +496,8 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
     WEFT_ASSIGN_OR_RETURN(config.head_dim, positive_int(fields, "head_dim"));
   } else if (type == "qwen3" && head_dim_absent) {
     config.head_dim = 128;
+  } else if (is_gemma_type && head_dim_absent) {
+    config.head_dim = kGemmaHeadDim;
   } else {
     if (config.hidden_size % config.num_attention_heads != 0) {
       return absl::InvalidArgumentError(
@@ -505,10 +515,11 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   WEFT_ASSIGN_OR_RETURN(config.rms_norm_eps,
                         positive_number(fields, "rms_norm_eps",
                                         is_phi3 || type == "mixtral" ? 1e-5 : 1e-6));
-  WEFT_RETURN_IF_ERROR(parse_rope(fields, root, config));
+  // Gemma 3 keeps RoPE parameters per layer type (model/gemma_config.cpp).
+  if (type != "gemma3_text") WEFT_RETURN_IF_ERROR(parse_rope(fields, root, config));
 
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> tie, fields.optional_bool("tie_word_embeddings"));
-  config.tie_word_embeddings = tie.value_or(false);
+  config.tie_word_embeddings = tie.value_or(is_gemma_type);
 
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> attention_bias, fields.optional_bool("attention_bias"));
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> mlp_bias, fields.optional_bool("mlp_bias"));
@@ -541,6 +552,7 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
     if (root.find("eos_token_id") == root.end()) config.eos_token_ids = {32000};
     if (root.find("bos_token_id") == root.end()) config.bos_token_id = 1;
   }
+  if (is_gemma_type) WEFT_RETURN_IF_ERROR(parse_gemma_config(fields, root, config));
   return config;
 }
 

@@ -15,6 +15,10 @@ namespace weft {
 
 enum class RopeScalingType { kDefault, kLinear, kLlama3, kLongRope, kYarn };
 
+// The gate activation of the gated MLP: SiLU (SwiGLU; Llama family) or the tanh approximation of
+// GELU (GeGLU; Gemma's gelu_pytorch_tanh).
+enum class MlpActivation { kSilu, kGeluTanh };
+
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kDefault;
   double factor = 1.0;                              // linear, llama3, longrope, yarn
@@ -70,9 +74,10 @@ struct MoeConfig {
 struct ModelConfig {
   std::string architecture;  // "LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
                              // "Qwen3ForCausalLM", "Phi3ForCausalLM", "MixtralForCausalLM",
-                             // "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM"
+                             // "Qwen2MoeForCausalLM", "Qwen3MoeForCausalLM", "Gemma2ForCausalLM",
+                             // "Gemma3ForCausalLM"
   std::string model_type;    // "llama", "mistral", "qwen2", "qwen3", "phi3", "mixtral",
-                             // "qwen2_moe", "qwen3_moe"
+                             // "qwen2_moe", "qwen3_moe", "gemma2", "gemma3_text"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -109,6 +114,32 @@ struct ModelConfig {
   DType torch_dtype = DType::kF32;        // dtype the checkpoint declares
   std::vector<int64_t> eos_token_ids;     // from config.json (may be empty)
   std::optional<int64_t> bos_token_id;
+
+  // Gemma 2 / Gemma 3 (parsed in model/gemma_config.cpp; the defaults below are everyone else's).
+  // Every RMSNorm scales by (1 + weight), in F32, instead of weight.
+  bool norm_weight_plus_one = false;
+  // post_attention_layernorm normalises the attention output before its residual add, and
+  // pre_feedforward_layernorm / post_feedforward_layernorm sit before and after the MLP (its
+  // output normalised before its residual add); without it, post_attention_layernorm is the norm
+  // before the MLP (Llama).
+  bool sandwich_norms = false;
+  MlpActivation mlp_activation = MlpActivation::kSilu;
+  // The first stage multiplies the token embeddings by this (Gemma: sqrt(hidden_size) rounded to
+  // torch_dtype, as transformers casts it to the embedding weights' dtype).
+  float embedding_multiplier = 1.0f;
+  // Attention scores are q.k * query_pre_attn_scalar^-0.5 (Gemma); unset: head_dim^-0.5.
+  std::optional<int64_t> query_pre_attn_scalar;
+  // cap * tanh(x / cap) on the attention scores before the softmax, and on the LM-head logits.
+  std::optional<double> attn_logit_softcapping;
+  std::optional<double> final_logit_softcapping;
+  // Gemma 3: the RoPE of the sliding-window layers (rope_parameters.sliding_attention; legacy
+  // rope_local_base_freq), while the full-attention layers use rope_theta / rope_scaling above.
+  // Unset: every layer uses rope_theta / rope_scaling. Never longrope or partial rotary.
+  struct LayerRope {
+    double rope_theta = 10000.0;
+    RopeScaling rope_scaling;
+  };
+  std::optional<LayerRope> sliding_rope;
 };
 
 // Parses config.json text. `source` names the file in errors. Errors name the field and what was
@@ -137,6 +168,8 @@ struct ModelConfig {
 // partial_rotary_factor (inside rope_parameters, else top-level, else 1) must be in (0, 1] and
 // give an even rotary_dim >= 2; any other value than 1 is refused for the other architectures,
 // whose transformers modeling code rotates the whole head.
+// Gemma2ForCausalLM / Gemma3ForCausalLM: num_key_value_heads 4, head_dim 256 and tied embeddings
+// by default, and their own fields as model/gemma_config.h describes.
 absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
                                                const std::string& source = "config.json");
 absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir);

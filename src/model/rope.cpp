@@ -127,6 +127,15 @@ std::vector<float> rope_inv_freq(const ModelConfig& config) {
   return inv_freq;
 }
 
+ModelConfig sliding_rope_config(const ModelConfig& config) {
+  ModelConfig out = config;
+  if (config.sliding_rope) {
+    out.rope_theta = config.sliding_rope->rope_theta;
+    out.rope_scaling = config.sliding_rope->rope_scaling;
+  }
+  return out;
+}
+
 std::vector<std::vector<float>> rope_inv_freq_tables(const ModelConfig& config) {
   std::vector<std::vector<float>> tables{rope_inv_freq(config)};
   if (config.rope_scaling.type == RopeScalingType::kLongRope) {

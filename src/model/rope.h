@@ -24,6 +24,10 @@ int64_t rope_rotary_dim(const ModelConfig& config);
 // an ulp or so (the pow is computed in double and rounded).
 std::vector<float> rope_inv_freq(const ModelConfig& config);
 
+// `config` with the sliding layers' RoPE (config.sliding_rope, Gemma 3) as its rope_theta /
+// rope_scaling; `config` itself when it has none. rope_inv_freq of it gives those layers' table.
+ModelConfig sliding_rope_config(const ModelConfig& config);
+
 // Every set a token may use: row 0 is rope_inv_freq(config); longrope adds row 1, with
 // long_factor in place of short_factor. Each row has rotary_dim / 2 entries.
 std::vector<std::vector<float>> rope_inv_freq_tables(const ModelConfig& config);

@@ -183,7 +183,8 @@ TEST_P(EngineKvTest, ForkedSequencesEachSeeTheirOwnKv) {
 INSTANTIATE_TEST_SUITE_P(Models, EngineKvTest,
                          ::testing::Values("llama_gqa", "qwen2_bias", "mistral", "mistral_window",
                                            "qwen2_window", "phi3_longrope", "phi3_window",
-                                           "mixtral_moe", "qwen3_moe", "qwen2_moe"));
+                                           "mixtral_moe", "qwen3_moe", "qwen2_moe",
+                                           "gemma2_softcap", "gemma3_text"));
 
 }  // namespace
 }  // namespace weft::golden

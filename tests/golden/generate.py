@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates weft's golden models and their Hugging Face reference outputs.
 
-Builds tiny random-weight decoder models (Llama, Mistral, Qwen2, Qwen3, Phi3 and variants), saves each
+Builds tiny random-weight decoder models (Llama, Mistral, Qwen2, Qwen3, Phi3, Gemma2, Gemma3 and variants), saves each
 with `save_pretrained(safe_serialization=True)` under tests/golden/models/<name>/, and dumps the
 logits and greedy tokens that Hugging Face `transformers` computes for a fixed batch of prompts.
 
@@ -26,6 +26,10 @@ import transformers
 from safetensors.torch import save_file
 from transformers import (
     DynamicCache,
+    Gemma2Config,
+    Gemma2ForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
     GenerationConfig,
     LlamaConfig,
     LlamaForCausalLM,
@@ -59,6 +63,11 @@ MIN_GREEDY_MARGIN = 0.02
 # logits agree to ~1e-5 picks the same experts.
 MIN_ROUTER_MARGIN = 1e-4
 MAX_SEED_TRIES = 50
+# gemma2_softcap's caps: the attention scores have median |s| ~3 and 90th percentile ~8 before
+# capping, the prompt logits reach ~35 (both well into tanh's nonlinear range).
+GEMMA2_ATTN_SOFTCAP = 5.0
+GEMMA2_FINAL_SOFTCAP = 20.0
+GEMMA_MODEL_TYPES = ("gemma2", "gemma3_text")
 
 COMMON = dict(
     vocab_size=VOCAB_SIZE,
@@ -202,6 +211,32 @@ SPECS = [
          covers="Qwen2 with YaRN RoPE (factor 4 over an original 64 positions, default betas: at "
                 "head_dim 16 pairs 0-2 kept, 3+ interpolated, a ramp between; cos/sin scaled by "
                 "0.1 ln 4 + 1), tied embeddings"),
+    Spec("gemma2_softcap", Gemma2ForCausalLM, Gemma2Config,
+         dict(num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+              query_pre_attn_scalar=24, attn_logit_softcapping=GEMMA2_ATTN_SOFTCAP,
+              final_logit_softcapping=GEMMA2_FINAL_SOFTCAP, sliding_window=8,
+              rope_theta=10000.0, tie_word_embeddings=False),
+         base_seed=1300,
+         covers="Gemma2: 1 + w RMSNorms (weights around 0) incl. pre/post_feedforward_layernorm, "
+                "GeGLU (gelu_pytorch_tanh), embeddings scaled by sqrt(64), head_dim 32 != "
+                "hidden/heads, query_pre_attn_scalar 24 != head_dim, attention soft-capping "
+                f"{GEMMA2_ATTN_SOFTCAP} and final logit soft-capping {GEMMA2_FINAL_SOFTCAP} (both "
+                "in tanh's nonlinear range), default layer types (layers 0 and 2 sliding window 8, "
+                "layer 1 full), untied lm_head (random tied embeddings make a model that repeats "
+                "its input token)"),
+    Spec("gemma3_text", Gemma3ForCausalLM, Gemma3TextConfig,
+         dict(num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+              query_pre_attn_scalar=48, sliding_window=10, sliding_window_pattern=3,
+              rope_parameters=dict(
+                  full_attention=dict(rope_type="linear", factor=4.0, rope_theta=1000000.0),
+                  sliding_attention=dict(rope_type="default", rope_theta=10000.0)),
+              tie_word_embeddings=False),
+         base_seed=1400,
+         covers="Gemma3 (text): q_norm/k_norm (1 + w, weights around 0), 1 + w layer norms, "
+                "GeGLU, scaled embeddings, query_pre_attn_scalar 48, no soft-capping, "
+                "sliding_window_pattern 3 (layers 0, 1, 3 sliding window 10, layer 2 full), "
+                "RoPE per layer type: full layers theta 1e6 with linear scaling 4, sliding layers "
+                "theta 1e4, untied lm_head"),
     Spec("llama_bf16", LlamaForCausalLM, LlamaConfig,
          dict(num_attention_heads=8, num_key_value_heads=2, rope_theta=10000.0,
               tie_word_embeddings=False),
@@ -234,12 +269,15 @@ def init_weights(model, seed):
     would go unnoticed.
     """
     g = torch.Generator().manual_seed(seed)
+    # Gemma's RMSNorm scales by 1 + weight: weights around 0 give the same scales as 1 +- spread.
+    norm_center = 0.0 if model.config.model_type in GEMMA_MODEL_TYPES else 1.0
     with torch.no_grad():
         for name, p in sorted(model.named_parameters(), key=lambda kv: kv[0]):
             if name.endswith("norm.weight"):
-                # input/post_attention/final norms and Qwen3's q_norm/k_norm.
+                # input/post_attention/final norms (Gemma: pre/post_feedforward_layernorm too) and
+                # Qwen3's / Gemma3's q_norm/k_norm.
                 spread = 0.3 if ("q_norm" in name or "k_norm" in name) else 0.1
-                value = 1.0 + spread * torch.randn(p.shape, generator=g)
+                value = norm_center + spread * torch.randn(p.shape, generator=g)
             elif name.endswith(".bias"):
                 value = 0.3 * torch.randn(p.shape, generator=g)
             elif "embed_tokens" in name or name.startswith("lm_head"):
@@ -262,6 +300,17 @@ def legacy_config_keys(path, spec):
     cfg = json.loads(path.read_text())
     rope = cfg.get("rope_parameters") or {}
     cfg["torch_dtype"] = cfg.get("dtype", "float32")
+    if "full_attention" in rope:
+        # Gemma3: released configs carry rope_theta + rope_scaling for the full-attention layers
+        # and rope_local_base_freq for the sliding ones.
+        full, sliding = rope["full_attention"], rope["sliding_attention"]
+        assert sliding.get("rope_type", "default") == "default", "no legacy key for that"
+        cfg["rope_theta"] = full["rope_theta"]
+        cfg["rope_local_base_freq"] = sliding["rope_theta"]
+        scaling = {k: v for k, v in full.items() if k != "rope_theta"}
+        cfg["rope_scaling"] = None if scaling.get("rope_type", "default") == "default" else scaling
+        path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n")
+        return
     cfg["rope_theta"] = rope.get("rope_theta", spec.config["rope_theta"])
     scaling = {k: v for k, v in rope.items() if k != "rope_theta"}
     if "partial_rotary_factor" in scaling:
@@ -452,6 +501,11 @@ def check_reload(spec, model, model_dir, prompts):
         b = forward_logits(reloaded, prompts[-1])
         assert torch.equal(a, b), f"{spec.name}: reloaded config computes different logits"
     rope = reloaded.config.rope_parameters
+    if "full_attention" in rope:  # Gemma3: per layer type
+        for layer_type, params in spec.config["rope_parameters"].items():
+            for key, value in params.items():
+                assert rope[layer_type][key] == value, (spec.name, layer_type, rope)
+        return
     expected = (spec.config.get("rope_scaling") or {}).get("rope_type", "default")
     assert rope["rope_type"] == expected, (spec.name, rope)
     assert rope["rope_theta"] == spec.config["rope_theta"], (spec.name, rope)

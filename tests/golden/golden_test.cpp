@@ -172,7 +172,8 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenModelTest,
                                            "qwen3_qknorm", "llama_linear_rope", "llama_bf16",
                                            "llama_4layers", "mistral_window", "qwen2_window",
                                            "phi3_longrope", "phi3_window", "mixtral_moe",
-                                           "qwen3_moe", "qwen2_moe", "qwen2_yarn"));
+                                           "qwen3_moe", "qwen2_moe", "qwen2_yarn",
+                                           "gemma2_softcap", "gemma3_text"));
 
 TEST(GoldenBf16Test, Bf16KvCacheStaysCloseToTheF32Reference) {
   const Reference ref = load_reference("llama_bf16");

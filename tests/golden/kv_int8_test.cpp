@@ -9,11 +9,12 @@
 // llama_bf16 and 10^4 x the F32 KV cache's error. Greedy continuations are printed, not
 // asserted: on these random models many top-1/top-2 margins are below the int8 error.
 // qwen2_window (3 layers, its errors compound over one more layer) measures 1.95 and is left out;
-// mistral_window covers the int8 cache under a sliding window. The mixtures of experts are left
-// out: their routing is discontinuous, and on these random models the router's k-th / (k+1)-th
-// probability gaps (~1e-4, tests/golden/generate.py) are far below the int8 error, so int8 KV
-// flips expert choices and the logit error measures the flips (12 and 20 on mixtral_moe and
-// qwen2_moe), not the cache.
+// mistral_window covers the int8 cache under a sliding window; gemma2_softcap (soft-capped scores)
+// and gemma3_text measure ~0.07 (head_dim 32, and Gemma normalises each sub-block's output). The
+// mixtures of experts are left out: their routing is discontinuous, and on these random models
+// the router's k-th / (k+1)-th probability gaps (~1e-4, tests/golden/generate.py) are far below
+// the int8 error, so int8 KV flips expert choices and the logit error measures the flips (12 and
+// 20 on mixtral_moe and qwen2_moe), not the cache.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -74,7 +75,8 @@ TEST_P(KvInt8Test, LogitErrorWithinBound) {
 INSTANTIATE_TEST_SUITE_P(Models, KvInt8Test,
                          ::testing::Values("llama_gqa", "llama3_tied", "mistral", "qwen2_bias",
                                            "qwen3_qknorm", "llama_linear_rope", "llama_bf16",
-                                           "mistral_window", "phi3_window"));
+                                           "mistral_window", "phi3_window", "gemma2_softcap",
+                                           "gemma3_text"));
 
 }  // namespace
 }  // namespace weft::golden

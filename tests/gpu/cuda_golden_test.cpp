@@ -266,5 +266,23 @@ TEST_F(CudaGoldenTest, GoldenModelsMatchTransformers) {
   }
 }
 
+// What the CUDA kernels do not implement is refused by name before any device is touched, so
+// this runs (and must pass) without a GPU too.
+TEST(CudaExecutorRefusalTest, GemmaIsRefusedByName) {
+  for (const char* name : {"gemma2_softcap", "gemma3_text"}) {
+    auto config = load_model_config(model_dir(name));
+    ASSERT_TRUE(config.ok()) << config.status();
+    auto weights = WeightStore::open(model_dir(name));
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    CudaExecutorOptions o;
+    o.print_plan = false;
+    auto ex = CudaExecutor::create(*config, *weights, o);
+    ASSERT_FALSE(ex.ok()) << name;
+    EXPECT_EQ(ex.status().code(), absl::StatusCode::kUnimplemented) << ex.status();
+    EXPECT_NE(ex.status().message().find(config->architecture), std::string::npos) << ex.status();
+    EXPECT_NE(ex.status().message().find("use --device cpu"), std::string::npos) << ex.status();
+  }
+}
+
 }  // namespace
 }  // namespace weft::golden

@@ -31,7 +31,9 @@ struct Checks {
 // replicated when fewer than TP ranks; the MLP padded to ceil(i / tp)), the norms whole, and the
 // vocabulary shards of the embedding (first stage, and last when tied) and LM head (last). A
 // sparse layer holds the whole router, num_experts / ep experts each split over tp / ep ranks,
-// and its shard of the shared expert with the whole shared-expert gate.
+// and its shard of the shared expert with the whole shared-expert gate. Gemma's two extra norms
+// per layer (sandwich_norms) count too; its norms are held as F32 1 + w, which the golden
+// models' F32 weights do not tell apart.
 int64_t expected_weight_bytes(const ModelConfig& c, const WorldConfig& w, const StageLayout& layout,
                               int ep) {
   const int64_t t = w.tp, d = c.head_dim, h = c.hidden_size;
@@ -41,6 +43,7 @@ int64_t expected_weight_bytes(const ModelConfig& c, const WorldConfig& w, const 
   int64_t attention = h * (q + 2 * kv) + h * q + 2 * h;
   if (c.attention_bias) attention += q + 2 * kv;
   if (c.qk_norm) attention += 2 * d;
+  if (c.sandwich_norms) attention += 2 * h;
   const int64_t vocab_shard = (c.vocab_size + t - 1) / t * h;
   int64_t elements = 0;
   for (int i = layout.first_layer; i < layout.end_layer; ++i) {

@@ -92,6 +92,18 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
         "--device cuda: ", config.architecture, " is a mixture of experts (", config.moe.num_experts,
         " experts), which the CUDA executor does not run yet; use --device cpu"));
   }
+  // Gemma 2 / 3: 1 + w and sandwich norms, GeGLU, scaled embeddings, the attention scale,
+  // soft-capping and a second RoPE table have no CUDA kernels yet.
+  if (config.norm_weight_plus_one || config.sandwich_norms ||
+      config.mlp_activation != MlpActivation::kSilu || config.embedding_multiplier != 1.0f ||
+      config.query_pre_attn_scalar || config.attn_logit_softcapping ||
+      config.final_logit_softcapping || config.sliding_rope) {
+    return absl::UnimplementedError(absl::StrCat(
+        "--device cuda: ", config.architecture,
+        " (Gemma norms, GeGLU, embedding scale, "
+        "query_pre_attn_scalar, soft-capping, per-layer RoPE) is not implemented on the GPU yet; "
+        "use --device cpu"));
+  }
   if (config.rope_scaling.type == RopeScalingType::kLongRope) {
     return absl::UnimplementedError("--device cuda: longrope RoPE scaling is not implemented on the GPU yet; use --device cpu");
   }

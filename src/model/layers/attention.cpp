@@ -46,6 +46,11 @@ absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::str
   attn.num_kv_heads_ = kv_rows.count / c.head_dim;
   attn.head_dim_ = c.head_dim;
   attn.scale_ = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (c.query_pre_attn_scalar) {
+    // Gemma: query_pre_attn_scalar ** -0.5, a Python float rounded to F32 where it multiplies.
+    attn.scale_ = static_cast<float>(std::pow(static_cast<double>(*c.query_pre_attn_scalar), -0.5));
+  }
+  attn.softcap_ = static_cast<float>(c.attn_logit_softcapping.value_or(0.0));
   attn.window_ = static_cast<int32_t>(window);
   return attn;
 }
@@ -93,6 +98,7 @@ absl::Status Attention::forward(const ForwardContext& fc, const TensorView& x,
   Tensor attn_out = Tensor::empty(DType::kF32, Shape{tokens, num_heads_, head_dim_});
   kernels::AttentionBatch batch = fc.batch.attention();
   batch.window = window_;
+  batch.softcap = softcap_;
   if (int8) {
     kernels::write_kv_cache(k.view(), v.view(), fc.batch.slots.view(), k_cache.view(),
                             v_cache.view(), k_scale->view(), v_scale->view(), fc.pool);

@@ -3,6 +3,7 @@
 // row-parallel. Optional q/k biases (Qwen2, attention_bias) and per-head q/k RMSNorm (Qwen3);
 // q/k/v from separate q_proj/k_proj/v_proj tensors or from one fused qkv_proj (Phi3); RoPE on the
 // first rotary_dim dimensions of each head (partial rotary), with the token's frequency set.
+// Scores scaled by head_dim^-0.5 or query_pre_attn_scalar^-0.5, optionally soft-capped (Gemma 2).
 #pragma once
 
 #include <optional>
@@ -44,6 +45,7 @@ class Attention {
   int64_t num_kv_heads_ = 0;
   int64_t head_dim_ = 0;
   float scale_ = 1.0f;
+  float softcap_ = 0.0f;  // ModelConfig::attn_logit_softcapping; 0: none
   int32_t window_ = 0;
 };
 

@@ -25,6 +25,7 @@ absl::StatusOr<GatedMlp> GatedMlp::load(const LoadContext& ctx, const std::strin
                                                            c.hidden_size, c.intermediate_size,
                                                            shard, c.mlp_bias));
   mlp.local_intermediate_ = shard.count;
+  mlp.activation_ = c.mlp_activation;
   return mlp;
 }
 
@@ -39,6 +40,7 @@ absl::StatusOr<GatedMlp> GatedMlp::load_shard(const LoadContext& ctx, const Gate
   WEFT_ASSIGN_OR_RETURN(mlp.down_, RowParallelLinear::load(ctx, names.down, hidden, intermediate,
                                                            shard, /*has_bias=*/false));
   mlp.local_intermediate_ = shard.count;
+  mlp.activation_ = ctx.config.mlp_activation;
   return mlp;
 }
 
@@ -47,7 +49,11 @@ Tensor GatedMlp::activation(const TensorView& x, ThreadPool& pool) const {
   Tensor gate_up = Tensor::empty(DType::kF32, Shape{rows, 2 * local_intermediate_});
   gate_up_.forward(x, gate_up.view(), pool);
   Tensor act = Tensor::empty(DType::kF32, Shape{rows, local_intermediate_});
-  kernels::silu_and_mul(gate_up.view(), act.view(), pool);
+  if (activation_ == MlpActivation::kGeluTanh) {
+    kernels::gelu_tanh_and_mul(gate_up.view(), act.view(), pool);
+  } else {
+    kernels::silu_and_mul(gate_up.view(), act.view(), pool);
+  }
   return act;
 }
 

@@ -1,4 +1,5 @@
-// The SwiGLU MLP of Llama-family models: down(silu(gate(x)) * up(x)), tensor-parallel with
+// The SwiGLU MLP of Llama-family models: down(silu(gate(x)) * up(x)) (Gemma's GeGLU: gelu_tanh
+// in place of silu; ModelConfig::mlp_activation), tensor-parallel with
 // gate/up column-parallel (fused into one weight; read from gate_proj/up_proj or from Phi3's
 // gate_up_proj) and down row-parallel. An intermediate size
 // not divisible by the TP size is zero-padded (padded units contribute exactly zero).
@@ -44,6 +45,7 @@ class GatedMlp {
   ColumnParallelLinear gate_up_;
   RowParallelLinear down_;
   int64_t local_intermediate_ = 0;
+  MlpActivation activation_ = MlpActivation::kSilu;
 };
 
 }  // namespace weft

@@ -1,4 +1,6 @@
-// RMSNorm with a learned scale, as in Llama (weights kept in their stored dtype).
+// RMSNorm with a learned scale, as in Llama (weights kept in their stored dtype). With
+// ModelConfig::norm_weight_plus_one (Gemma) the scale is 1 + weight, computed once at load in F32
+// (transformers: output * (1.0 + weight.float())), and held as F32.
 #pragma once
 
 #include <string>

@@ -71,7 +71,7 @@ struct SeqSpec {
 // Returns the worst |int8 attention - unquantized attention|.
 double check_int8_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads,
                             int64_t num_kv_heads, int64_t d, int64_t bs, ThreadPool& pool,
-                            uint32_t seed) {
+                            uint32_t seed, float softcap = 0.0f) {
   const int num_seqs = static_cast<int>(seqs.size());
   int max_blocks = 0, total_blocks = 0, tokens = 0, cached = 0;
   for (const SeqSpec& s : seqs) {
@@ -121,6 +121,7 @@ double check_int8_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads,
   batch.block_tables = tables.data();
   batch.max_blocks_per_seq = max_blocks;
   batch.block_size = static_cast<int>(bs);
+  batch.softcap = softcap;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   paged_attention(make_f32(qv, {tokens, num_heads, d}), kc, vc, ks, vs, batch, scale, out, pool);
 
@@ -151,6 +152,10 @@ double check_int8_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads,
           }
           lq[t] = dq * scale;
           lf[t] = df * scale;
+          if (softcap > 0.0f) {
+            lq[t] = softcap * std::tanh(lq[t] / softcap);
+            lf[t] = softcap * std::tanh(lf[t] / softcap);
+          }
           mq = std::max(mq, lq[t]);
           mf = std::max(mf, lf[t]);
         }
@@ -193,6 +198,20 @@ TEST_P(AttentionInt8Test, MatchesDenseSoftmaxOverDequantizedCache) {
   // Quantization error: values in [-1, 1] rounded to 1/254 of the row's range, |error| <=
   // 0.004 per element; after the softmax average the output moves by about that much.
   std::printf("int8 KV attention vs unquantized: max |diff| = %.2e\n", worst);
+  EXPECT_LT(worst, 0.02);
+}
+
+// Soft-capped scores (Gemma 2) read from the int8 cache: the same cap applies to the
+// dequantized scores.
+TEST_P(AttentionInt8Test, SoftCappedScoresOverDequantizedCache) {
+  ThreadPool pool(3);
+  const std::vector<SeqSpec> ragged = {{50, 1}, {37, 37}, {70, 19}, {1, 1}, {12, 0}, {33, 2}};
+  double worst = 0;
+  uint32_t seed = 200;
+  for (float cap : {0.3f, 1.0f}) {
+    worst = std::max(worst, check_int8_attention(ragged, 8, 2, 64, 16, pool, seed++, cap));
+    worst = std::max(worst, check_int8_attention({{9, 9}, {4, 1}}, 6, 3, 20, 5, pool, seed++, cap));
+  }
   EXPECT_LT(worst, 0.02);
 }
 

@@ -5,6 +5,7 @@
 // a ~2 ulp vector exp). With a sliding window, each query sees only its `window` newest
 // positions, and the table entries of blocks wholly before a sequence's first window point at a
 // block of NaNs: reading one (instead of skipping it, as a freed block must be) poisons the output.
+// With a soft-cap c, each score s becomes c * tanh(s / c) before the softmax (Gemma 2).
 #include "weft/kernels/attention.h"
 
 #include <algorithm>
@@ -26,7 +27,7 @@ struct SeqSpec {
 
 void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_t num_kv_heads,
                      int64_t d, int64_t bs, DType cache_dt, ThreadPool& pool, uint32_t seed,
-                     int32_t window = 0) {
+                     int32_t window = 0, float softcap = 0.0f) {
   const int num_seqs = static_cast<int>(seqs.size());
   int max_blocks = 0, total_blocks = 0, tokens = 0;
   for (const SeqSpec& s : seqs) {
@@ -103,6 +104,7 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
   batch.max_blocks_per_seq = max_blocks;
   batch.block_size = static_cast<int>(bs);
   batch.window = window;
+  batch.softcap = softcap;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   paged_attention(q, k_cache, v_cache, batch, scale, out, pool);
 
@@ -123,6 +125,7 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
           for (int64_t i = 0; i < d; ++i)
             dot += static_cast<double>(qr[i]) * k_dense[s][(t * num_kv_heads + kvh) * d + i];
           logits[t] = dot * scale;
+          if (softcap > 0.0f) logits[t] = softcap * std::tanh(logits[t] / softcap);
           mx = std::max(mx, logits[t]);
         }
         double denom = 0;
@@ -137,7 +140,8 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
             ADD_FAILURE() << "seq " << s << " query " << j << " head " << h << " dim " << i
                           << ": got " << got[i] << " want " << ref << " (heads " << num_heads << "/"
                           << num_kv_heads << ", d " << d << ", bs " << bs << ", "
-                          << dtype_name(cache_dt) << ", window " << window << ")";
+                          << dtype_name(cache_dt) << ", window " << window << ", softcap "
+                          << softcap << ")";
           }
         }
       }
@@ -186,6 +190,18 @@ TEST_P(AttentionTest, SlidingWindow) {
   }
   check_attention({{150, 150}}, 4, 1, 32, 16, DType::kF16, pool, seed++, 33);
   check_attention({{300, 1}, {64, 3}}, 4, 2, 64, 8, DType::kF32, pool, seed++, 24);
+}
+
+// Soft-capped scores (scores here have |s| ~0.7, so caps of 0.3 and 1 are well past tanh's linear
+// range and 50 is nearly linear), alone and with a sliding window, over every cache dtype.
+TEST_P(AttentionTest, SoftCappedScores) {
+  ThreadPool pool(3);
+  uint32_t seed = 90;
+  for (float cap : {0.3f, 1.0f, 50.0f}) {
+    for (DType dt : kFloatDTypes) check_attention(kRagged, 8, 2, 64, 16, dt, pool, seed++, 0, cap);
+    check_attention(kRagged, 4, 4, 16, 5, DType::kF32, pool, seed++, 17, cap);
+  }
+  check_attention({{150, 150}}, 4, 1, 32, 16, DType::kBF16, pool, seed++, 33, 0.5f);
 }
 
 WEFT_INSTANTIATE_ISA_TESTS(AttentionTest);

@@ -1,8 +1,10 @@
 // Row-wise kernels (RMSNorm variants, RoPE, SwiGLU, add, embedding, KV-cache write) against
 // double-precision references written here, on every ISA path.
 // Tolerances: norms and RoPE 1e-5 relative (+1e-6 absolute); SwiGLU 1e-6 relative (the vector
-// exp is ~2 ulp; a 1e-4 error in one of its coefficients fails); embedding, add and cache writes
-// are exact.
+// exp is ~2 ulp; a 1e-4 error in one of its coefficients fails); GeGLU and soft-capping 1e-5
+// relative plus a few ulp of the vector tanh near +-1 times the value it multiplies (1 + tanh
+// cancels for very negative inputs, in torch too); embedding, add, scale and cache writes are
+// exact.
 #include <cmath>
 
 #include "kernel_test_util.h"
@@ -141,6 +143,93 @@ TEST_P(ElementwiseTest, SiluAndMul) {
     }
     expect_near_all(out.data_as<float>(), ref, 1e-6, 1e-12,
                     "silu_and_mul i=" + std::to_string(inter));
+  }
+}
+
+// gelu_tanh(x) * u against the formula in double, over the polynomial (|inner| < 0.625) and
+// exponential branches of the vector tanh and the clamped tails.
+TEST_P(ElementwiseTest, GeluTanhAndMul) {
+  ThreadPool pool(2);
+  for (int64_t inter : {1, 5, 16, 37, 2048}) {
+    const int64_t rows = 4;
+    std::vector<float> gu = random_floats(rows * 2 * inter, 11 + inter, -8, 8);
+    gu[0] = -100.0f;
+    if (inter > 1) gu[1] = 100.0f;
+    if (inter > 2) gu[2] = 0.0f;
+    Tensor g = make_f32(gu, {rows, 2 * inter});
+    Tensor out = Tensor::zeros(DType::kF32, {rows, inter});
+    gelu_tanh_and_mul(g, out, pool);
+    int failures = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < inter; ++j) {
+        const double x = gu[r * 2 * inter + j], u = gu[r * 2 * inter + inter + j];
+        const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+        const double ref = 0.5 * x * (1.0 + std::tanh(inner)) * u;
+        const double got = out.data_as<float>()[r * inter + j];
+        if (std::fabs(got - ref) > 1e-5 * std::fabs(ref) + 6e-7 * std::fabs(x * u) + 1e-30 &&
+            failures++ < 5) {
+          ADD_FAILURE() << "gelu_tanh_and_mul i=" << inter << " x=" << x << " u=" << u << " got "
+                        << got << " want " << ref;
+        }
+      }
+    }
+  }
+}
+
+// torch.nn.functional.gelu(x, approximate="tanh") in float32 (torch 2.15, CPU), to 2 ulp: the
+// same formula and constants as transformers' gelu_pytorch_tanh.
+TEST_P(ElementwiseTest, GeluTanhMatchesTorch) {
+  ThreadPool pool(1);
+  const std::vector<float> x = {-6.0f,         -3.0999999f,  -1.0f, -0.300000012f, 0.0f,
+                                0.0199999996f, 0.699999988f, 1.5f,  2.9000001f,    8.0f};
+  const std::vector<float> torch = {-0.0f,
+                                    -2.626568079e-03f,
+                                    -1.588079929e-01f,
+                                    -1.146290824e-01f,
+                                    0.0f,
+                                    1.015956607e-02f,
+                                    5.305701494e-01f,
+                                    1.399571538e+00f,
+                                    2.895033360e+00f,
+                                    8.0f};
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> gu(x);
+  gu.insert(gu.end(), x.size(), 1.0f);  // up = 1
+  Tensor g = make_f32(gu, {1, 2 * n});
+  Tensor out = Tensor::zeros(DType::kF32, {1, n});
+  gelu_tanh_and_mul(g, out, pool);
+  for (int64_t i = 0; i < n; ++i) {
+    const float got = out.data_as<float>()[i];
+    EXPECT_NEAR(got, torch[i], 2.5e-7f * std::max(1.0f, std::fabs(torch[i])) + 1e-9f)
+        << "x = " << x[i];
+  }
+}
+
+TEST_P(ElementwiseTest, SoftcapInplace) {
+  ThreadPool pool(2);
+  for (int64_t n : {1, 7, 16, 33, 10000}) {
+    for (float cap : {0.5f, 20.0f}) {
+      std::vector<float> v = random_floats(n, 21 + n, -60, 60);
+      v[0] = 1e-4f;
+      Tensor x = make_f32(v, {n});
+      softcap_inplace(x, cap, pool);
+      std::vector<double> ref(n);
+      for (int64_t i = 0; i < n; ++i) ref[i] = cap * std::tanh(static_cast<double>(v[i]) / cap);
+      expect_near_all(x.data_as<float>(), ref, 1e-5, 4e-7 * cap, "softcap n=" + std::to_string(n));
+      for (int64_t i = 0; i < n; ++i) ASSERT_LE(std::fabs(x.data_as<float>()[i]), cap);
+    }
+  }
+}
+
+TEST_P(ElementwiseTest, ScaleInplace) {
+  ThreadPool pool(2);
+  for (int64_t n : {1, 17, 10000}) {
+    std::vector<float> a = random_floats(n, 31);
+    Tensor y = make_f32(a, {n});
+    scale_inplace(y, 55.5f, pool);
+    std::vector<double> ref(n);
+    for (int64_t i = 0; i < n; ++i) ref[i] = a[i] * 55.5f;
+    expect_near_all(y.data_as<float>(), ref, 0, 0, "scale_inplace");
   }
 }
 

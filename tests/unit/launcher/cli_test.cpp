@@ -208,7 +208,8 @@ TEST(CliErrorTest, UnknownFlagAndBadSamplingParameterAreNamed) {
   EXPECT_NE(v.err.find("99999"), std::string::npos) << v.err;
 }
 
-// weft info says which layers attend through a sliding window (and whether KV is freed).
+// weft info says which layers attend through a sliding window (and whether KV is freed), and
+// what Gemma computes differently (norms, GeGLU, soft-capping, per-layer RoPE).
 TEST(CliTest, InfoShowsAttentionWindows) {
   const auto info = [](const char* model) {
     RunResult r = weft("info --model " + (kSource / "tests/golden/models" / model).string());
@@ -220,6 +221,17 @@ TEST(CliTest, InfoShowsAttentionWindows) {
   EXPECT_NE(info("qwen2_window").find("attention: sliding window 10 on 2 of 3 layers (1,2), full causal on the others"),
             std::string::npos);
   EXPECT_NE(info("llama_gqa").find("attention: full causal on every layer"), std::string::npos);
+  EXPECT_EQ(info("llama_gqa").find("soft-capping"), std::string::npos);
+  const std::string gemma2 = info("gemma2_softcap");
+  EXPECT_NE(
+      gemma2.find("attention: sliding window 8 on 2 of 3 layers (0,2), full causal on the others"),
+      std::string::npos);
+  EXPECT_NE(gemma2.find("mlp: GeGLU (gelu_pytorch_tanh), embeddings x 8"), std::string::npos);
+  EXPECT_NE(gemma2.find("soft-capping: attention 5, final logits 20"), std::string::npos);
+  EXPECT_NE(info("gemma3_text")
+                .find("rope: full-attention layers theta 1e+06, linear x4; sliding-window layers "
+                      "theta 10000"),
+            std::string::npos);
 }
 
 TEST(CliTest, GenerateJsonMatchesTransformersGreedy) {

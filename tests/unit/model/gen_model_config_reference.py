@@ -237,13 +237,72 @@ CASES = {
         "num_key_value_heads": 2, "head_dim": 32, "num_local_experts": 6, "num_experts_per_tok": 2,
         "moe_intermediate_size": 40, "mlp_only_layers": [0, 2], "attention_bias": True,
     },
+    # Gemma2Config's class defaults: num_key_value_heads 4, head_dim 256, tied embeddings,
+    # query_pre_attn_scalar 256, soft-caps 50 / 30, sliding_window 4096 on layers 0, 2, 4, ...,
+    # eos 1 / bos 2, gelu_pytorch_tanh.
+    "gemma2_defaults": {
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "num_hidden_layers": 3,
+        "rms_norm_eps": ABSENT,
+    },
+    # Gemma-2-9b's shape of config.json (legacy keys; hidden_act next to hidden_activation);
+    # bf16(sqrt(96)) = 9.8125.
+    "gemma2_9b_like": {
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "num_hidden_layers": 4,
+        "hidden_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+        "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+        "query_pre_attn_scalar": 24, "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0, "sliding_window": 1024, "rope_theta": 10000.0,
+        "rope_scaling": None, "cache_implementation": "hybrid", "eos_token_id": [1, 107],
+        "bos_token_id": 2, "torch_dtype": "bfloat16", "rms_norm_eps": 1e-6,
+    },
+    "gemma2_no_softcap_layer_types": {
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "num_hidden_layers": 3,
+        "num_key_value_heads": 1, "head_dim": 16, "attn_logit_softcapping": None,
+        "final_logit_softcapping": None, "sliding_window": 64, "tie_word_embeddings": False,
+        "layer_types": ["full_attention", "sliding_attention", "sliding_attention"],
+        "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 20000.0},
+    },
+    # Gemma3TextConfig's class defaults: RoPE theta 1e6 (full layers) / 1e4 (sliding layers),
+    # sliding_window_pattern 6, no soft-capping, q/k norm.
+    "gemma3_text_defaults": {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "num_hidden_layers": 7,
+        "rms_norm_eps": ABSENT,
+    },
+    # Gemma-3-1b's shape: legacy rope_theta / rope_local_base_freq / rope_scaling null,
+    # sliding_window_pattern, MQA; bf16(sqrt(72)) = 8.5.
+    "gemma3_1b_like": {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "num_hidden_layers": 6,
+        "hidden_size": 72, "num_key_value_heads": 1, "head_dim": 32, "query_pre_attn_scalar": 32,
+        "attn_logit_softcapping": None, "final_logit_softcapping": None,
+        "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0, "rope_scaling": None,
+        "sliding_window": 512, "sliding_window_pattern": 6, "eos_token_id": [1, 106],
+        "bos_token_id": 2, "torch_dtype": "bfloat16", "hidden_activation": "gelu_pytorch_tanh",
+    },
+    # Gemma-3-4b's text shape: linear scaling 8 on the full layers only (legacy rope_scaling).
+    "gemma3_legacy_linear": {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "num_hidden_layers": 4,
+        "head_dim": 16, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window_pattern": 2,
+        "final_logit_softcapping": 30.0,
+    },
+    # transformers 5's spelling, with rope_scaling written over the full_attention entry.
+    "gemma3_rope_parameters_per_type": {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "num_hidden_layers": 3,
+        "head_dim": 16, "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                            "sliding_attention": {"rope_type": "linear", "factor": 2.0,
+                                                  "rope_theta": 20000.0}},
+        "rope_scaling": {"rope_type": "linear", "factor": 4.0},
+    },
 }
 
 
 def rotary_module(config):
-    arch = type(config).__name__.replace("Config", "")
-    module = getattr(transformers.models, config.model_type)  # qwen2_moe, not qwen2moe
-    modeling = getattr(module, f"modeling_{config.model_type}")
+    arch = type(config).__name__.replace("Config", "").replace("Gemma3Text", "Gemma3")
+    # The module is the model type (qwen2_moe, not qwen2moe), except Gemma 3's text config.
+    name = {"gemma3_text": "gemma3"}.get(config.model_type, config.model_type)
+    module = getattr(transformers.models, name)
+    modeling = getattr(module, f"modeling_{name}")
     return getattr(modeling, f"{arch}RotaryEmbedding")(config=config)
 
 
@@ -302,13 +361,15 @@ def main():
             with open(os.path.join(d, "config.json"), "w") as f:
                 f.write(text)
             config = AutoConfig.from_pretrained(d)
-        inv_freq = rotary_module(config).inv_freq.to(torch.float32)
+        rotary = rotary_module(config)
+        gemma3 = config.model_type == "gemma3_text"
+        # Gemma3: one table per layer type; "inv_freq" is the full-attention layers'.
+        inv_freq = (rotary.full_attention_inv_freq if gemma3 else rotary.inv_freq).to(torch.float32)
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config)
         layer = model.model.layers[0]
         attn = layer.self_attn
-        rope = config.rope_parameters
-        rotary = rotary_module(config)
+        rope = config.rope_parameters["full_attention"] if gemma3 else config.rope_parameters
         fused = hasattr(attn, "qkv_proj")  # Phi3
         qkv = attn.qkv_proj if fused else attn.q_proj
         dense = [b for b in feed_forward_blocks(model) if not hasattr(b, "experts")]
@@ -332,12 +393,36 @@ def main():
             "rms_norm_eps": config.rms_norm_eps,
             # cos/sin span 2 * len(inv_freq) dims; apply_rotary_pos_emb passes the rest through.
             "rotary_dim": 2 * len(inv_freq),
-            "attention_scaling": float(rotary.attention_scaling),
+            "attention_scaling": float(rotary.full_attention_attention_scaling if gemma3
+                                       else rotary.attention_scaling),
             "inv_freq": [float(x) for x in inv_freq.tolist()],
             "moe": moe_fields(model),
         }
         if rope["rope_type"] in ("longrope", "yarn", "llama3"):
             case["original_max_position_embeddings"] = rope["original_max_position_embeddings"]
+        if config.model_type in ("gemma2", "gemma3_text"):
+            embed = model.model.embed_tokens
+            dtype = getattr(config, "dtype", None) or torch.float32
+            if isinstance(dtype, str):
+                dtype = getattr(torch, dtype)
+            case["gemma"] = {
+                "eos_token_id": config.eos_token_id,
+                "bos_token_id": config.bos_token_id,
+                "hidden_activation": config.hidden_activation,
+                "attention_scale": attn.scaling,
+                "attn_logit_softcapping": attn.attn_logit_softcapping,
+                "final_logit_softcapping": config.final_logit_softcapping,
+                # What Gemma*TextScaledWordEmbedding multiplies by: the float32 scale cast to the
+                # weights' dtype (the checkpoint's).
+                "embedding_multiplier": float(torch.tensor(embed.scalar_embed_scale).to(dtype).float()),
+                "layer_types": config.layer_types,
+            }
+            if gemma3:
+                sliding = config.rope_parameters["sliding_attention"]
+                case["gemma"]["sliding_rope_theta"] = sliding["rope_theta"]
+                case["gemma"]["sliding_rope_type"] = sliding["rope_type"]
+                case["gemma"]["sliding_inv_freq"] = [
+                    float(x) for x in rotary.sliding_attention_inv_freq.to(torch.float32).tolist()]
         if rope["rope_type"] == "longrope":
             # What longrope_frequency_update switches to past original_max_position_embeddings.
             original = rope["original_max_position_embeddings"]

@@ -41,6 +41,9 @@ struct AttentionBatch {
   int max_blocks_per_seq = 0;
   int block_size = 0;
   int32_t window = 0;  // 0: full causal attention; W > 0: each query sees its W newest positions
+  // > 0: each score (scale * q.k) becomes softcap * tanh(score / softcap) before the softmax
+  // (Gemma 2's attn_logit_softcapping); 0: none.
+  float softcap = 0.0f;
 };
 
 // q: F32 [tokens, num_heads, head_dim]; out: F32 [tokens, num_heads, head_dim].
