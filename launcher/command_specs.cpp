@@ -66,7 +66,11 @@ std::vector<CommandSpec> make_specs() {
   add("info", "print the model's configuration and this machine's CPU features",
       "usage: weft info [--model DIR]\n")
       .add("info flags",
-           {{"model", "DIR", "also print this model's configuration (config.json)"}, kHelp});
+           {{"model", "DIR", "also print this model's configuration (config.json)"},
+            {"tp", "T", "weight bytes per rank for this tensor-parallel size (default 1)"},
+            {"pp", "P", "... and this many pipeline stages (default 1)"},
+            {"ep", "E", "... and this expert parallelism (default 1)"},
+            kHelp});
 
   add("bench", "measure prefill / decode throughput against memory bandwidth",
       "usage: weft bench [--model DIR] [--batches 1,16] [--prompt-len N] [--decode-steps N] "

@@ -9,6 +9,8 @@
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "model/model_config.h"
+#include "model/stage_layout.h"
+#include "model/weight_plan.h"
 
 namespace weft {
 namespace {
@@ -154,6 +156,25 @@ int run_info(const std::vector<std::string>& args) {
   const ParameterCounts params = parameter_counts(c);
   std::cout << "parameters: " << params.total << " (per token: " << params.active
             << " read, biases and q/k norms not counted)\n";
+  // What each rank holds resident (model/weight_plan.h): the fused and sliced copies replace
+  // the mapped originals, so a rank's weights occupy this once.
+  const auto tp = cli->get_int("tp", 1), pp = cli->get_int("pp", 1), ep = cli->get_int("ep", 1);
+  if (!tp.ok() || !pp.ok() || !ep.ok() || *tp < 1 || *pp < 1 || *ep < 1 || *tp % *ep != 0) {
+    std::cerr << "weft info: --tp, --pp, --ep: positive integers, --ep dividing --tp\n";
+    return 2;
+  }
+  for (int stage = 0; stage < *pp; ++stage) {
+    auto layout = stage_layout(static_cast<int>(c.num_hidden_layers), static_cast<int>(*pp), stage);
+    if (!layout.ok()) {
+      std::cerr << "weft info: " << layout.status().message() << "\n";
+      return 1;
+    }
+    const int64_t bytes = planned_weight_bytes(c, static_cast<int>(*tp), static_cast<int>(*ep), *layout);
+    std::cout << "weights per rank";
+    if (*pp > 1) std::cout << ", stage " << stage << " (layers " << layout->first_layer << "-" << layout->end_layer - 1 << ")";
+    std::cout << ": " << bytes << " bytes (" << bytes / 1048576.0 << " MiB; tp " << *tp
+              << (*ep > 1 ? absl::StrCat(", ep ", *ep) : "") << ")\n";
+  }
   return 0;
 }
 

@@ -153,6 +153,21 @@ absl::Status check_overlaps(const std::string& file,
 
 }  // namespace
 
+bool SafetensorsFile::release_pages(const void* data, size_t bytes) const {
+  const uint8_t* begin = static_cast<const uint8_t*>(data);
+  if (map_ == nullptr || begin < map_ || bytes > map_size_ ||
+      begin - map_ > static_cast<ptrdiff_t>(map_size_ - bytes)) {
+    return false;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
+  // MADV_DONTNEED on a read-only private file mapping (never written, so no private copies):
+  // the pages leave the resident set and refault from the file's page cache if read again.
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  return true;
+}
+
 SafetensorsFile::~SafetensorsFile() {
   if (map_ != nullptr) munmap(const_cast<uint8_t*>(map_), map_size_);
 }

@@ -49,6 +49,12 @@ class SafetensorsFile {
   // The object is immutable after open(), so any thread may call this.
   absl::StatusOr<Tensor> tensor(const std::string& name) const;
 
+  // Drops this process's resident pages of the whole pages inside [data, data + bytes) when that
+  // range lies in this file's mapping (else does nothing and returns false). For bytes already
+  // copied elsewhere (fused or sliced weights): a later read of them faults them back in from the
+  // page cache, so no data is lost, only residency. Not for ranges still read every step.
+  bool release_pages(const void* data, size_t bytes) const;
+
  private:
   SafetensorsFile() = default;
   std::filesystem::path path_;

@@ -167,6 +167,7 @@ absl::StatusOr<Tensor> WeightStore::get_slice(const std::string& name, const Sha
     }
     Tensor out = Tensor::zeros(full.dtype(), out_shape);
     if (available > 0) std::memcpy(out.data(), src, static_cast<size_t>(available) * row_bytes);
+    release(full);
     return out;
   }
 
@@ -186,7 +187,16 @@ absl::StatusOr<Tensor> WeightStore::get_slice(const std::string& name, const Sha
           src + static_cast<size_t>(r) * src_row + static_cast<size_t>(begin * inner) * elem, copy);
     }
   }
+  // This rank's columns are copied out; the rest of each row belongs to other ranks.
+  release(full);
   return out;
+}
+
+void WeightStore::release(const Tensor& view) const {
+  if (!view.defined()) return;
+  for (const auto& file : files_) {
+    if (file->release_pages(view.data(), view.nbytes())) return;
+  }
 }
 
 }  // namespace weft

@@ -37,6 +37,12 @@ class WeightStore {
   absl::StatusOr<Tensor> get_slice(const std::string& name, const Shape& expected, int dim,
                                    int64_t begin, int64_t count) const;
 
+  // Weights held once: after a layer has copied `view` (a tensor get() or get_slice() returned as
+  // a view of the mapped files) into a fused or sliced weight of its own, this drops the view's
+  // pages from the resident set (SafetensorsFile::release_pages). A no-op for tensors that are not
+  // in the mapping (copies). Correct even if the bytes are read again, only slower.
+  void release(const Tensor& view) const;
+
  private:
   std::filesystem::path dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;

@@ -9,6 +9,7 @@
 
 #include "engine/distributed_engine.h"
 #include "golden_harness.h"
+#include "model/weight_plan.h"
 #include "parallel/world_agreement.h"
 
 namespace weft {
@@ -26,43 +27,6 @@ struct Checks {
     if (!ok) std::fprintf(stderr, "FAILED: %s\n", what.c_str());
   }
 };
-
-// The weight bytes rank (pp_rank, tp_rank) must hold: its stage's layers sharded over TP (KV heads
-// replicated when fewer than TP ranks; the MLP padded to ceil(i / tp)), the norms whole, and the
-// vocabulary shards of the embedding (first stage, and last when tied) and LM head (last). A
-// sparse layer holds the whole router, num_experts / ep experts each split over tp / ep ranks,
-// and its shard of the shared expert with the whole shared-expert gate. Gemma's two extra norms
-// per layer (sandwich_norms) count too; its norms are held as F32 1 + w, which the golden
-// models' F32 weights do not tell apart.
-int64_t expected_weight_bytes(const ModelConfig& c, const WorldConfig& w, const StageLayout& layout,
-                              int ep) {
-  const int64_t t = w.tp, d = c.head_dim, h = c.hidden_size;
-  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
-  const int64_t q = c.num_attention_heads / t * d;
-  const int64_t kv = (c.num_key_value_heads >= t ? c.num_key_value_heads / t : 1) * d;
-  int64_t attention = h * (q + 2 * kv) + h * q + 2 * h;
-  if (c.attention_bias) attention += q + 2 * kv;
-  if (c.qk_norm) attention += 2 * d;
-  if (c.sandwich_norms) attention += 2 * h;
-  const int64_t vocab_shard = (c.vocab_size + t - 1) / t * h;
-  int64_t elements = 0;
-  for (int i = layout.first_layer; i < layout.end_layer; ++i) {
-    elements += attention;
-    if (!c.moe.is_sparse(i)) {
-      elements += 3 * h * ceil_div(c.intermediate_size, t);
-      continue;
-    }
-    const MoeConfig& m = c.moe;
-    elements += m.num_experts * h +
-                m.num_experts / ep * 3 * h * ceil_div(m.expert_intermediate_size, t / ep);
-    if (m.shared_expert_intermediate_size > 0) {
-      elements += 3 * h * ceil_div(m.shared_expert_intermediate_size, t) + h;
-    }
-  }
-  if (layout.has_embedding || (layout.has_head && c.tie_word_embeddings)) elements += vocab_shard;
-  if (layout.has_head) elements += h + (c.tie_word_embeddings ? 0 : vocab_shard);
-  return elements * static_cast<int64_t>(dtype_size(c.torch_dtype));
-}
 
 int run(int argc, char** argv) {
   if (argc != 4 && argc != 5) {
@@ -95,7 +59,8 @@ int run(int argc, char** argv) {
   const ModelConfig& config = engine.model().config;
   const StageLayout& layout = engine.model().model->layout();
   const int64_t held = static_cast<int64_t>(engine.model().model->weight_bytes());
-  const int64_t expected = expected_weight_bytes(config, engine.world_config(), layout, options.ep);
+  // model/weight_plan.h, computed from the config, against the tensors the rank loaded.
+  const int64_t expected = planned_weight_bytes(config, engine.world_config().tp, options.ep, layout);
   auto sizes = (*world)->gather_bytes(std::to_string(held) + " " + std::to_string(expected), 0);
 
   if (!engine.is_coordinator()) {

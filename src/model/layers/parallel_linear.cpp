@@ -97,6 +97,11 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
   ColumnParallelLinear layer;
   layer.weight_ = concat_rows(weights);
   if (has_bias) layer.bias_ = concat_rows(biases);
+  if (weights.size() > 1) {
+    // The fused copy is the only one used from now on: hold the weights once.
+    for (const Tensor& w : weights) ctx.weights.release(w);
+    for (const Tensor& b : biases) ctx.weights.release(b);
+  }
   return layer;
 }
 

@@ -1,0 +1,23 @@
+// How many bytes of weights one rank holds, from the config and its place in the job, before
+// loading anything: what DecoderModel::weight_bytes() reports once the rank has loaded (the
+// distributed golden check compares the two). weft info prints it per rank, and the
+// resident-memory test holds the process to it.
+#pragma once
+
+#include <cstdint>
+
+#include "model/model_config.h"
+#include "model/stage_layout.h"
+
+namespace weft {
+
+// A rank of a TP group of `tp` ranks (expert_parallel as in LoadContext) running `layout`'s
+// layers: its shards of attention (KV heads replicated when fewer than tp), of the MLP and
+// vocabulary (padded to ceil(size / tp)), of the experts (num_experts / ep whole experts split
+// over tp / ep ranks, the router whole), the norms whole (Gemma's 1 + w norms as F32), and the
+// embedding on the first stage (and the last when tied) and the LM head on the last. Every rank
+// of a stage holds the same amount.
+int64_t planned_weight_bytes(const ModelConfig& config, int tp, int expert_parallel,
+                             const StageLayout& layout);
+
+}  // namespace weft
