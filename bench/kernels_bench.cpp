@@ -49,12 +49,14 @@ void fill_random(const Tensor& t, uint32_t seed) {
   }
 }
 
-// Args: m, n, k, dtype (0 = F32, 1 = F16, 2 = BF16).
+// Args: m, n, k, dtype (0 = F32, 1 = F16, 2 = BF16, 3 = BF16 with --matmul-precision bf16:
+// BF16-rounded activations through AVX512-BF16 where the CPU has it).
 void BM_Linear(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const DType dt = state.range(3) == 0   ? DType::kF32
                    : state.range(3) == 1 ? DType::kF16
                                          : DType::kBF16;
+  set_matmul_precision(state.range(3) == 3 ? MatmulPrecision::kBf16 : MatmulPrecision::kF32);
   Tensor x = Tensor::zeros(DType::kF32, {m, k});
   Tensor w = Tensor::zeros(dt, {n, k});
   Tensor y = Tensor::zeros(DType::kF32, {m, n});
@@ -69,12 +71,14 @@ void BM_Linear(benchmark::State& state) {
                           static_cast<int64_t>(w.nbytes() + x.nbytes() + y.nbytes()));
   state.counters["FLOP/s"] = benchmark::Counter(
       static_cast<double>(2 * m * n * k) * state.iterations(), benchmark::Counter::kIsRate);
-  state.SetLabel(std::string(dtype_name(dt)) + " " + std::string(cpu_kernel_isa()));
+  state.SetLabel(std::string(dtype_name(dt)) + " " + std::string(cpu_kernel_isa()) +
+                 (linear_uses_bf16_activations(dt) ? " bf16-activations" : ""));
+  set_matmul_precision(MatmulPrecision::kF32);
 }
 
 void LinearArgs(benchmark::internal::Benchmark* b) {
   b->ArgNames({"m", "n", "k", "dtype"});
-  for (int64_t dt : {2, 0}) {
+  for (int64_t dt : {3, 2, 0}) {
     for (int64_t m : {1, 16, 128}) {
       for (int64_t n : {768, 2048, 32000}) b->Args({m, n, 768, dt});
     }

@@ -32,6 +32,7 @@
 #include "launcher/engine_session.h"
 #include "launcher/memory_bandwidth.h"
 #include "model/random_model.h"
+#include "weft/kernels/linear.h"
 
 namespace weft {
 namespace {
@@ -167,6 +168,10 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
               sampling.is_greedy()           ? (sampling.logprobs ? "greedy with logprobs 5" : "greedy")
               : sampling.logit_bias.empty() ? "top-k 50 from candidates"
                                             : "top-k 50 from full logits");
+  std::printf("matmul activations: %s\n",
+              kernels::linear_uses_bf16_activations(session.model().config.torch_dtype)
+                  ? "bf16 (--matmul-precision bf16, AVX512-BF16)"
+                  : "f32");
   std::printf("model: %s, rank 0 holds %.1f MB of weights (%s), KV cache %s\n",
               session.options().model_dir.c_str(), weight_bytes / 1e6,
               dtype_name(session.model().config.torch_dtype),

@@ -4,6 +4,7 @@
 #include "core/cpu_features.h"
 #include "core/status_macros.h"
 #include "launcher/default_model.h"
+#include "weft/kernels/linear.h"
 
 namespace weft {
 
@@ -27,6 +28,8 @@ std::vector<FlagSpec> engine_flag_specs() {
       {"generation-config", "auto|none",
        "auto (default): generation_config.json's sampling values are the defaults; none: weft's"},
       {"cpu-isa", "native|avx2|portable", "cap the CPU kernels' instruction set"},
+      {"matmul-precision", "f32|bf16",
+       "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16; F32 accumulation); default f32"},
       {"tp", "T", "tensor-parallel ranks (run under mpirun -np T*P)"},
       {"pp", "P", "pipeline-parallel stages"},
       {"ep", "E", "mixture of experts: spread whole experts over E ranks of each TP group (E divides T; default 1)"},
@@ -100,6 +103,13 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
     o.seed = static_cast<uint64_t>(seed);
   }
   WEFT_RETURN_IF_ERROR(limit_cpu_features(args.get_or("cpu-isa", "native")));
+  const std::string precision = args.get_or("matmul-precision", "f32");
+  if (precision != "f32" && precision != "bf16") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--matmul-precision: expected f32 or bf16, got '", precision, "'"));
+  }
+  kernels::set_matmul_precision(precision == "bf16" ? kernels::MatmulPrecision::kBf16
+                                                    : kernels::MatmulPrecision::kF32);
   return o;
 }
 

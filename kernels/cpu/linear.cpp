@@ -1,8 +1,12 @@
 #include "weft/kernels/linear.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <functional>
 #include <vector>
+
+#include "core/cpu_features.h"
 
 #include "cpu/isa.h"
 #include "cpu/linear_impl.h"
@@ -18,7 +22,57 @@ constexpr int64_t kRowBlock = 64;
 // Below this many multiply-adds the thread hand-off costs more than it saves.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 17;
 
+std::atomic<MatmulPrecision> g_precision{MatmulPrecision::kF32};
+
+using BlockFn = std::function<void(int64_t i0, int64_t i1, int64_t j0, int64_t j1)>;
+
+// Runs `block` over the [m, n] output in tasks of weight-column blocks (and row blocks for large
+// m) sized for L2 and for the pool to balance.
+void run_tiled(int64_t m, int64_t n, int64_t k, int64_t weight_elem_bytes, ThreadPool& pool,
+               const BlockFn& block) {
+  // Column blocks: small enough to stay in L2, and at least a few per thread so the pool can
+  // balance; multiples of 8 keep the micro-kernels on their widest tiles.
+  const int64_t threads = pool.num_threads();
+  const int64_t cache_cols = kWeightBlockBytes / (k * weight_elem_bytes);
+  const int64_t balance_cols = (n + threads * 4 - 1) / (threads * 4);
+  int64_t nb = std::min(cache_cols, balance_cols);
+  nb = std::max<int64_t>(8, (nb + 7) / 8 * 8);
+  const int64_t mb = m <= kRowBlock ? m : kRowBlock;
+  const int64_t n_blocks = (n + nb - 1) / nb;
+  const int64_t m_blocks = (m + mb - 1) / mb;
+  const int64_t tasks = n_blocks * m_blocks;
+  const int64_t macs_per_task = mb * nb * k;
+  const int64_t min_chunk =
+      std::max<int64_t>(1, kMinParallelMacs / std::max<int64_t>(1, macs_per_task));
+
+  // Consecutive task ids share a weight block (m varies fastest), so a chunk of tasks that one
+  // thread takes reuses that block from cache.
+  pool.parallel_for(
+      tasks,
+      [&](int64_t begin, int64_t end) {
+        for (int64_t t = begin; t < end; ++t) {
+          const int64_t jb = t / m_blocks, ib = t % m_blocks;
+          const int64_t j0 = jb * nb, i0 = ib * mb;
+          block(i0, std::min(m, i0 + mb), j0, std::min(n, j0 + nb));
+        }
+      },
+      min_chunk);
+}
+
 }  // namespace
+
+void set_matmul_precision(MatmulPrecision precision) { g_precision.store(precision); }
+MatmulPrecision matmul_precision() { return g_precision.load(); }
+
+bool linear_uses_bf16_activations(DType w_dtype) {
+#if defined(__x86_64__)
+  return w_dtype == DType::kBF16 && g_precision.load() == MatmulPrecision::kBf16 &&
+         cpu::current_isa() == cpu::Isa::kAvx512 && cpu_features().avx512bf16;
+#else
+  (void)w_dtype;
+  return false;
+#endif
+}
 
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
             ThreadPool& pool) {
@@ -56,6 +110,19 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
     return;
   }
 
+  if (linear_uses_bf16_activations(w.dtype)) {
+    std::vector<uint16_t> x_bf16(static_cast<size_t>(m * k));
+    pool.parallel_for(m, [&](int64_t r0, int64_t r1) {
+      cpu::vec_ops().narrow(p.x + r0 * k, DType::kBF16, x_bf16.data() + r0 * k, (r1 - r0) * k);
+    });
+    const cpu::Bf16LinearProblem bp{x_bf16.data(), static_cast<const uint16_t*>(w.data), p.bias,
+                                    p.y, m, n, k};
+    run_tiled(m, n, k, 2, pool, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      cpu::linear_block_avx512bf16(bp, i0, i1, j0, j1);
+    });
+    return;
+  }
+
   void (*block)(const cpu::LinearProblem&, int64_t, int64_t, int64_t, int64_t) =
       cpu::linear_block_portable;
 #if defined(__x86_64__)
@@ -71,33 +138,8 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
   }
 #endif
 
-  // Column blocks: small enough to stay in L2, and at least a few per thread so the pool can
-  // balance; multiples of 8 keep the micro-kernels on their widest tiles.
-  const int64_t threads = pool.num_threads();
-  const int64_t cache_cols = kWeightBlockBytes / (k * static_cast<int64_t>(dtype_size(w.dtype)));
-  const int64_t balance_cols = (n + threads * 4 - 1) / (threads * 4);
-  int64_t nb = std::min(cache_cols, balance_cols);
-  nb = std::max<int64_t>(8, (nb + 7) / 8 * 8);
-  const int64_t mb = m <= kRowBlock ? m : kRowBlock;
-  const int64_t n_blocks = (n + nb - 1) / nb;
-  const int64_t m_blocks = (m + mb - 1) / mb;
-  const int64_t tasks = n_blocks * m_blocks;
-  const int64_t macs_per_task = mb * nb * k;
-  const int64_t min_chunk =
-      std::max<int64_t>(1, kMinParallelMacs / std::max<int64_t>(1, macs_per_task));
-
-  // Consecutive task ids share a weight block (m varies fastest), so a chunk of tasks that one
-  // thread takes reuses that block from cache.
-  pool.parallel_for(
-      tasks,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t t = begin; t < end; ++t) {
-          const int64_t jb = t / m_blocks, ib = t % m_blocks;
-          const int64_t j0 = jb * nb, i0 = ib * mb;
-          block(p, i0, std::min(m, i0 + mb), j0, std::min(n, j0 + nb));
-        }
-      },
-      min_chunk);
+  run_tiled(m, n, k, static_cast<int64_t>(dtype_size(w.dtype)), pool,
+            [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
 }
 
 }  // namespace weft::kernels

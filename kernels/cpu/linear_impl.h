@@ -22,4 +22,15 @@ void linear_block_portable(const LinearProblem& p, int64_t i0, int64_t i1, int64
 void linear_block_avx2(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 void linear_block_avx512(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 
+// MatmulPrecision::kBf16 with BF16 weights: activations already rounded to BF16.
+struct Bf16LinearProblem {
+  const uint16_t* x = nullptr;  // [m, k] BF16
+  const uint16_t* w = nullptr;  // [n, k] BF16
+  const float* bias = nullptr;  // [n] or null
+  float* y = nullptr;           // [m, n]
+  int64_t m = 0, n = 0, k = 0;
+};
+void linear_block_avx512bf16(const Bf16LinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                             int64_t j1);
+
 }  // namespace weft::kernels::cpu

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "core/half.h"
+
 #include "kernel_test_util.h"
 
 namespace weft::kernels {
@@ -84,6 +86,50 @@ TEST_P(LinearTest, ZeroK) {
   ThreadPool pool(1);
   check_linear(3, 5, 0, DType::kF32, true, DType::kF32, pool, 3);
   check_linear(3, 5, 0, DType::kBF16, false, DType::kF32, pool, 3);
+}
+
+// MatmulPrecision::kBf16: where the path is taken (AVX-512 with AVX512-BF16, BF16 weights) y is
+// the product of the BF16-rounded x with w, accumulated in F32; elsewhere the flag changes
+// nothing. Odd k exercises the masked tail of the 32-element pairs.
+TEST_P(LinearTest, Bf16ActivationsMatchTheRoundedReference) {
+  set_matmul_precision(MatmulPrecision::kBf16);
+  const bool bf16_path = linear_uses_bf16_activations(DType::kBF16);
+  ThreadPool pool(2);
+  uint32_t seed = 500;
+  int checked = 0;
+  for (int64_t k : {1, 31, 32, 33, 64, 130, 768}) {
+    for (int64_t m : {1, 2, 3, 4, 5, 17}) {
+      for (int64_t n : {1, 5, 8, 13, 100}) {
+        std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
+        std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+        std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
+        seed += 3;
+        Tensor x = make_f32(xv, {m, k});
+        Tensor w = make_stored(wv, DType::kBF16, {n, k});
+        Tensor b = make_f32(bv, {n});
+        Tensor y = Tensor::zeros(DType::kF32, {m, n});
+        const TensorView bias = b.view();
+        linear(x, w, &bias, y, pool);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double ref = bv[j], mag = 0.0;
+            for (int64_t t = 0; t < k; ++t) {
+              const float xt = bf16_path ? bf16_to_float(float_to_bf16(xv[i * k + t])) : xv[i * k + t];
+              const double p = static_cast<double>(xt) * bf16_to_float(float_to_bf16(wv[j * k + t]));
+              ref += p;
+              mag += std::fabs(p);
+            }
+            ASSERT_NEAR(y.data_as<float>()[i * n + j], ref, 1e-5 * mag + 1e-6)
+                << "m=" << m << " n=" << n << " k=" << k << " bf16 path " << bf16_path;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  set_matmul_precision(MatmulPrecision::kF32);
+  EXPECT_GT(checked, 1000);
+  RecordProperty("bf16_activation_path", bf16_path ? "taken" : "not available");
 }
 
 WEFT_INSTANTIATE_ISA_TESTS(LinearTest);

@@ -14,7 +14,19 @@ namespace weft::kernels {
 //   y: F32 [m, n], overwritten. Must not alias x.
 // Accumulates in F32. Threads split over n (and m for large m). Uses AVX-512 / AVX2+FMA paths
 // where cpu_features() allows, and a portable path otherwise; all agree to float rounding.
+//
+// MatmulPrecision::kBf16 (opt-in, process-wide): with BF16 weights on a CPU with AVX512-BF16,
+// x is rounded to BF16 (nearest even) and the products use vdpbf16ps, still accumulated in F32:
+// what llama.cpp and PyTorch's BF16 matmuls do, about twice the multiply-adds per instruction,
+// at the cost of BF16 activations (relative error ~2^-9 per element of x). Otherwise, and by
+// default (kF32), x stays F32.
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
             ThreadPool& pool);
+
+enum class MatmulPrecision { kF32, kBf16 };
+void set_matmul_precision(MatmulPrecision precision);
+MatmulPrecision matmul_precision();
+// Whether linear() with weights of `w_dtype` takes the BF16-activation path right now.
+bool linear_uses_bf16_activations(DType w_dtype);
 
 }  // namespace weft::kernels

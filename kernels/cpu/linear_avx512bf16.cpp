@@ -1,0 +1,114 @@
+// AVX512-BF16 micro-kernels of linear() for BF16 weights with BF16-rounded activations
+// (MatmulPrecision::kBf16): vdpbf16ps multiplies 32 BF16 pairs into 16 F32 accumulators per
+// instruction, twice the multiply-adds of the F32 FMA path and without widening the weights.
+// Accumulation stays F32. The activations were rounded to BF16 (nearest even) by the caller.
+#include <immintrin.h>
+
+#include "cpu/linear_impl.h"
+
+#if defined(__x86_64__)
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16,avx2,fma")
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace weft::kernels::cpu {
+namespace {
+
+constexpr int64_t kPairs = 32;  // BF16 elements per vdpbf16ps operand
+
+inline __m512bh load_bf16(const uint16_t* p) { return (__m512bh)_mm512_loadu_si512(p); }
+inline __m512bh load_bf16(const uint16_t* p, __mmask32 m) {
+  return (__m512bh)_mm512_maskz_loadu_epi16(m, p);
+}
+
+inline __m256 fold(__m512 v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v),
+                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m256 abcd =
+      _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+// y[i0 + i, j0 + j] for i < MR, j < NR (NR is 1 or a multiple of 4).
+template <int MR, int NR>
+void tile(const Bf16LinearProblem& p, int64_t i0, int64_t j0) {
+  const int64_t k = p.k;
+  const uint16_t* x = p.x + i0 * k;
+  const uint16_t* w = p.w + j0 * k;
+  __m512 acc[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+  }
+  int64_t kk = 0;
+  for (; kk + kPairs <= k; kk += kPairs) {
+    __m512bh xv[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) xv[i] = load_bf16(x + i * k + kk);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      if constexpr (MR == 1) _mm_prefetch(reinterpret_cast<const char*>(w + (j + NR) * k + kk), _MM_HINT_T0);
+      const __m512bh wv = load_bf16(w + j * k + kk);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
+    }
+  }
+  if (kk < k) {
+    const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << (k - kk)) - 1u);
+    __m512bh xv[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) xv[i] = load_bf16(x + i * k + kk, m);
+#pragma GCC unroll 16
+    for (int j = 0; j < NR; ++j) {
+      const __m512bh wv = load_bf16(w + j * k + kk, m);
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i) {
+    float* y = p.y + (i0 + i) * p.n + j0;
+    if constexpr (NR == 1) {
+      y[0] = _mm512_reduce_add_ps(acc[i][0]) + (p.bias ? p.bias[j0] : 0.0f);
+    } else {
+#pragma GCC unroll 16
+      for (int j = 0; j < NR; j += 4) {
+        __m128 s = reduce4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+        if (p.bias) s = _mm_add_ps(s, _mm_loadu_ps(p.bias + j0 + j));
+        _mm_storeu_ps(y + j, s);
+      }
+    }
+  }
+}
+
+template <int MR>
+void row_tile(const Bf16LinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  if constexpr (MR == 1) {
+    for (; j + 8 <= j1; j += 8) tile<1, 8>(p, i, j);
+  }
+  for (; j + 4 <= j1; j += 4) tile<MR, 4>(p, i, j);
+  for (; j < j1; ++j) tile<MR, 1>(p, i, j);
+}
+
+}  // namespace
+
+void linear_block_avx512bf16(const Bf16LinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                             int64_t j1) {
+  int64_t i = i0;
+  for (; i + 4 <= i1; i += 4) row_tile<4>(p, i, j0, j1);
+  switch (i1 - i) {
+    case 3: row_tile<3>(p, i, j0, j1); break;
+    case 2: row_tile<2>(p, i, j0, j1); break;
+    case 1: row_tile<1>(p, i, j0, j1); break;
+    default: break;
+  }
+}
+
+}  // namespace weft::kernels::cpu
+
+#endif  // __x86_64__
