@@ -28,6 +28,8 @@ std::vector<FlagSpec> engine_flag_specs() {
       {"generation-config", "auto|none",
        "auto (default): generation_config.json's sampling values are the defaults; none: weft's"},
       {"cpu-isa", "native|avx2|portable", "cap the CPU kernels' instruction set"},
+      {"quantize", "none|int8",
+       "int8: quantize linear weights per output row at load, after TP sharding (W8A16; CPU)"},
       {"matmul-precision", "f32|bf16",
        "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16; F32 accumulation); default f32"},
       {"tp", "T", "tensor-parallel ranks (run under mpirun -np T*P)"},
@@ -103,6 +105,7 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
     o.seed = static_cast<uint64_t>(seed);
   }
   WEFT_RETURN_IF_ERROR(limit_cpu_features(args.get_or("cpu-isa", "native")));
+  WEFT_ASSIGN_OR_RETURN(o.quantization, parse_weight_quantization(args.get_or("quantize", "none")));
   const std::string precision = args.get_or("matmul-precision", "f32");
   if (precision != "f32" && precision != "bf16") {
     return absl::InvalidArgumentError(

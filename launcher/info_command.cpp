@@ -163,17 +163,27 @@ int run_info(const std::vector<std::string>& args) {
     std::cerr << "weft info: --tp, --pp, --ep: positive integers, --ep dividing --tp\n";
     return 2;
   }
+  const auto quantization = parse_weight_quantization(cli->get_or("quantize", "none"));
+  if (!quantization.ok()) {
+    std::cerr << "weft info: " << quantization.status().message() << "\n";
+    return 2;
+  }
   for (int stage = 0; stage < *pp; ++stage) {
     auto layout = stage_layout(static_cast<int>(c.num_hidden_layers), static_cast<int>(*pp), stage);
     if (!layout.ok()) {
       std::cerr << "weft info: " << layout.status().message() << "\n";
       return 1;
     }
-    const int64_t bytes = planned_weight_bytes(c, static_cast<int>(*tp), static_cast<int>(*ep), *layout);
+    const int64_t bytes = planned_weight_bytes(c, static_cast<int>(*tp), static_cast<int>(*ep), *layout,
+                                               *quantization);
     std::cout << "weights per rank";
     if (*pp > 1) std::cout << ", stage " << stage << " (layers " << layout->first_layer << "-" << layout->end_layer - 1 << ")";
     std::cout << ": " << bytes << " bytes (" << bytes / 1048576.0 << " MiB; tp " << *tp
-              << (*ep > 1 ? absl::StrCat(", ep ", *ep) : "") << ")\n";
+              << (*ep > 1 ? absl::StrCat(", ep ", *ep) : "")
+              << (*quantization != WeightQuantization::kNone
+                      ? absl::StrCat(", ", weight_quantization_name(*quantization))
+                      : "")
+              << ")\n";
   }
   return 0;
 }

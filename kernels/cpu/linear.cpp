@@ -74,14 +74,16 @@ bool linear_uses_bf16_activations(DType w_dtype) {
 #endif
 }
 
-void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
-            ThreadPool& pool) {
+namespace {
+
+void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
+                const TensorView* bias, const TensorView& y, ThreadPool& pool) {
   const int64_t n = w.shape[0];
   const int64_t k = w.shape[1];
   const int64_t m = n > 0 ? y.numel() / n : 0;
   assert(x.dtype == DType::kF32 && y.dtype == DType::kF32);
   assert(w.shape.rank() == 2 && x.numel() == m * k && y.numel() == m * n);
-  assert(is_float_dtype(w.dtype));
+  assert(is_float_dtype(w.dtype) || (w.dtype == DType::kI8 && w_scale != nullptr));
   assert(bias == nullptr || bias->numel() == n);
   if (m == 0 || n == 0) return;
 
@@ -89,6 +91,7 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
   p.x = x.as<const float>();
   p.w = w.data;
   p.w_dtype = w.dtype;
+  p.w_scale = w_scale;
   p.y = y.as<float>();
   p.m = m;
   p.n = n;
@@ -140,6 +143,19 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
 
   run_tiled(m, n, k, static_cast<int64_t>(dtype_size(w.dtype)), pool,
             [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
+}
+
+}  // namespace
+
+void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
+            ThreadPool& pool) {
+  linear_any(x, w, nullptr, bias, y, pool);
+}
+
+void linear_int8(const TensorView& x, const TensorView& w, const TensorView& w_scale,
+                 const TensorView* bias, const TensorView& y, ThreadPool& pool) {
+  assert(w.dtype == DType::kI8 && w_scale.dtype == DType::kF32 && w_scale.numel() == w.shape[0]);
+  linear_any(x, w, w_scale.as<const float>(), bias, y, pool);
 }
 
 }  // namespace weft::kernels

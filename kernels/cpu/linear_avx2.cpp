@@ -16,12 +16,16 @@ namespace {
 
 constexpr int64_t kW = 8;
 template <DType W>
-constexpr int64_t kWBytes = W == DType::kF32 ? 4 : 2;
+constexpr int64_t kWBytes = W == DType::kF32 ? 4 : W == DType::kI8 ? 1 : 2;
 
 template <DType W>
 inline __m256 load_w(const void* base, int64_t idx) {
   if constexpr (W == DType::kF32) {
     return _mm256_loadu_ps(static_cast<const float*>(base) + idx);
+  } else if constexpr (W == DType::kI8) {
+    const __m128i b = _mm_loadl_epi64(
+        reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(base) + idx));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
   } else {
     const __m128i h =
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(base) + idx));
@@ -39,6 +43,8 @@ inline float w_at(const void* base, int64_t idx) {
     return static_cast<const float*>(base)[idx];
   } else if constexpr (W == DType::kBF16) {
     return bf16_to_float(static_cast<const uint16_t*>(base)[idx]);
+  } else if constexpr (W == DType::kI8) {
+    return static_cast<float>(static_cast<const int8_t*>(base)[idx]);
   } else {
     return f16_to_float(static_cast<const uint16_t*>(base)[idx]);
   }
@@ -100,6 +106,7 @@ void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
     for (int j = 0; j < NR; ++j) {
       float s = out[j];
       for (int64_t kk = kv; kk < k; ++kk) s += x[i * k + kk] * w_at<W>(p.w, w0 + j * k + kk);
+      if constexpr (W == DType::kI8) s *= p.w_scale[j0 + j];
       y[j] = s + (p.bias ? p.bias[j0 + j] : 0.0f);
     }
   }
@@ -130,6 +137,8 @@ void linear_block_avx2(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j
       return block<DType::kBF16>(p, i0, i1, j0, j1);
     case DType::kF16:
       return block<DType::kF16>(p, i0, i1, j0, j1);
+    case DType::kI8:
+      return block<DType::kI8>(p, i0, i1, j0, j1);
     default:
       return block<DType::kF32>(p, i0, i1, j0, j1);
   }

@@ -17,12 +17,15 @@ namespace {
 
 constexpr int64_t kW = 16;
 template <DType W>
-constexpr int64_t kWBytes = W == DType::kF32 ? 4 : 2;
+constexpr int64_t kWBytes = W == DType::kF32 ? 4 : W == DType::kI8 ? 1 : 2;
 
 template <DType W>
 inline __m512 load_w(const void* base, int64_t idx, __mmask16 m) {
   if constexpr (W == DType::kF32) {
     return _mm512_maskz_loadu_ps(m, static_cast<const float*>(base) + idx);
+  } else if constexpr (W == DType::kI8) {
+    const __m128i b = _mm_maskz_loadu_epi8(m, static_cast<const int8_t*>(base) + idx);
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
   } else {
     const __m256i h = _mm256_maskz_loadu_epi16(m, static_cast<const uint16_t*>(base) + idx);
     if constexpr (W == DType::kBF16) {
@@ -37,6 +40,10 @@ template <DType W>
 inline __m512 load_w(const void* base, int64_t idx) {
   if constexpr (W == DType::kF32) {
     return _mm512_loadu_ps(static_cast<const float*>(base) + idx);
+  } else if constexpr (W == DType::kI8) {
+    const __m128i b =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const int8_t*>(base) + idx));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
   } else {
     const __m256i h = _mm256_loadu_si256(
         reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(base) + idx));
@@ -106,11 +113,14 @@ void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
   for (int i = 0; i < MR; ++i) {
     float* y = p.y + (i0 + i) * p.n + j0;
     if constexpr (NR == 1) {
-      y[0] = _mm512_reduce_add_ps(acc[i][0]) + (p.bias ? p.bias[j0] : 0.0f);
+      float s = _mm512_reduce_add_ps(acc[i][0]);
+      if constexpr (W == DType::kI8) s *= p.w_scale[j0];
+      y[0] = s + (p.bias ? p.bias[j0] : 0.0f);
     } else {
 #pragma GCC unroll 16
       for (int j = 0; j < NR; j += 4) {
         __m128 s = reduce4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+        if constexpr (W == DType::kI8) s = _mm_mul_ps(s, _mm_loadu_ps(p.w_scale + j0 + j));
         if (p.bias) s = _mm_add_ps(s, _mm_loadu_ps(p.bias + j0 + j));
         _mm_storeu_ps(y + j, s);
       }
@@ -156,6 +166,8 @@ void linear_block_avx512(const LinearProblem& p, int64_t i0, int64_t i1, int64_t
       return block<DType::kBF16>(p, i0, i1, j0, j1);
     case DType::kF16:
       return block<DType::kF16>(p, i0, i1, j0, j1);
+    case DType::kI8:
+      return block<DType::kI8>(p, i0, i1, j0, j1);
     default:
       return block<DType::kF32>(p, i0, i1, j0, j1);
   }

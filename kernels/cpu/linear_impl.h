@@ -11,6 +11,8 @@ struct LinearProblem {
   const float* x = nullptr;  // [m, k]
   const void* w = nullptr;   // [n, k] of w_dtype
   DType w_dtype = DType::kF32;
+  // I8 weights: the F32 scale of each of the n weight rows (element = int8 * scale).
+  const float* w_scale = nullptr;
   const float* bias = nullptr;  // [n] or null
   float* y = nullptr;           // [m, n]
   int64_t m = 0, n = 0, k = 0;

@@ -17,6 +17,8 @@ inline float w_at(const void* base, int64_t idx) {
     return static_cast<const float*>(base)[idx];
   } else if constexpr (W == DType::kBF16) {
     return bf16_to_float(static_cast<const uint16_t*>(base)[idx]);
+  } else if constexpr (W == DType::kI8) {
+    return static_cast<float>(static_cast<const int8_t*>(base)[idx]);
   } else {
     return f16_to_float(static_cast<const uint16_t*>(base)[idx]);
   }
@@ -44,6 +46,7 @@ void block(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j
         for (int l = 0; l < kLanes; ++l) s += acc[r][l];
         const float* x = p.x + (i + r) * k;
         for (int64_t t = kk; t < k; ++t) s += x[t] * w_at<W>(p.w, wrow + t);
+        if constexpr (W == DType::kI8) s *= p.w_scale[j];
         p.y[(i + r) * p.n + j] = s + (p.bias ? p.bias[j] : 0.0f);
       }
     }
@@ -58,6 +61,8 @@ void linear_block_portable(const LinearProblem& p, int64_t i0, int64_t i1, int64
       return block<DType::kBF16>(p, i0, i1, j0, j1);
     case DType::kF16:
       return block<DType::kF16>(p, i0, i1, j0, j1);
+    case DType::kI8:
+      return block<DType::kI8>(p, i0, i1, j0, j1);
     default:
       return block<DType::kF32>(p, i0, i1, j0, j1);
   }

@@ -1,5 +1,6 @@
 #include "engine/local_engine.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
 namespace weft {
@@ -16,9 +17,15 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
   if (options.device != EngineDevice::kCpu && !device_executor) {
     return absl::FailedPreconditionError("--device cuda: this engine has no CUDA executor");
   }
+  if (options.device != EngineDevice::kCpu && options.quantization != WeightQuantization::kNone) {
+    return absl::UnimplementedError(absl::StrCat(
+        "--quantize ", weight_quantization_name(options.quantization),
+        ": quantized weights run on the CPU only for now; use --device cpu"));
+  }
   std::unique_ptr<LocalEngine> e(new LocalEngine());
   e->pool_ = std::make_unique<ThreadPool>(options.num_threads);
-  WEFT_ASSIGN_OR_RETURN(e->model_, load_whole_model(options.model_dir, e->tp_));
+  WEFT_ASSIGN_OR_RETURN(e->model_, load_whole_model(options.model_dir, e->tp_,
+                                                    ModelLoadOptions{1, options.quantization}));
   if (options.device == EngineDevice::kCpu) {
     WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(options.kv),
                                                     e->model_->blocks_fitting(options.kv)));

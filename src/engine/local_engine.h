@@ -28,6 +28,7 @@ struct LocalEngineOptions {
   SchedulerConfig scheduler;
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   std::optional<uint64_t> seed;
+  WeightQuantization quantization = WeightQuantization::kNone;  // --quantize (CPU only)
 };
 
 // The executor of a non-CPU device and the KV blocks it holds (its own device KV pool).

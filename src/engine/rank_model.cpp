@@ -23,23 +23,24 @@ int64_t RankModel::blocks_fitting(const KvCacheOptions& options) const {
 absl::StatusOr<std::unique_ptr<RankModel>> load_rank_model(const std::filesystem::path& model_dir,
                                                            Communicator& tp,
                                                            const StageLayout& layout,
-                                                           int expert_parallel) {
+                                                           const ModelLoadOptions& options) {
   auto rank_model = std::make_unique<RankModel>();
   WEFT_ASSIGN_OR_RETURN(rank_model->config, load_model_config(model_dir));
   WEFT_ASSIGN_OR_RETURN(rank_model->generation, load_generation_config(model_dir, rank_model->config));
   WEFT_ASSIGN_OR_RETURN(rank_model->weights, WeightStore::open(model_dir));
   WEFT_ASSIGN_OR_RETURN(rank_model->model,
                         DecoderModel::load(rank_model->config, rank_model->weights, tp, layout,
-                                           expert_parallel));
+                                           options));
   return rank_model;
 }
 
 absl::StatusOr<std::unique_ptr<RankModel>> load_whole_model(const std::filesystem::path& model_dir,
-                                                            Communicator& tp) {
+                                                            Communicator& tp,
+                                                            const ModelLoadOptions& options) {
   WEFT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(model_dir));
   WEFT_ASSIGN_OR_RETURN(StageLayout layout,
                         stage_layout(static_cast<int>(config.num_hidden_layers), 1, 0));
-  return load_rank_model(model_dir, tp, layout);
+  return load_rank_model(model_dir, tp, layout, options);
 }
 
 }  // namespace weft

@@ -38,14 +38,15 @@ struct RankModel {
   KvCacheShape kv_shape(const KvCacheOptions& options) const;
 };
 
-// `expert_parallel`: see LoadContext (1 for a dense model).
+// `options`: expert parallelism and weight quantization (model/layers/load_context.h).
 absl::StatusOr<std::unique_ptr<RankModel>> load_rank_model(const std::filesystem::path& model_dir,
                                                            Communicator& tp,
                                                            const StageLayout& layout,
-                                                           int expert_parallel = 1);
+                                                           const ModelLoadOptions& options = {});
 
 // The layout of a single process holding every layer.
 absl::StatusOr<std::unique_ptr<RankModel>> load_whole_model(const std::filesystem::path& model_dir,
-                                                            Communicator& tp);
+                                                            Communicator& tp,
+                                                            const ModelLoadOptions& options = {});
 
 }  // namespace weft

@@ -13,11 +13,12 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
                                                                  const WeightStore& weights,
                                                                  Communicator& tp,
                                                                  const StageLayout& layout,
-                                                                 int expert_parallel) {
+                                                                 const ModelLoadOptions& options) {
+  const int expert_parallel = options.expert_parallel;
   auto model = std::make_unique<DecoderModel>();
   model->config_ = config;
   model->layout_ = layout;
-  const LoadContext ctx{weights, model->config_, tp, expert_parallel};
+  const LoadContext ctx{weights, model->config_, tp, expert_parallel, options.quantization};
   if (expert_parallel > 1 && !config.moe.enabled()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--ep ", expert_parallel, ": ", config.architecture, " has no experts (expert parallelism is for mixtures of experts)"));

@@ -34,12 +34,13 @@ namespace weft {
 
 class DecoderModel {
  public:
-  // `expert_parallel`: how the TP group splits the experts of a mixture (LoadContext).
+  // `options`: how the TP group splits the experts of a mixture, weight quantization
+  // (LoadContext).
   static absl::StatusOr<std::unique_ptr<DecoderModel>> load(const ModelConfig& config,
                                                             const WeightStore& weights,
                                                             Communicator& tp,
                                                             const StageLayout& layout,
-                                                            int expert_parallel = 1);
+                                                            const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const StageLayout& layout() const { return layout_; }

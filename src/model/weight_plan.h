@@ -8,6 +8,7 @@
 
 #include "model/model_config.h"
 #include "model/stage_layout.h"
+#include "model/weight_quantization.h"
 
 namespace weft {
 
@@ -17,7 +18,10 @@ namespace weft {
 // over tp / ep ranks, the router whole), the norms whole (Gemma's 1 + w norms as F32), and the
 // embedding on the first stage (and the last when tied) and the LM head on the last. Every rank
 // of a stage holds the same amount.
+// With kInt8 the column- and row-parallel weights take one byte per element plus an F32 scale
+// per output row; biases, embeddings, the LM head, routers and norms keep their dtype.
 int64_t planned_weight_bytes(const ModelConfig& config, int tp, int expert_parallel,
-                             const StageLayout& layout);
+                             const StageLayout& layout,
+                             WeightQuantization quantization = WeightQuantization::kNone);
 
 }  // namespace weft

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/model_config.h"
+#include "model/weight_quantization.h"
 #include "model/weight_store.h"
 #include "parallel/communicator.h"
 
@@ -16,6 +17,16 @@ struct LoadContext {
   // and splits their intermediate dimension over its ranks (model/layers/sparse_moe.h). 1: every
   // rank holds a slice of every expert.
   int expert_parallel = 1;
+  // kInt8: column- and row-parallel weights are quantized to int8 per output row after this
+  // rank has cut its shard (so a scale never spans two ranks' rows); embeddings, the LM head
+  // and norms stay in the checkpoint's dtype.
+  WeightQuantization quantization = WeightQuantization::kNone;
+};
+
+// How a rank loads its layers, besides the config and its place in the job.
+struct ModelLoadOptions {
+  int expert_parallel = 1;  // LoadContext::expert_parallel
+  WeightQuantization quantization = WeightQuantization::kNone;
 };
 
 }  // namespace weft

@@ -8,6 +8,7 @@
 #include "core/half.h"
 #include "core/status_macros.h"
 #include "weft/kernels/linear.h"
+#include "weft/kernels/quantize.h"
 
 namespace weft {
 namespace {
@@ -58,6 +59,27 @@ absl::StatusOr<Tensor> load_part_rows(const LoadContext& ctx, const ColumnPart& 
   return padded;
 }
 
+// --quantize int8: replaces `weight` (this rank's rows) by int8 values and per-row scales, and
+// drops the checkpoint's pages behind it. A no-op without quantization.
+void maybe_quantize(const LoadContext& ctx, Tensor& weight, Tensor& scale) {
+  if (ctx.quantization != WeightQuantization::kInt8) return;
+  ThreadPool pool(1);
+  kernels::QuantizedRows q = kernels::quantize_rows_int8(weight.view(), pool);
+  ctx.weights.release(weight);
+  weight = std::move(q.values);
+  scale = std::move(q.scales);
+}
+
+// y = x W^T (+ bias) for a weight in the checkpoint's dtype or quantized to int8.
+void apply(const TensorView& x, const Tensor& weight, const Tensor& scale, const TensorView* bias,
+           const TensorView& y, ThreadPool& pool) {
+  if (scale.defined()) {
+    kernels::linear_int8(x, weight.view(), scale.view(), bias, y, pool);
+  } else {
+    kernels::linear(x, weight.view(), bias, y, pool);
+  }
+}
+
 }  // namespace
 
 Tensor concat_rows(const std::vector<Tensor>& parts) {
@@ -102,12 +124,13 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
     for (const Tensor& w : weights) ctx.weights.release(w);
     for (const Tensor& b : biases) ctx.weights.release(b);
   }
+  maybe_quantize(ctx, layer.weight_, layer.weight_scale_);
   return layer;
 }
 
 void ColumnParallelLinear::forward(const TensorView& x, const TensorView& y,
                                    ThreadPool& pool) const {
-  kernels::linear(x, weight_.view(), bias_.defined() ? &bias_.view() : nullptr, y, pool);
+  apply(x, weight_, weight_scale_, bias_.defined() ? &bias_.view() : nullptr, y, pool);
 }
 
 absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx,
@@ -121,16 +144,17 @@ absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx
   if (has_bias) {
     WEFT_ASSIGN_OR_RETURN(layer.bias_, ctx.weights.get(name + ".bias", Shape{out_features}));
   }
+  maybe_quantize(ctx, layer.weight_, layer.weight_scale_);
   return layer;
 }
 
 absl::Status RowParallelLinear::forward(const TensorView& x, const TensorView& y,
                                         Communicator& tp, ThreadPool& pool) const {
   if (tp.size() == 1) {
-    kernels::linear(x, weight_.view(), bias_.defined() ? &bias_.view() : nullptr, y, pool);
+    apply(x, weight_, weight_scale_, bias_.defined() ? &bias_.view() : nullptr, y, pool);
     return absl::OkStatus();
   }
-  kernels::linear(x, weight_.view(), nullptr, y, pool);
+  apply(x, weight_, weight_scale_, nullptr, y, pool);
   WEFT_RETURN_IF_ERROR(tp.all_reduce_sum(y));
   if (bias_.defined()) add_bias_rows(y, bias_.view(), pool);
   return absl::OkStatus();
@@ -138,7 +162,7 @@ absl::Status RowParallelLinear::forward(const TensorView& x, const TensorView& y
 
 void RowParallelLinear::forward_partial(const TensorView& x, const TensorView& y,
                                         ThreadPool& pool) const {
-  kernels::linear(x, weight_.view(), nullptr, y, pool);
+  apply(x, weight_, weight_scale_, nullptr, y, pool);
 }
 
 }  // namespace weft

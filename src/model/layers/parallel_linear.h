@@ -38,11 +38,17 @@ class ColumnParallelLinear {
   int64_t out_features() const { return weight_.dim(0); }  // local rows
   // x: F32 [m, in_features]; y: F32 [m, out_features()].
   void forward(const TensorView& x, const TensorView& y, ThreadPool& pool) const;
+  // The checkpoint's dtype, or I8 with weight_scale() under --quantize int8.
   const Tensor& weight() const { return weight_; }
-  size_t weight_bytes() const { return weight_.nbytes() + (bias_.defined() ? bias_.nbytes() : 0); }
+  const Tensor& weight_scale() const { return weight_scale_; }
+  size_t weight_bytes() const {
+    return weight_.nbytes() + (weight_scale_.defined() ? weight_scale_.nbytes() : 0) +
+           (bias_.defined() ? bias_.nbytes() : 0);
+  }
 
  private:
   Tensor weight_;
+  Tensor weight_scale_;  // F32 [out_features] when weight_ is I8
   Tensor bias_;
 };
 
@@ -60,10 +66,14 @@ class RowParallelLinear {
   // This rank's term of the sum, x_r @ W_r^T, without the reduce: for a caller that adds several
   // partial results (a mixture of experts) and reduces once. Requires a layer without bias.
   void forward_partial(const TensorView& x, const TensorView& y, ThreadPool& pool) const;
-  size_t weight_bytes() const { return weight_.nbytes() + (bias_.defined() ? bias_.nbytes() : 0); }
+  size_t weight_bytes() const {
+    return weight_.nbytes() + (weight_scale_.defined() ? weight_scale_.nbytes() : 0) +
+           (bias_.defined() ? bias_.nbytes() : 0);
+  }
 
  private:
   Tensor weight_;
+  Tensor weight_scale_;  // F32 [out_features] when weight_ is I8
   Tensor bias_;
 };
 

@@ -2,6 +2,7 @@
 // ISA path. Tolerance: |y - ref| <= 1e-5 * sum_k |x w| + 1e-6 (F32 accumulation over k <= 768
 // in a different order than the reference; an indexing error is O(sum |x w|)).
 #include "weft/kernels/linear.h"
+#include "weft/kernels/quantize.h"
 
 #include <cmath>
 
@@ -130,6 +131,53 @@ TEST_P(LinearTest, Bf16ActivationsMatchTheRoundedReference) {
   set_matmul_precision(MatmulPrecision::kF32);
   EXPECT_GT(checked, 1000);
   RecordProperty("bf16_activation_path", bf16_path ? "taken" : "not available");
+}
+
+// linear_int8 against the double-precision product with the dequantized weights, and
+// quantize_rows_int8's rounding bound, on every ISA path and odd shapes (masked tails).
+TEST_P(LinearTest, Int8WeightsMatchTheDequantizedReference) {
+  ThreadPool pool(2);
+  uint32_t seed = 900;
+  for (int64_t k : {1, 7, 15, 16, 17, 33, 130, 768}) {
+    for (int64_t m : {1, 2, 3, 4, 5, 9}) {
+      for (int64_t n : {1, 4, 7, 8, 13, 100}) {
+        std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
+        std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+        std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
+        seed += 3;
+        if (n > 3) std::fill(wv.begin() + 3 * k, wv.begin() + 4 * k, 0.0f);  // an all-zero row
+        Tensor x = make_f32(xv, {m, k});
+        Tensor w = make_stored(wv, DType::kBF16, {n, k});
+        const QuantizedRows q = quantize_rows_int8(w.view(), pool);
+        ASSERT_EQ(q.values.dtype(), DType::kI8);
+        for (int64_t j = 0; j < n; ++j) {
+          const float scale = q.scales.data_as<float>()[j];
+          for (int64_t t = 0; t < k; ++t) {
+            const float back = q.values.data_as<int8_t>()[j * k + t] * scale;
+            ASSERT_LE(std::fabs(back - wv[j * k + t]), scale * 0.5f + 1e-7f) << j << "," << t;
+          }
+        }
+        Tensor b = make_f32(bv, {n});
+        Tensor y = Tensor::zeros(DType::kF32, {m, n});
+        const TensorView bias = b.view();
+        linear_int8(x, q.values.view(), q.scales.view(), &bias, y, pool);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            double ref = bv[j], mag = 0.0;
+            const double scale = q.scales.data_as<float>()[j];
+            for (int64_t t = 0; t < k; ++t) {
+              const double p = static_cast<double>(xv[i * k + t]) *
+                               (q.values.data_as<int8_t>()[j * k + t] * scale);
+              ref += p;
+              mag += std::fabs(p);
+            }
+            ASSERT_NEAR(y.data_as<float>()[i * n + j], ref, 1e-5 * mag + 1e-6)
+                << "m=" << m << " n=" << n << " k=" << k;
+          }
+        }
+      }
+    }
+  }
 }
 
 WEFT_INSTANTIATE_ISA_TESTS(LinearTest);

@@ -23,6 +23,12 @@ namespace weft::kernels {
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
             ThreadPool& pool);
 
+// W8A16: y = x @ (w * w_scale[:, None])^T (+ bias), w I8 [n, k] with one F32 scale per output
+// row (symmetric per-channel int8, kernels/quantize.h), x F32; each int8 is widened to F32 in
+// registers, the row's sum multiplied by its scale. Same layouts, tiling and ISA paths as linear().
+void linear_int8(const TensorView& x, const TensorView& w, const TensorView& w_scale,
+                 const TensorView* bias, const TensorView& y, ThreadPool& pool);
+
 enum class MatmulPrecision { kF32, kBf16 };
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();
