@@ -7,40 +7,37 @@
 
 namespace weft::kernels {
 
-void silu_and_mul(const TensorView& gate_up, const TensorView& out, ThreadPool& pool) {
+namespace {
+
+using GatedOp = void (*)(const float* g, const float* u, float* out, int64_t n);
+
+// out[r, :] = op(gate_up[r, :i], gate_up[r, i:]) for every row: the shared body of the gated
+// activations.
+void gated_and_mul(const TensorView& gate_up, const TensorView& out, GatedOp op, ThreadPool& pool) {
   const int64_t inter = out.shape[out.shape.rank() - 1];
   assert(gate_up.dtype == DType::kF32 && out.dtype == DType::kF32 && inter > 0);
   assert(gate_up.numel() == 2 * out.numel());
   const int64_t rows = out.numel() / inter;
-  const cpu::VecOps& ops = cpu::vec_ops();
   const float* g = gate_up.as<const float>();
   float* o = out.as<float>();
   pool.parallel_for(
       rows,
       [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) {
-          ops.silu_mul(g + r * 2 * inter, g + r * 2 * inter + inter, o + r * inter, inter);
+          op(g + r * 2 * inter, g + r * 2 * inter + inter, o + r * inter, inter);
         }
       },
       std::max<int64_t>(1, 8192 / inter));
 }
 
+}  // namespace
+
+void silu_and_mul(const TensorView& gate_up, const TensorView& out, ThreadPool& pool) {
+  gated_and_mul(gate_up, out, cpu::vec_ops().silu_mul, pool);
+}
+
 void gelu_tanh_and_mul(const TensorView& gate_up, const TensorView& out, ThreadPool& pool) {
-  const int64_t inter = out.shape[out.shape.rank() - 1];
-  assert(gate_up.dtype == DType::kF32 && out.dtype == DType::kF32 && inter > 0);
-  assert(gate_up.numel() == 2 * out.numel());
-  const int64_t rows = out.numel() / inter;
-  const cpu::VecOps& ops = cpu::vec_ops();
-  const float* g = gate_up.as<const float>();
-  float* o = out.as<float>();
-  pool.parallel_for(
-      rows,
-      [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-          ops.gelu_tanh_mul(g + r * 2 * inter, g + r * 2 * inter + inter, o + r * inter, inter);
-        }
-      },
-      std::max<int64_t>(1, 8192 / inter));
+  gated_and_mul(gate_up, out, cpu::vec_ops().gelu_tanh_mul, pool);
 }
 
 void softcap_inplace(const TensorView& x, float cap, ThreadPool& pool) {

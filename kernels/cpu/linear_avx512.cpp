@@ -12,6 +12,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "cpu/avx512_reduce.h"
+
 namespace weft::kernels::cpu {
 namespace {
 
@@ -55,17 +57,6 @@ inline __m512 load_w(const void* base, int64_t idx) {
   }
 }
 
-inline __m256 fold(__m512 v) {
-  return _mm256_add_ps(_mm512_castps512_ps256(v),
-                       _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-}
-
-// {sum(a), sum(b), sum(c), sum(d)}.
-inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
-  const __m256 abcd =
-      _mm256_hadd_ps(_mm256_hadd_ps(fold(a), fold(b)), _mm256_hadd_ps(fold(c), fold(d)));
-  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
-}
 
 // y[i0 + i, j0 + j] for i < MR, j < NR (NR is 1 or a multiple of 4).
 template <DType W, int MR, int NR>
