@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <functional>
 
 #include "cpu/isa.h"
 
@@ -40,45 +41,44 @@ void gelu_tanh_and_mul(const TensorView& gate_up, const TensorView& out, ThreadP
   gated_and_mul(gate_up, out, cpu::vec_ops().gelu_tanh_mul, pool);
 }
 
+namespace {
+
+// fn(i0, i1) over [0, n) in chunks of 4096 elements, at least `min_chunks` chunks per task: the
+// shared loop of the elementwise in-place kernels.
+void for_each_chunk(int64_t n, int64_t min_chunks, ThreadPool& pool,
+                    const std::function<void(int64_t, int64_t)>& fn) {
+  constexpr int64_t kChunk = 4096;
+  pool.parallel_for(
+      (n + kChunk - 1) / kChunk,
+      [&](int64_t begin, int64_t end) { fn(begin * kChunk, std::min(n, end * kChunk)); },
+      min_chunks);
+}
+
+}  // namespace
+
 void softcap_inplace(const TensorView& x, float cap, ThreadPool& pool) {
   assert(x.dtype == DType::kF32 && cap > 0.0f);
   const cpu::VecOps& ops = cpu::vec_ops();
   float* xp = x.as<float>();
-  constexpr int64_t kChunk = 4096;
-  const int64_t n = x.numel();
-  pool.parallel_for((n + kChunk - 1) / kChunk,
-                    [&](int64_t begin, int64_t end) {
-                      const int64_t e = std::min(n, end * kChunk);
-                      ops.softcap(xp + begin * kChunk, e - begin * kChunk, cap);
-                    },
-                    2);
+  for_each_chunk(x.numel(), 2, pool,
+                 [&](int64_t i0, int64_t i1) { ops.softcap(xp + i0, i1 - i0, cap); });
 }
 
 void scale_inplace(const TensorView& x, float s, ThreadPool& pool) {
   assert(x.dtype == DType::kF32);
   float* xp = x.as<float>();
-  constexpr int64_t kChunk = 4096;
-  const int64_t n = x.numel();
-  pool.parallel_for((n + kChunk - 1) / kChunk,
-                    [&](int64_t begin, int64_t end) {
-                      const int64_t e = std::min(n, end * kChunk);
-                      for (int64_t i = begin * kChunk; i < e; ++i) xp[i] *= s;
-                    },
-                    8);
+  for_each_chunk(x.numel(), 8, pool, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) xp[i] *= s;
+  });
 }
 
 void add_inplace(const TensorView& y, const TensorView& x, ThreadPool& pool) {
   assert(y.dtype == DType::kF32 && x.dtype == DType::kF32 && y.numel() == x.numel());
   float* yp = y.as<float>();
   const float* xp = x.as<const float>();
-  constexpr int64_t kChunk = 4096;
-  const int64_t n = y.numel();
-  pool.parallel_for((n + kChunk - 1) / kChunk,
-                    [&](int64_t begin, int64_t end) {
-                      const int64_t e = std::min(n, end * kChunk);
-                      for (int64_t i = begin * kChunk; i < e; ++i) yp[i] += xp[i];
-                    },
-                    8);
+  for_each_chunk(y.numel(), 8, pool, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) yp[i] += xp[i];
+  });
 }
 
 }  // namespace weft::kernels
