@@ -32,6 +32,14 @@ std::vector<FlagSpec> engine_flag_specs() {
        "int8: quantize linear weights per output row at load, after TP sharding (W8A16; CPU)"},
       {"matmul-precision", "f32|bf16",
        "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16; F32 accumulation); default f32"},
+      {"speculative", "none|ngram|draft",
+       "speculative decoding: ngram (prompt lookup) or draft (a draft model; default with --draft-model)"},
+      {"draft-model", "DIR", "draft model sharing the target's tokenizer (default model: configs/default-draft)"},
+      {"num-speculative-tokens", "K", "guesses per sequence per step at most, 1..16 (default 4)"},
+      {"speculative-adaptive", "on|off",
+       "on (default): per step, speculate only as far as measured to pay (0..K); off: always K"},
+      {"ngram-min", "N", "--speculative ngram: shortest suffix looked up (default 1)"},
+      {"ngram-max", "N", "--speculative ngram: longest suffix looked up (default 4)"},
       {"tp", "T", "tensor-parallel ranks (run under mpirun -np T*P)"},
       {"pp", "P", "pipeline-parallel stages"},
       {"ep", "E", "mixture of experts: spread whole experts over E ranks of each TP group (E divides T; default 1)"},
@@ -41,6 +49,60 @@ std::vector<FlagSpec> engine_flag_specs() {
        "once warm, steps must finish within 10x the recent p99 step time, but never under S (default 10)"},
       {"pipeline-micro-batches", "N", "steps in flight through the pipeline (default pp; 1 = off)"},
   };
+}
+
+absl::Status speculative_options_from(const CliArgs& args, LocalEngineOptions& o) {
+  SpeculativeDecodingOptions& s = o.speculative;
+  const bool has_draft = args.has("draft-model");
+  WEFT_ASSIGN_OR_RETURN(s.method, parse_speculative_method(args.get_or("speculative", has_draft ? "draft" : "none")));
+  const bool speculating = s.method != SpeculativeMethod::kNone;
+  for (const char* flag : {"num-speculative-tokens", "speculative-adaptive", "ngram-min", "ngram-max", "draft-model"}) {
+    if (args.has(flag) && !speculating) {
+      return absl::InvalidArgumentError(absl::StrCat("--", flag, ": needs --speculative ngram or draft"));
+    }
+  }
+  if (has_draft && s.method != SpeculativeMethod::kDraftModel) {
+    return absl::InvalidArgumentError("--draft-model: needs --speculative draft");
+  }
+  if ((args.has("ngram-min") || args.has("ngram-max")) && s.method != SpeculativeMethod::kNgram) {
+    return absl::InvalidArgumentError("--ngram-min / --ngram-max: need --speculative ngram");
+  }
+  WEFT_ASSIGN_OR_RETURN(int64_t k, args.get_int("num-speculative-tokens", 4));
+  if (k < 1 || k > SpeculationOptions::kMaxTokens) {
+    return absl::InvalidArgumentError(absl::StrCat("--num-speculative-tokens: must be in [1, ",
+                                                   SpeculationOptions::kMaxTokens, "], got ", k));
+  }
+  s.engine.num_speculative_tokens = static_cast<int>(k);
+  const std::string adaptive = args.get_or("speculative-adaptive", "on");
+  if (adaptive != "on" && adaptive != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("--speculative-adaptive: expected on or off, got '", adaptive, "'"));
+  }
+  s.engine.adaptive = adaptive == "on";
+  WEFT_ASSIGN_OR_RETURN(int64_t ngram_min, args.get_int("ngram-min", 1));
+  WEFT_ASSIGN_OR_RETURN(int64_t ngram_max, args.get_int("ngram-max", 4));
+  if (ngram_min < 1 || ngram_max < ngram_min || ngram_max > 64) {
+    return absl::InvalidArgumentError(absl::StrCat("--ngram-min ", ngram_min, " / --ngram-max ", ngram_max,
+                                                   ": need 1 <= min <= max <= 64"));
+  }
+  s.ngram_min = static_cast<int>(ngram_min);
+  s.ngram_max = static_cast<int>(ngram_max);
+  if (s.method == SpeculativeMethod::kDraftModel) {
+    s.draft_model = args.get_or("draft-model", "");
+    if (s.draft_model.empty()) {
+      // The default model's matched draft ships beside it.
+      const std::filesystem::path default_model = default_model_dir();
+      const std::filesystem::path draft = default_model.parent_path() / "default-draft";
+      std::error_code ec;
+      if (!default_model.empty() && std::filesystem::equivalent(o.model_dir, default_model, ec) &&
+          std::filesystem::is_regular_file(draft / "config.json", ec)) {
+        s.draft_model = draft;
+      } else {
+        return absl::InvalidArgumentError(
+            "--speculative draft: --draft-model DIR is required (only the default model has a default draft)");
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
@@ -113,6 +175,7 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   }
   kernels::set_matmul_precision(precision == "bf16" ? kernels::MatmulPrecision::kBf16
                                                     : kernels::MatmulPrecision::kF32);
+  WEFT_RETURN_IF_ERROR(speculative_options_from(args, o));
   return o;
 }
 

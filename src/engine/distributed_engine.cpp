@@ -55,6 +55,11 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
     config.seed = options.engine.seed;
     e->engine_ = std::make_unique<Engine>(config, blocks, kv.block_size, *e->executor_, *e->pool_,
                                           std::move(detokenizers));
+    // The proposer lives on the coordinator only (draft_model_proposer.h says why). A failure
+    // here ends the job through the caller: the workers are already serving steps and are told
+    // to stop when the engine is destroyed.
+    WEFT_RETURN_IF_ERROR(enable_speculative_decoding(*e->engine_, options.engine.speculative, *e->model_,
+                                                     options.engine.model_dir, kv, *e->pool_));
   }
   return e;
 }

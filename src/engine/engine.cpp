@@ -1,11 +1,13 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "sampling/speculative_verifier.h"
 
 namespace weft {
 
@@ -88,9 +90,24 @@ void Engine::abort(int64_t request_id) {
     out.finish_reason = FinishReason::kAbort;
     pending_.push_back(std::move(out));
     scheduler_.remove(seq_id);
+    if (proposer_) proposer_->forget(seq_id);
     sequences_.erase(seq_id);
   }
   requests_.erase(it);
+}
+
+absl::Status Engine::enable_speculation(std::unique_ptr<Proposer> proposer,
+                                        const SpeculationOptions& options) {
+  if (options.num_speculative_tokens < 1 || options.num_speculative_tokens > SpeculationOptions::kMaxTokens) {
+    return absl::InvalidArgumentError(absl::StrCat("--num-speculative-tokens: must be in [1, ",
+                                                   SpeculationOptions::kMaxTokens, "], got ",
+                                                   options.num_speculative_tokens));
+  }
+  if (proposer == nullptr) return absl::InvalidArgumentError("speculation needs a proposer");
+  proposer_ = std::move(proposer);
+  policy_ = std::make_unique<SpeculationPolicy>(options.num_speculative_tokens, options.adaptive);
+  spec_stats_.accepted_per_position.assign(options.num_speculative_tokens, 0);
+  return absl::OkStatus();
 }
 
 void Engine::choose_sampling_output(StepPlan& plan) const {
@@ -99,7 +116,8 @@ void Engine::choose_sampling_output(StepPlan& plan) const {
   int32_t k = 1;
   bool logsumexp = false;
   for (const PlannedChunk& chunk : plan.chunks) {
-    if (chunk.logits == LogitsWanted::kAll) return;
+    // Every row of a scoring chunk is wanted whole; a speculating chunk's rows are sampled.
+    if (chunk.logits == LogitsWanted::kAll && chunk.num_draft_tokens == 0) return;
     const Sequence* seq = scheduler_.find(chunk.seq_id);
     if (seq == nullptr) continue;
     const SamplingParams& p = requests_.at(sequences_.at(seq->id).request_id).params;
@@ -121,6 +139,41 @@ void Engine::choose_sampling_output(StepPlan& plan) const {
   plan.candidate_logsumexp = logsumexp;
 }
 
+SequenceSamplingState Engine::sampling_state(const Sequence& seq, std::span<const int32_t> extra,
+                                             std::vector<int32_t>& storage) const {
+  const SequenceInfo& info = sequences_.at(seq.id);
+  SequenceSamplingState state;
+  state.params = &requests_.at(info.request_id).params;
+  state.prompt_ids = seq.prompt_ids;
+  if (extra.empty()) {
+    state.output_ids = seq.output_ids;
+  } else {
+    storage = seq.output_ids;
+    storage.insert(storage.end(), extra.begin(), extra.end());
+    state.output_ids = storage;
+  }
+  state.seed = info.seed;
+  state.seq_index = static_cast<uint32_t>(info.index);
+  state.eos_token_ids = config_.eos_token_ids;
+  return state;
+}
+
+Tensor Engine::picked_rows(const StepOutput& output, const std::vector<int64_t>& rows) {
+  const int64_t num_rows = static_cast<int64_t>(rows.size());
+  if (output.logits.defined()) {
+    sampled_from_.full_logits += num_rows;
+    const int64_t vocab = output.logits.dim(1);
+    Tensor picked = Tensor::empty(DType::kF32, Shape{num_rows, vocab});
+    for (int64_t i = 0; i < num_rows; ++i) {
+      std::memcpy(picked.data_as<float>() + i * vocab,
+                  output.logits.data_as<float>() + rows[i] * vocab, vocab * sizeof(float));
+    }
+    return picked;
+  }
+  sampled_from_.candidates += num_rows;
+  return expand_candidates(output.candidates, rows, config_.vocab_size);
+}
+
 absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& output,
                                                         const std::vector<int64_t>& rows,
                                                         const std::vector<const Sequence*>& seqs) {
@@ -136,30 +189,11 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
   }
   // The rows to sample from: copies of full logits rows, or candidates spread over rows that are
   // -inf elsewhere (exact for the plans choose_sampling_output makes).
-  Tensor picked;
-  if (output.logits.defined()) {
-    sampled_from_.full_logits += num_rows;
-    const int64_t vocab = output.logits.dim(1);
-    picked = Tensor::empty(DType::kF32, Shape{num_rows, vocab});
-    for (int64_t i = 0; i < num_rows; ++i) {
-      std::memcpy(picked.data_as<float>() + i * vocab,
-                  output.logits.data_as<float>() + rows[i] * vocab, vocab * sizeof(float));
-    }
-  } else {
-    sampled_from_.candidates += num_rows;
-    picked = expand_candidates(output.candidates, rows, config_.vocab_size);
-  }
+  const Tensor picked = picked_rows(output, rows);
   std::vector<SequenceSamplingState> states;
+  std::vector<int32_t> unused;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const Sequence* seq = seqs[i];
-    const SequenceInfo& info = sequences_.at(seq->id);
-    SequenceSamplingState state;
-    state.params = &requests_.at(info.request_id).params;
-    state.prompt_ids = seq->prompt_ids;
-    state.output_ids = seq->output_ids;
-    state.seed = info.seed;
-    state.seq_index = static_cast<uint32_t>(info.index);
-    state.eos_token_ids = config_.eos_token_ids;
+    SequenceSamplingState state = sampling_state(*seqs[i], {}, unused);
     if (!output.logits.defined() && !output.candidates.logsumexp.empty()) {
       state.raw_logsumexp = output.candidates.logsumexp[rows[i]];
     }
@@ -168,7 +202,169 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
   return sampler_.sample(picked.view(), states, pool_);
 }
 
+absl::Status Engine::add_proposals(InFlight& step) {
+  StepPlan& plan = step.plan;
+  std::vector<size_t> decoding;  // chunks running one known token of a generating sequence
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    const PlannedChunk& chunk = plan.chunks[i];
+    const Sequence* seq = scheduler_.find(chunk.seq_id);
+    if (seq != nullptr && chunk.token_ids.size() == 1 && chunk.logits == LogitsWanted::kLast &&
+        !seq->is_prefilling() && !seq->output_ids.empty()) {
+      decoding.push_back(i);
+    }
+  }
+  step.num_decoding = static_cast<int>(decoding.size());
+  step.decode_only = !decoding.empty() && decoding.size() == plan.chunks.size();
+  ++spec_stats_.num_steps;
+  if (decoding.empty()) return absl::OkStatus();
+  step.k = policy_->choose(step.num_decoding);
+  if (step.k == 0) return absl::OkStatus();
+  ++spec_stats_.num_steps_speculating;
+
+  int64_t budget = config_.scheduler.max_num_batched_tokens - plan.num_tokens();
+  std::vector<ProposalRequest> requests;
+  std::vector<size_t> chunk_of;
+  for (size_t i : decoding) {
+    const Sequence& seq = *scheduler_.find(plan.chunks[i].seq_id);
+    const SequenceInfo& info = sequences_.at(seq.id);
+    const SamplingParams& params = requests_.at(info.request_id).params;
+    // Room for every guess plus the token after them: max_tokens and the context both hold.
+    const int64_t room = std::min<int64_t>(params.max_tokens - static_cast<int64_t>(seq.output_ids.size()),
+                                           config_.max_model_len - seq.num_tokens()) - 1;
+    const int cap = static_cast<int>(std::min<int64_t>({step.k, room, budget}));
+    if (cap < 1) continue;
+    budget -= cap;
+    ProposalRequest r;
+    r.seq_id = seq.id;
+    r.prompt_ids = seq.prompt_ids;
+    r.output_ids = seq.output_ids;
+    r.params = &params;
+    r.seed = info.seed;
+    r.seq_index = static_cast<uint32_t>(info.index);
+    r.max_tokens = cap;
+    requests.push_back(r);
+    chunk_of.push_back(i);
+  }
+  if (requests.empty()) return absl::OkStatus();
+  WEFT_ASSIGN_OR_RETURN(std::vector<Proposal> proposals, proposer_->propose(requests));
+  if (proposals.size() != requests.size()) {
+    return absl::InternalError(absl::StrCat("proposer ", std::string(proposer_->name()), " returned ", proposals.size(),
+                                            " proposals for ", requests.size(), " sequences"));
+  }
+  for (size_t r = 0; r < requests.size(); ++r) {
+    Proposal& p = proposals[r];
+    if (p.tokens.empty()) continue;
+    const bool bad_ids = std::any_of(p.tokens.begin(), p.tokens.end(),
+                                     [&](int32_t t) { return t < 0 || t >= config_.vocab_size; });
+    if (static_cast<int>(p.tokens.size()) > requests[r].max_tokens || bad_ids ||
+        (!p.q.empty() && p.q.size() != p.tokens.size())) {
+      return absl::InternalError(absl::StrCat("proposer ", std::string(proposer_->name()), ": a malformed proposal for sequence ",
+                                              requests[r].seq_id));
+    }
+    if (scheduler_.add_draft_tokens(plan.chunks[chunk_of[r]], p.tokens)) {
+      step.proposals[requests[r].seq_id] = std::move(p);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Engine::Emission>> Engine::verify(const InFlight& step, const StepOutput& output,
+                                                            const std::vector<const PlannedChunk*>& chunks,
+                                                            const std::vector<int64_t>& first_rows) {
+  std::vector<Emission> emissions(chunks.size());
+  if (!output.logits.defined() && output.candidates.empty()) {
+    // Argmax rows (every sequence greedy, nothing processed): keep guesses while they are the
+    // argmax, then emit the argmax.
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const PlannedChunk& chunk = *chunks[c];
+      const int k = chunk.num_draft_tokens;
+      const int32_t* guesses = chunk.token_ids.data() + chunk.token_ids.size() - k;
+      emissions[c].seq_id = chunk.seq_id;
+      for (int j = 0; j <= k; ++j) {
+        SampleResult r;
+        r.token = output.tokens[first_rows[c] + j];
+        r.logprob = std::numeric_limits<float>::quiet_NaN();
+        emissions[c].samples.push_back(r);
+        if (j == k || guesses[j] != r.token) break;
+      }
+      sampled_from_.argmax += static_cast<int64_t>(emissions[c].samples.size());
+    }
+    return emissions;
+  }
+  // Every row of every speculating chunk, with the state it is sampled under: row j after
+  // guesses 1..j.
+  std::vector<int64_t> rows;
+  std::vector<SequenceSamplingState> states;
+  std::vector<std::vector<int32_t>> storage;
+  size_t total = 0;
+  for (const PlannedChunk* chunk : chunks) total += chunk->num_draft_tokens + 1;
+  storage.resize(total);
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const PlannedChunk& chunk = *chunks[c];
+    const Sequence& seq = *scheduler_.find(chunk.seq_id);
+    const int k = chunk.num_draft_tokens;
+    const std::span<const int32_t> guesses(chunk.token_ids.data() + chunk.token_ids.size() - k, k);
+    for (int j = 0; j <= k; ++j) {
+      const int64_t row = first_rows[c] + j;
+      rows.push_back(row);
+      SequenceSamplingState state = sampling_state(seq, guesses.first(j), storage[states.size()]);
+      if (!output.logits.defined() && !output.candidates.logsumexp.empty()) {
+        state.raw_logsumexp = output.candidates.logsumexp[row];
+      }
+      states.push_back(state);
+    }
+  }
+  const Tensor picked = picked_rows(output, rows);
+  WEFT_ASSIGN_OR_RETURN(std::vector<TokenDistribution> target, sampler_.distributions(picked.view(), states, pool_));
+  std::vector<int64_t> emitted_rows;   // rows of `picked` whose token is emitted
+  std::vector<int32_t> emitted_tokens;
+  std::vector<SequenceSamplingState> emitted_states;
+  size_t first = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const PlannedChunk& chunk = *chunks[c];
+    const Sequence& seq = *scheduler_.find(chunk.seq_id);
+    const int k = chunk.num_draft_tokens;
+    const Proposal& proposal = step.proposals.at(chunk.seq_id);
+    SpeculativeDraw draw;
+    draw.target = std::span<const TokenDistribution>(target.data() + first, k + 1);
+    draw.proposed = proposal.tokens;
+    draw.proposer = proposal.q;
+    draw.seed = states[first].seed;
+    draw.seq_index = states[first].seq_index;
+    draw.first_step = seq.output_ids.size();
+    const SpeculativeOutcome outcome = verify_speculation(draw);
+    emissions[c].seq_id = chunk.seq_id;
+    for (size_t j = 0; j < outcome.tokens.size(); ++j) {
+      emitted_rows.push_back(static_cast<int64_t>(first + j));
+      emitted_tokens.push_back(outcome.tokens[j]);
+      emitted_states.push_back(states[first + j]);
+    }
+    first += k + 1;
+  }
+  // Their logprobs (the target's, as plain sampling reports them).
+  Tensor emitted = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(emitted_rows.size()), picked.dim(1)});
+  for (size_t i = 0; i < emitted_rows.size(); ++i) {
+    std::memcpy(emitted.data_as<float>() + i * picked.dim(1), picked.data_as<float>() + emitted_rows[i] * picked.dim(1),
+                picked.dim(1) * sizeof(float));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> results,
+                        sampler_.results_for(emitted.view(), emitted_states, emitted_tokens, pool_));
+  // Hand the results back in chunk order: each chunk emitted outcome.tokens.size() tokens.
+  size_t next = 0;
+  first = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    // Chunk c's emitted rows are contiguous, within its rows [first, first + k + 1) of picked.
+    while (next < emitted_rows.size() && emitted_rows[next] < static_cast<int64_t>(first + chunks[c]->num_draft_tokens + 1)) {
+      emissions[c].samples.push_back(results[next]);
+      ++next;
+    }
+    first += chunks[c]->num_draft_tokens + 1;
+  }
+  return emissions;
+}
+
 absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
+  const auto started = std::chrono::steady_clock::now();
   std::vector<SequenceOutput> outputs = std::move(pending_);
   pending_.clear();
   if (!scheduler_.has_unfinished() && in_flight_.empty()) return outputs;
@@ -180,31 +376,43 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
                                : std::max(1, (scheduler_.num_running() + scheduler_.num_waiting() +
                                               slots - 1) / slots);
   while (static_cast<int>(in_flight_.size()) < slots) {
-    StepPlan next = scheduler_.schedule(share);
-    if (next.chunks.empty()) break;
-    choose_sampling_output(next);
-    WEFT_RETURN_IF_ERROR(executor_.submit(next));
+    InFlight next;
+    next.plan = scheduler_.schedule(share);
+    if (next.plan.chunks.empty()) break;
+    if (proposer_) WEFT_RETURN_IF_ERROR(add_proposals(next));
+    choose_sampling_output(next.plan);
+    WEFT_RETURN_IF_ERROR(executor_.submit(next.plan));
     in_flight_.push_back(std::move(next));
   }
   if (in_flight_.empty()) {
     return absl::InternalError("the scheduler planned an empty step with requests waiting");
   }
   WEFT_ASSIGN_OR_RETURN(StepOutput output, executor_.collect());
-  const StepPlan plan = std::move(in_flight_.front());
+  const InFlight step = std::move(in_flight_.front());
   in_flight_.pop_front();
+  const StepPlan& plan = step.plan;
 
-  // Which logits rows sample: the last row of each chunk that reaches its sequence's end.
+  // Which logits rows sample: the last row of each chunk that reaches its sequence's end, and
+  // every row of a chunk carrying guesses (verified together).
   std::vector<int64_t> sample_rows;
   std::vector<const Sequence*> sample_seqs;
+  std::vector<const PlannedChunk*> spec_chunks;
+  std::vector<int64_t> spec_first_rows;
   int64_t row = 0;
   for (const PlannedChunk& chunk : plan.chunks) {
     const Sequence* seq = scheduler_.find(chunk.seq_id);
     const int64_t len = static_cast<int64_t>(chunk.token_ids.size());
     const int64_t rows = chunk.logits == LogitsWanted::kAll ? len
                          : chunk.logits == LogitsWanted::kLast ? 1 : 0;
+    const int64_t first_row = row;
     row += rows;
     if (seq == nullptr) continue;  // aborted while its step was in flight
     if (seq->is_prefilling()) num_prefilled_tokens_ += len;
+    if (chunk.num_draft_tokens > 0) {
+      spec_chunks.push_back(&chunk);
+      spec_first_rows.push_back(first_row);
+      continue;
+    }
     if (chunk.start_position + len == seq->num_tokens() && rows > 0) {
       sample_rows.push_back(row - 1);
       sample_seqs.push_back(seq);
@@ -222,54 +430,85 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     return absl::InternalError(absl::StrCat("executor returned ", output.rows(),
                                             " logits rows, the plan wants ", row));
   }
-  WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> samples, sample(output, sample_rows, sample_seqs));
+  std::vector<Emission> emissions;
+  if (!sample_rows.empty()) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> samples, sample(output, sample_rows, sample_seqs));
+    for (size_t i = 0; i < samples.size(); ++i) emissions.push_back({sample_seqs[i]->id, {samples[i]}});
+  }
+  if (!spec_chunks.empty()) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<Emission> verified, verify(step, output, spec_chunks, spec_first_rows));
+    for (size_t c = 0; c < verified.size(); ++c) {
+      const int64_t accepted = static_cast<int64_t>(verified[c].samples.size()) - 1;
+      ++spec_stats_.num_drafts;
+      spec_stats_.num_draft_tokens += spec_chunks[c]->num_draft_tokens;
+      spec_stats_.num_accepted_tokens += accepted;
+      spec_stats_.num_emitted_tokens += accepted + 1;
+      for (int64_t j = 0; j < accepted; ++j) ++spec_stats_.accepted_per_position[j];
+      emissions.push_back(std::move(verified[c]));
+    }
+  }
 
   std::vector<SampledToken> sampled;
-  for (size_t i = 0; i < samples.size(); ++i) sampled.push_back({sample_seqs[i]->id, samples[i].token});
+  for (const Emission& e : emissions) {
+    for (const SampleResult& r : e.samples) sampled.push_back({e.seq_id, r.token});
+  }
   scheduler_.on_step_done(plan, sampled);
-  for (size_t i = 0; i < samples.size(); ++i) {
-    if (scheduler_.find(sampled[i].seq_id) != nullptr) continue;
+  for (const Emission& e : emissions) {
+    if (scheduler_.find(e.seq_id) != nullptr) continue;
     // A fork waiting for its parent's prompt: it joins now with its own first token.
-    SequenceInfo& info = sequences_.at(sampled[i].seq_id);
+    SequenceInfo& info = sequences_.at(e.seq_id);
     RequestInfo& request = requests_.at(info.request_id);
     auto it = std::find_if(request.forks.begin(), request.forks.end(),
-                           [&](const Sequence& s) { return s.id == sampled[i].seq_id; });
+                           [&](const Sequence& s) { return s.id == e.seq_id; });
     Sequence child = std::move(*it);
     request.forks.erase(it);
-    child.output_ids.push_back(sampled[i].token);
+    child.output_ids.push_back(e.samples.front().token);
     scheduler_.fork(request.seq_ids.front(), std::move(child));
   }
 
-  for (size_t i = 0; i < samples.size(); ++i) {
-    const int64_t seq_id = sampled[i].seq_id;
+  int64_t emitted = 0;
+  for (const Emission& e : emissions) {
+    const int64_t seq_id = e.seq_id;
     SequenceInfo& info = sequences_.at(seq_id);
     SequenceOutput out;
     out.request_id = info.request_id;
     out.index = info.index;
-    out.token_ids.push_back(samples[i].token);
-    out.samples.push_back(samples[i]);
-    const std::string delta = info.detokenizer ? info.detokenizer->append(samples[i].token) : "";
-    StopChecker::Step stop = info.stop->append(samples[i].token, delta);
-    out.text = std::move(stop.text);
-    out.finish_reason = stop.finish;
-    out.stop_string = stop.stop_string;
-    out.stop_token = stop.stop_token;
-    if (out.finish_reason == FinishReason::kNone &&
-        scheduler_.find(seq_id)->num_tokens() >= config_.max_model_len) {
-      out.finish_reason = FinishReason::kLength;
+    // The sequence's length before this step's tokens (all of them already appended).
+    const int64_t before = scheduler_.find(seq_id)->num_tokens() - static_cast<int64_t>(e.samples.size());
+    for (size_t j = 0; j < e.samples.size(); ++j) {
+      const int32_t token = e.samples[j].token;
+      out.token_ids.push_back(token);
+      out.samples.push_back(e.samples[j]);
+      const std::string delta = info.detokenizer ? info.detokenizer->append(token) : "";
+      StopChecker::Step stop = info.stop->append(token, delta);
+      out.text += stop.text;
+      out.finish_reason = stop.finish;
+      out.stop_string = stop.stop_string;
+      out.stop_token = stop.stop_token;
+      if (out.finish_reason == FinishReason::kNone &&
+          before + static_cast<int64_t>(j) + 1 >= config_.max_model_len) {
+        out.finish_reason = FinishReason::kLength;
+      }
+      if (out.finish_reason != FinishReason::kNone) break;  // later tokens are dropped
     }
+    emitted += static_cast<int64_t>(out.token_ids.size());
     out.finished = out.finish_reason != FinishReason::kNone;
     if (out.finished && !out.stop_string && !out.stop_token && info.detokenizer) {
       out.text += info.detokenizer->finish();
     }
     if (out.finished) {
       scheduler_.remove(seq_id);
+      if (proposer_) proposer_->forget(seq_id);
       RequestInfo& request = requests_.at(info.request_id);
       request.seq_ids.erase(std::find(request.seq_ids.begin(), request.seq_ids.end(), seq_id));
       if (request.seq_ids.empty()) requests_.erase(info.request_id);
       sequences_.erase(seq_id);
     }
     outputs.push_back(std::move(out));
+  }
+  if (proposer_ && step.decode_only) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    policy_->record(step.num_decoding, step.k, emitted, seconds);
   }
   return outputs;
 }

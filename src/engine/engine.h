@@ -8,6 +8,13 @@
 // A request with n > 1 runs its prompt once: sequence 0 prefills it, and when the prompt is
 // done the other n - 1 sequences fork from it (sharing its KV blocks, copy-on-write) and each
 // samples its own first token from the same logits.
+//
+// Speculative decoding (enable_speculation): after planning a step, the engine asks a proposer
+// for guesses after each decoding sequence of the plan (as many as SpeculationPolicy chooses),
+// appends them to the sequence's chunk, and verifies the target's rows for them by rejection
+// sampling (sampling/speculative_verifier.h): greedy output is token for token that of plain
+// decoding and sampled output follows the target's distribution exactly. A sequence may then
+// produce several tokens in one step.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +29,8 @@
 #include "core/thread_pool.h"
 #include "engine/incremental_detokenizer.h"
 #include "engine/scheduler.h"
+#include "engine/speculative/proposer.h"
+#include "engine/speculative/speculation_policy.h"
 #include "engine/step_executor.h"
 #include "kv/block_manager.h"
 #include "sampling/rng.h"
@@ -39,6 +48,31 @@ struct EngineConfig {
   std::optional<uint64_t> seed;      // base of seeds for unseeded requests (random if absent)
 };
 
+// Speculative decoding (Engine::enable_speculation).
+struct SpeculationOptions {
+  static constexpr int kMaxTokens = 16;
+  int num_speculative_tokens = 4;  // K: guesses per sequence per step at most, in [1, kMaxTokens]
+  bool adaptive = true;            // SpeculationPolicy: per step, as many as pay (0..K); else K
+};
+
+// Counters since the engine started (the vLLM names in /metrics: spec_decode_*).
+struct SpeculationStats {
+  int64_t num_drafts = 0;           // sequence-steps that verified guesses
+  int64_t num_draft_tokens = 0;     // guesses verified
+  int64_t num_accepted_tokens = 0;  // guesses accepted
+  int64_t num_emitted_tokens = 0;   // tokens those sequence-steps produced (accepted + 1 each)
+  std::vector<int64_t> accepted_per_position;  // [j]: guesses accepted at position j (0-based)
+  int64_t num_steps = 0;            // steps planned while speculation was enabled
+  int64_t num_steps_speculating = 0;  // ... in which the policy chose k > 0
+  double acceptance_rate() const {
+    return num_draft_tokens > 0 ? static_cast<double>(num_accepted_tokens) / num_draft_tokens : 0.0;
+  }
+  // Mean tokens a verifying sequence-step produced (1 + accepted guesses).
+  double mean_accepted_length() const {
+    return num_drafts > 0 ? static_cast<double>(num_emitted_tokens) / num_drafts : 0.0;
+  }
+};
+
 struct Request {
   std::vector<int32_t> prompt_ids;
   SamplingParams params;
@@ -49,7 +83,7 @@ struct Request {
 struct SequenceOutput {
   int64_t request_id = 0;
   int index = 0;  // 0 .. n-1 within the request
-  std::vector<int32_t> token_ids;     // new tokens (at most one per step)
+  std::vector<int32_t> token_ids;     // new tokens (one per step; more with speculation)
   std::vector<SampleResult> samples;  // their sampling results (logprobs)
   std::string text;                   // new text safe to stream
   bool finished = false;
@@ -80,6 +114,13 @@ class Engine {
   // only for the call. Errors: a call while requests are unfinished, fewer than 2 tokens, a token
   // outside the vocabulary, more tokens than max_model_len or the KV cache holds.
   absl::StatusOr<std::vector<double>> score(const std::vector<int32_t>& token_ids);
+
+  // Turns speculative decoding on with `proposer`. InvalidArgument when K is out of range.
+  absl::Status enable_speculation(std::unique_ptr<Proposer> proposer, const SpeculationOptions& options);
+  bool speculating() const { return proposer_ != nullptr; }
+  const SpeculationStats& speculation_stats() const { return spec_stats_; }
+  const Proposer* proposer() const { return proposer_.get(); }
+  const SpeculationPolicy* speculation_policy() const { return policy_.get(); }
 
   bool has_unfinished() const {
     return scheduler_.has_unfinished() || !pending_.empty() || !in_flight_.empty();
@@ -126,6 +167,33 @@ class Engine {
   // whole row: logit_bias, penalties, pending min_tokens (eos suppression), sampling without
   // top_k, or a chunk that wants every token's logits.
   void choose_sampling_output(StepPlan& plan) const;
+  // A planned step, with the guesses its chunks carry (by sequence) and the k it was planned with.
+  struct InFlight {
+    StepPlan plan;
+    std::map<int64_t, Proposal> proposals;
+    int k = 0;
+    int num_decoding = 0;      // chunks that decode (one known token each)
+    bool decode_only = false;  // no prefill in the plan: the policy may learn from its time
+  };
+  // Asks the proposer for guesses after the plan's decoding sequences and appends them.
+  absl::Status add_proposals(InFlight& step);
+  // What one sequence emitted in a step: its tokens in order and their sampling results.
+  struct Emission {
+    int64_t seq_id = 0;
+    std::vector<SampleResult> samples;
+  };
+  // Verifies the guesses of the chunks of `step` that carry some; `first_rows[i]` is the first
+  // output row of the i-th such chunk (in plan order).
+  absl::StatusOr<std::vector<Emission>> verify(const InFlight& step, const StepOutput& output,
+                                               const std::vector<const PlannedChunk*>& chunks,
+                                               const std::vector<int64_t>& first_rows);
+  // Output rows `rows` as F32 [rows.size(), vocab] to sample from (candidates expanded to
+  // -inf rows); counts them in sampled_from_.
+  Tensor picked_rows(const StepOutput& output, const std::vector<int64_t>& rows);
+  // The sampling state of `seq` with `extra` tokens taken as generated after its output
+  // (`storage` keeps the concatenation alive).
+  SequenceSamplingState sampling_state(const Sequence& seq, std::span<const int32_t> extra,
+                                       std::vector<int32_t>& storage) const;
   // One token per row of `output` named by `rows`, for the sequences `seqs`.
   absl::StatusOr<std::vector<SampleResult>> sample(const StepOutput& output,
                                                    const std::vector<int64_t>& rows,
@@ -142,7 +210,10 @@ class Engine {
   std::map<int64_t, RequestInfo> requests_;
   std::map<int64_t, SequenceInfo> sequences_;
   std::vector<SequenceOutput> pending_;  // abort reports
-  std::deque<StepPlan> in_flight_;       // submitted, not yet collected (oldest first)
+  std::deque<InFlight> in_flight_;       // submitted, not yet collected (oldest first)
+  std::unique_ptr<Proposer> proposer_;
+  std::unique_ptr<SpeculationPolicy> policy_;
+  SpeculationStats spec_stats_;
   int64_t next_request_id_ = 0;
   int64_t next_seq_id_ = 0;
   int64_t num_prefilled_tokens_ = 0;

@@ -48,6 +48,8 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
   config.seed = options.seed;
   e->engine_ = std::make_unique<Engine>(config, e->num_kv_blocks_, options.kv.block_size,
                                         e->executor(), *e->pool_, std::move(detokenizers));
+  WEFT_RETURN_IF_ERROR(enable_speculative_decoding(*e->engine_, options.speculative, *e->model_,
+                                                   options.model_dir, options.kv, *e->pool_));
   return e;
 }
 

@@ -12,6 +12,7 @@
 #include "engine/local_executor.h"
 #include "engine/model_runner.h"
 #include "engine/rank_model.h"
+#include "engine/speculative/speculative_setup.h"
 #include "parallel/single_rank_communicator.h"
 
 namespace weft {
@@ -29,6 +30,7 @@ struct LocalEngineOptions {
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   std::optional<uint64_t> seed;
   WeightQuantization quantization = WeightQuantization::kNone;  // --quantize (CPU only)
+  SpeculativeDecodingOptions speculative;  // --speculative ... (enabled on the coordinator)
 };
 
 // The executor of a non-CPU device and the KV blocks it holds (its own device KV pool).

@@ -38,7 +38,7 @@ absl::StatusOr<ForwardBatch> build_forward_batch(const StepPlan& plan, int block
     if (static_cast<int64_t>(c.block_table.size()) * block_size < context) {
       return absl::InvalidArgumentError(absl::StrCat(
           "sequence ", c.seq_id, ": block table of ", c.block_table.size(),
-          " blocks does not cover ", context, " tokens"));
+          " blocks does not cover ", context, " tokens (start ", c.start_position, ", ", len, " tokens)"));
     }
     // Blocks [0, freeable) end before the first key any query of the chunk sees.
     const int64_t freeable =

@@ -204,12 +204,32 @@ StepPlan Scheduler::schedule(int max_sequences) {
   return plan;
 }
 
+bool Scheduler::add_draft_tokens(PlannedChunk& chunk, std::span<const int32_t> drafts) {
+  if (drafts.empty()) return true;
+  Sequence& seq = sequences_.at(chunk.seq_id);
+  const int64_t end = seq.num_computed_tokens + static_cast<int64_t>(chunk.token_ids.size() + drafts.size());
+  if (!blocks_.grow_to(seq.block_table, end)) return false;
+  chunk.token_ids.insert(chunk.token_ids.end(), drafts.begin(), drafts.end());
+  chunk.num_draft_tokens = static_cast<int32_t>(drafts.size());
+  chunk.block_table = seq.block_table;
+  chunk.logits = LogitsWanted::kAll;
+  return true;
+}
+
 void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToken>& sampled) {
+  std::map<int64_t, int64_t> num_sampled;
+  for (const SampledToken& s : sampled) ++num_sampled[s.seq_id];
   for (const PlannedChunk& chunk : plan.chunks) in_flight_.erase(chunk.seq_id);
   for (const PlannedChunk& chunk : plan.chunks) {
     auto it = sequences_.find(chunk.seq_id);
     if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
-    it->second.num_computed_tokens += static_cast<int64_t>(chunk.token_ids.size());
+    int64_t computed = static_cast<int64_t>(chunk.token_ids.size());
+    if (chunk.num_draft_tokens > 0) {
+      // The known token and the guesses accepted before the first rejection hold valid KV.
+      const int64_t accepted = std::max<int64_t>(num_sampled[chunk.seq_id] - 1, 0);
+      computed -= chunk.num_draft_tokens - std::min<int64_t>(accepted, chunk.num_draft_tokens);
+    }
+    it->second.num_computed_tokens += computed;
     cache_computed_blocks(it->second);  // before any block is given back: it registers them
     release_blocks_outside_window(it->second);
   }
@@ -217,6 +237,16 @@ void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToke
     auto it = sequences_.find(s.seq_id);
     if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
     it->second.output_ids.push_back(s.token);
+  }
+  for (const PlannedChunk& chunk : plan.chunks) {
+    if (chunk.num_draft_tokens == 0) continue;
+    auto it = sequences_.find(chunk.seq_id);
+    if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
+    Sequence& seq = it->second;
+    // Blocks taken only for rejected guesses go back (their KV is garbage past the tokens).
+    while (static_cast<int64_t>(seq.block_table.size()) > blocks_.blocks_for_tokens(seq.num_tokens())) {
+      blocks_.release_last(seq.block_table);
+    }
   }
 }
 

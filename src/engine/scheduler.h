@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "engine/sequence.h"
@@ -66,7 +67,15 @@ class Scheduler {
   // `max_sequences` (> 0) caps the sequences in this plan: the engine splits the running set
   // into micro-batches when a pipeline keeps several plans in flight.
   StepPlan schedule(int max_sequences = 0);
-  // Records that `plan` ran: advances each chunk's computed tokens and appends sampled tokens.
+  // Speculative decoding: appends a proposer's guesses `drafts` to `chunk`, a chunk of the plan
+  // just made that runs one sequence's single new token (a decode), growing the sequence's blocks
+  // to cover them; the chunk then wants every row (PlannedChunk::num_draft_tokens). Returns
+  // false, changing nothing, when too few blocks are free: speculation never preempts.
+  bool add_draft_tokens(PlannedChunk& chunk, std::span<const int32_t> drafts);
+  // Records that `plan` ran: advances each chunk's computed tokens and appends sampled tokens
+  // (in order). A chunk with draft tokens lists its accepted guesses, then one more token: its
+  // computed tokens advance by the known token plus the accepted guesses, and the blocks past
+  // the sequence's tokens (taken for rejected guesses) go back.
   void on_step_done(const StepPlan& plan, const std::vector<SampledToken>& sampled);
   // Adds `child` as a fork of running sequence `parent_id`: RUNNING at once, sharing the
   // parent's blocks and computed tokens. The caller guarantees the child's first

@@ -20,6 +20,11 @@ struct PlannedChunk {
   int32_t start_position = 0;        // = tokens already in the cache for this sequence
   std::vector<int32_t> block_table;  // covers start_position + token_ids.size() tokens
   LogitsWanted logits = LogitsWanted::kNone;
+  // Speculative decoding: the last num_draft_tokens of token_ids are a proposer's guesses after
+  // the sequence's known tokens, run to be verified. Such a chunk wants every row (kAll): row j
+  // is the target's next-token logits after token j. Stages treat them as ordinary tokens; the
+  // coordinator keeps the KV of the guesses it accepts and rolls the rest back.
+  int32_t num_draft_tokens = 0;
 };
 
 struct StepPlan {

@@ -50,6 +50,7 @@ void to_proto(const StepPlan& plan, proto::StepPlan& out) {
     pc->set_start_position(c.start_position);
     pc->mutable_block_table()->Add(c.block_table.begin(), c.block_table.end());
     pc->set_logits(to_proto(c.logits));
+    pc->set_num_draft_tokens(c.num_draft_tokens);
   }
 }
 
@@ -128,8 +129,15 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
                                                        BlockManager::kFreedBlock, " (freed)"));
       }
     }
+    if (pc.num_draft_tokens() < 0 || pc.num_draft_tokens() >= pc.token_ids_size() ||
+        (pc.num_draft_tokens() > 0 && pc.logits() != proto::LOGITS_ALL)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, ": num_draft_tokens is ", pc.num_draft_tokens(), " for ", pc.token_ids_size(),
+          " tokens, expected fewer than the tokens (and logits = all when above 0)"));
+    }
     PlannedChunk c;
     c.seq_id = pc.seq_id();
+    c.num_draft_tokens = pc.num_draft_tokens();
     c.token_ids.assign(pc.token_ids().begin(), pc.token_ids().end());
     c.start_position = pc.start_position();
     c.block_table.assign(pc.block_table().begin(), pc.block_table().end());

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 #include "sampling/logits_processors.h"
 #include "sampling/rng.h"
 
@@ -208,18 +209,19 @@ int32_t draw_from(const std::vector<int32_t>& ids, const float* w, double u) {
   return last;  // rounding left target just above the sum
 }
 
-// Draws from the processed, temperature-scaled logits in s.logits (see sampler.h, step 3).
-int32_t draw(const SamplingParams& p, double u, RowScratch& s) {
+// The survivors of top_k / top_p / min_p over the processed, temperature-scaled logits in
+// s.logits (see sampler.h, step 3): their ids in ascending order into s.ids, their weights
+// exp(logit - max) at s.weights[id]. False when every logit is -inf.
+bool filter_survivors(const SamplingParams& p, RowScratch& s) {
   const int64_t vocab = static_cast<int64_t>(s.logits.size());
   const float* x = s.logits.data();
   const float max_logit = *std::max_element(s.logits.begin(), s.logits.end());
-  if (!(max_logit > kNegInf)) return -1;
+  if (!(max_logit > kNegInf)) return false;
   s.weights.resize(vocab);
   float* w = s.weights.data();
   // The most probable token has weight exp(0) = 1, so min_p's threshold is min_p itself.
   const float min_p_threshold = p.min_p;
-  auto below_min_p = [&](int32_t id) { return !(w[id] >= min_p_threshold); };
-
+  auto below_min_p = [&](int32_t id) { return !(w[id] >= min_p_threshold) || w[id] == 0.0f; };
   if (p.top_k_active(vocab)) {
     // Only the k candidates need weights.
     select_top_k(x, vocab, p.top_k, s.ids);
@@ -231,15 +233,37 @@ int32_t draw(const SamplingParams& p, double u, RowScratch& s) {
     }
     std::erase_if(s.ids, below_min_p);
     std::sort(s.ids.begin(), s.ids.end());
-    return draw_from(s.ids, w, u);
+    return true;
   }
   const double total = exp_row(x, max_logit, w, vocab);
   if (p.top_p < 1.0f) {
     top_p_by_buckets(x, w, vocab, max_logit, static_cast<double>(p.top_p) * total, s);
     std::erase_if(s.ids, below_min_p);
-    return draw_from(s.ids, w, u);
+    return true;
   }
-  // Dense path: survivors are the tokens at or above the min_p threshold, in id order.
+  s.ids.clear();
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (!below_min_p(static_cast<int32_t>(i))) s.ids.push_back(static_cast<int32_t>(i));
+  }
+  return true;
+}
+
+// Draws from the processed, temperature-scaled logits in s.logits (see sampler.h, step 3).
+int32_t draw(const SamplingParams& p, double u, RowScratch& s) {
+  const int64_t vocab = static_cast<int64_t>(s.logits.size());
+  if (p.top_k_active(vocab) || p.top_p < 1.0f) {
+    if (!filter_survivors(p, s)) return -1;
+    return draw_from(s.ids, s.weights.data(), u);
+  }
+  // Dense path (no id list): survivors are the tokens at or above the min_p threshold, in id
+  // order; the same set filter_survivors lists.
+  const float* x = s.logits.data();
+  const float max_logit = *std::max_element(s.logits.begin(), s.logits.end());
+  if (!(max_logit > kNegInf)) return -1;
+  s.weights.resize(vocab);
+  float* w = s.weights.data();
+  const float min_p_threshold = p.min_p;
+  const double total = exp_row(x, max_logit, w, vocab);
   double kept = total;
   if (min_p_threshold > 0.0f) {
     kept = 0.0;
@@ -298,11 +322,35 @@ SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState&
   return r;
 }
 
-}  // namespace
+TokenDistribution distribution_row(std::span<const float> raw, const SequenceSamplingState& state,
+                                   RowScratch& s) {
+  const SamplingParams& p = *state.params;
+  s.logits.assign(raw.begin(), raw.end());
+  apply_logits_processors(s.logits, state, s.penalties);
+  TokenDistribution d;
+  int32_t only = -1;  // the token of a one-point distribution
+  if (p.is_greedy()) {
+    only = argmax(s.logits);
+  } else {
+    apply_temperature(s.logits, p.temperature);
+    if (filter_survivors(p, s)) {
+      double total = 0.0;
+      for (int32_t id : s.ids) total += s.weights[id];
+      d.ids = s.ids;
+      d.probs.reserve(d.ids.size());
+      for (int32_t id : d.ids) d.probs.push_back(static_cast<float>(s.weights[id] / total));
+      return d;
+    }
+  }
+  if (only < 0) only = std::max(argmax(raw), 0);  // as sample_row: everything suppressed
+  d.ids = {only};
+  d.probs = {1.0f};
+  return d;
+}
 
-absl::StatusOr<std::vector<SampleResult>> Sampler::sample(
-    const TensorView& logits, std::span<const SequenceSamplingState> states,
-    ThreadPool& pool) const {
+// Validates the logits and states of Sampler's calls; returns the vocabulary size.
+absl::StatusOr<int64_t> check_inputs(const TensorView& logits,
+                                     std::span<const SequenceSamplingState> states) {
   if (logits.dtype != DType::kF32 || logits.device != Device::kCpu) {
     return absl::InvalidArgumentError(absl::StrCat(
         "logits: expected f32 host memory, got ", std::string(dtype_name(logits.dtype)),
@@ -318,6 +366,60 @@ absl::StatusOr<std::vector<SampleResult>> Sampler::sample(
   for (int64_t i = 0; i < num_seqs; ++i) {
     if (auto st = check_state(states[i], vocab, i); !st.ok()) return st;
   }
+  return vocab;
+}
+
+}  // namespace
+
+float TokenDistribution::prob_of(int32_t id) const {
+  auto it = std::lower_bound(ids.begin(), ids.end(), id);
+  return it != ids.end() && *it == id ? probs[it - ids.begin()] : 0.0f;
+}
+
+absl::StatusOr<std::vector<TokenDistribution>> Sampler::distributions(
+    const TensorView& logits, std::span<const SequenceSamplingState> states, ThreadPool& pool) const {
+  WEFT_ASSIGN_OR_RETURN(const int64_t vocab, check_inputs(logits, states));
+  std::vector<TokenDistribution> out(states.size());
+  const float* data = logits.as<const float>();
+  pool.parallel_for(static_cast<int64_t>(states.size()), [&](int64_t begin, int64_t end) {
+    RowScratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      out[i] = distribution_row(std::span<const float>(data + i * vocab, vocab), states[i], scratch);
+    }
+  });
+  return out;
+}
+
+absl::StatusOr<std::vector<SampleResult>> Sampler::results_for(
+    const TensorView& logits, std::span<const SequenceSamplingState> states,
+    std::span<const int32_t> tokens, ThreadPool& pool) const {
+  WEFT_ASSIGN_OR_RETURN(const int64_t vocab, check_inputs(logits, states));
+  if (tokens.size() != states.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("tokens: ", tokens.size(), " for ",
+                                                   states.size(), " rows"));
+  }
+  std::vector<SampleResult> out(states.size());
+  const float* data = logits.as<const float>();
+  pool.parallel_for(static_cast<int64_t>(states.size()), [&](int64_t begin, int64_t end) {
+    RowScratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      out[i].token = tokens[i];
+      if (states[i].params->logprobs.has_value()) {
+        fill_logprobs(std::span<const float>(data + i * vocab, vocab), *states[i].params->logprobs,
+                      states[i].raw_logsumexp, scratch, out[i]);
+      } else {
+        out[i].logprob = std::numeric_limits<float>::quiet_NaN();
+      }
+    }
+  });
+  return out;
+}
+
+absl::StatusOr<std::vector<SampleResult>> Sampler::sample(
+    const TensorView& logits, std::span<const SequenceSamplingState> states,
+    ThreadPool& pool) const {
+  WEFT_ASSIGN_OR_RETURN(const int64_t vocab, check_inputs(logits, states));
+  const int64_t num_seqs = static_cast<int64_t>(states.size());
   std::vector<SampleResult> results(num_seqs);
   const float* data = logits.as<const float>();
   pool.parallel_for(num_seqs, [&](int64_t begin, int64_t end) {

@@ -42,6 +42,16 @@ struct SampleResult {
   std::vector<std::pair<int32_t, float>> top_logprobs;
 };
 
+// The distribution a row is sampled from after processing, temperature and filtering: the
+// surviving ids in ascending order with their probabilities (summing to 1). A greedy row (or one
+// whose every processed logit is -inf) is the one point the sampler would pick. Speculative
+// decoding verifies proposals against it (speculative_verifier.h).
+struct TokenDistribution {
+  std::vector<int32_t> ids;
+  std::vector<float> probs;
+  float prob_of(int32_t id) const;  // 0 for an id that is not a survivor
+};
+
 class Sampler {
  public:
   // `logits`: F32, CPU, shape [states.size(), vocab]. Rows are spread over `pool` by sequence.
@@ -51,6 +61,15 @@ class Sampler {
   absl::StatusOr<std::vector<SampleResult>> sample(const TensorView& logits,
                                                    std::span<const SequenceSamplingState> states,
                                                    ThreadPool& pool) const;
+  // The distribution sample() draws row i from, with the same checks: sample() returns token t
+  // with probability distributions()[i].prob_of(t).
+  absl::StatusOr<std::vector<TokenDistribution>> distributions(
+      const TensorView& logits, std::span<const SequenceSamplingState> states, ThreadPool& pool) const;
+  // The SampleResult sample() would give had it drawn tokens[i] from row i: its logprob and
+  // top_logprobs when params.logprobs is set (raw logprobs, as above), else NaN.
+  absl::StatusOr<std::vector<SampleResult>> results_for(
+      const TensorView& logits, std::span<const SequenceSamplingState> states,
+      std::span<const int32_t> tokens, ThreadPool& pool) const;
 };
 
 }  // namespace weft
