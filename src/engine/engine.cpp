@@ -176,7 +176,8 @@ Tensor Engine::picked_rows(const StepOutput& output, const std::vector<int64_t>&
 
 absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& output,
                                                         const std::vector<int64_t>& rows,
-                                                        const std::vector<const Sequence*>& seqs) {
+                                                        const std::vector<const Sequence*>& seqs,
+                                                        std::vector<SequenceSamplingState> states) {
   const int64_t num_rows = static_cast<int64_t>(rows.size());
   if (!output.logits.defined() && output.candidates.empty()) {  // the last stage took the argmax
     sampled_from_.argmax += num_rows;
@@ -190,14 +191,15 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
   // The rows to sample from: copies of full logits rows, or candidates spread over rows that are
   // -inf elsewhere (exact for the plans choose_sampling_output makes).
   const Tensor picked = picked_rows(output, rows);
-  std::vector<SequenceSamplingState> states;
-  std::vector<int32_t> unused;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    SequenceSamplingState state = sampling_state(*seqs[i], {}, unused);
-    if (!output.logits.defined() && !output.candidates.logsumexp.empty()) {
-      state.raw_logsumexp = output.candidates.logsumexp[rows[i]];
+  if (states.empty()) {
+    std::vector<int32_t> unused;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      SequenceSamplingState state = sampling_state(*seqs[i], {}, unused);
+      if (!output.logits.defined() && !output.candidates.logsumexp.empty()) {
+        state.raw_logsumexp = output.candidates.logsumexp[rows[i]];
+      }
+      states.push_back(state);
     }
-    states.push_back(state);
   }
   return sampler_.sample(picked.view(), states, pool_);
 }
@@ -272,93 +274,114 @@ absl::StatusOr<std::vector<Engine::Emission>> Engine::verify(const InFlight& ste
                                                             const std::vector<const PlannedChunk*>& chunks,
                                                             const std::vector<int64_t>& first_rows) {
   std::vector<Emission> emissions(chunks.size());
+  auto guesses_of = [](const PlannedChunk& chunk) {
+    const int k = chunk.num_draft_tokens;
+    return std::span<const int32_t>(chunk.token_ids.data() + chunk.token_ids.size() - k, k);
+  };
   if (!output.logits.defined() && output.candidates.empty()) {
     // Argmax rows (every sequence greedy, nothing processed): keep guesses while they are the
     // argmax, then emit the argmax.
     for (size_t c = 0; c < chunks.size(); ++c) {
-      const PlannedChunk& chunk = *chunks[c];
-      const int k = chunk.num_draft_tokens;
-      const int32_t* guesses = chunk.token_ids.data() + chunk.token_ids.size() - k;
-      emissions[c].seq_id = chunk.seq_id;
-      for (int j = 0; j <= k; ++j) {
+      const std::span<const int32_t> guesses = guesses_of(*chunks[c]);
+      emissions[c].seq_id = chunks[c]->seq_id;
+      for (size_t j = 0; j <= guesses.size(); ++j) {
         SampleResult r;
         r.token = output.tokens[first_rows[c] + j];
         r.logprob = std::numeric_limits<float>::quiet_NaN();
         emissions[c].samples.push_back(r);
-        if (j == k || guesses[j] != r.token) break;
+        if (j == guesses.size() || guesses[j] != r.token) break;
       }
       sampled_from_.argmax += static_cast<int64_t>(emissions[c].samples.size());
     }
     return emissions;
   }
-  // Every row of every speculating chunk, with the state it is sampled under: row j after
-  // guesses 1..j.
-  std::vector<int64_t> rows;
-  std::vector<SequenceSamplingState> states;
-  std::vector<std::vector<int32_t>> storage;
-  size_t total = 0;
-  for (const PlannedChunk* chunk : chunks) total += chunk->num_draft_tokens + 1;
-  storage.resize(total);
+  // Every row of every speculating chunk, with the state it is sampled under (row j: after
+  // guesses 1..j), split by how the chunk's guesses were made.
+  struct Rows {
+    std::vector<size_t> chunks;
+    std::vector<int64_t> rows;
+    std::vector<SequenceSamplingState> states;
+  };
+  Rows point, drawn;  // point-mass guesses; guesses drawn from a distribution q
+  std::deque<std::vector<int32_t>> storage;  // stable addresses for the states' output ids
   for (size_t c = 0; c < chunks.size(); ++c) {
     const PlannedChunk& chunk = *chunks[c];
     const Sequence& seq = *scheduler_.find(chunk.seq_id);
-    const int k = chunk.num_draft_tokens;
-    const std::span<const int32_t> guesses(chunk.token_ids.data() + chunk.token_ids.size() - k, k);
-    for (int j = 0; j <= k; ++j) {
-      const int64_t row = first_rows[c] + j;
-      rows.push_back(row);
-      SequenceSamplingState state = sampling_state(seq, guesses.first(j), storage[states.size()]);
+    const std::span<const int32_t> guesses = guesses_of(chunk);
+    Rows& into = step.proposals.at(chunk.seq_id).q.empty() ? point : drawn;
+    into.chunks.push_back(c);
+    for (size_t j = 0; j <= guesses.size(); ++j) {
+      const int64_t row = first_rows[c] + static_cast<int64_t>(j);
+      into.rows.push_back(row);
+      SequenceSamplingState state = sampling_state(seq, guesses.first(j), storage.emplace_back());
       if (!output.logits.defined() && !output.candidates.logsumexp.empty()) {
         state.raw_logsumexp = output.candidates.logsumexp[row];
       }
-      states.push_back(state);
+      into.states.push_back(state);
     }
   }
-  const Tensor picked = picked_rows(output, rows);
-  WEFT_ASSIGN_OR_RETURN(std::vector<TokenDistribution> target, sampler_.distributions(picked.view(), states, pool_));
-  std::vector<int64_t> emitted_rows;   // rows of `picked` whose token is emitted
+  // Point masses: sample every row as plain decoding would (its draw at that step, with the
+  // guesses before it as the prefix) and keep the guesses while they equal the draws. A guess d
+  // then stands with the target's probability p(d) and a miss emits a draw from p without d --
+  // the rejection rule for q = [d] -- and every emitted token is the very one plain decoding
+  // would have drawn.
+  if (!point.rows.empty()) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> drawn_rows, sample(output, point.rows, {}, point.states));
+    size_t first = 0;
+    for (size_t c : point.chunks) {
+      const std::span<const int32_t> guesses = guesses_of(*chunks[c]);
+      emissions[c].seq_id = chunks[c]->seq_id;
+      for (size_t j = 0; j <= guesses.size(); ++j) {
+        emissions[c].samples.push_back(drawn_rows[first + j]);
+        if (j == guesses.size() || guesses[j] != drawn_rows[first + j].token) break;
+      }
+      first += guesses.size() + 1;
+    }
+  }
+  if (drawn.rows.empty()) return emissions;
+  // Guesses drawn from q: rejection sampling (speculative_verifier.h), then the emitted tokens'
+  // logprobs from their rows.
+  const Tensor picked = picked_rows(output, drawn.rows);
+  WEFT_ASSIGN_OR_RETURN(std::vector<TokenDistribution> target,
+                        sampler_.distributions(picked.view(), drawn.states, pool_));
+  std::vector<int64_t> emitted_rows;  // rows of `picked`
   std::vector<int32_t> emitted_tokens;
   std::vector<SequenceSamplingState> emitted_states;
+  std::vector<size_t> emitted_count;
   size_t first = 0;
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    const PlannedChunk& chunk = *chunks[c];
-    const Sequence& seq = *scheduler_.find(chunk.seq_id);
-    const int k = chunk.num_draft_tokens;
-    const Proposal& proposal = step.proposals.at(chunk.seq_id);
+  for (size_t c : drawn.chunks) {
+    const Proposal& proposal = step.proposals.at(chunks[c]->seq_id);
+    const size_t k = proposal.tokens.size();
     SpeculativeDraw draw;
     draw.target = std::span<const TokenDistribution>(target.data() + first, k + 1);
     draw.proposed = proposal.tokens;
     draw.proposer = proposal.q;
-    draw.seed = states[first].seed;
-    draw.seq_index = states[first].seq_index;
-    draw.first_step = seq.output_ids.size();
+    draw.seed = drawn.states[first].seed;
+    draw.seq_index = drawn.states[first].seq_index;
+    draw.first_step = drawn.states[first].output_ids.size();
     const SpeculativeOutcome outcome = verify_speculation(draw);
-    emissions[c].seq_id = chunk.seq_id;
     for (size_t j = 0; j < outcome.tokens.size(); ++j) {
       emitted_rows.push_back(static_cast<int64_t>(first + j));
       emitted_tokens.push_back(outcome.tokens[j]);
-      emitted_states.push_back(states[first + j]);
+      emitted_states.push_back(drawn.states[first + j]);
     }
+    emitted_count.push_back(outcome.tokens.size());
     first += k + 1;
   }
-  // Their logprobs (the target's, as plain sampling reports them).
-  Tensor emitted = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(emitted_rows.size()), picked.dim(1)});
+  const int64_t vocab = picked.dim(1);
+  Tensor emitted = Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(emitted_rows.size()), vocab});
   for (size_t i = 0; i < emitted_rows.size(); ++i) {
-    std::memcpy(emitted.data_as<float>() + i * picked.dim(1), picked.data_as<float>() + emitted_rows[i] * picked.dim(1),
-                picked.dim(1) * sizeof(float));
+    std::memcpy(emitted.data_as<float>() + i * vocab, picked.data_as<float>() + emitted_rows[i] * vocab,
+                vocab * sizeof(float));
   }
   WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> results,
                         sampler_.results_for(emitted.view(), emitted_states, emitted_tokens, pool_));
-  // Hand the results back in chunk order: each chunk emitted outcome.tokens.size() tokens.
   size_t next = 0;
-  first = 0;
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    // Chunk c's emitted rows are contiguous, within its rows [first, first + k + 1) of picked.
-    while (next < emitted_rows.size() && emitted_rows[next] < static_cast<int64_t>(first + chunks[c]->num_draft_tokens + 1)) {
-      emissions[c].samples.push_back(results[next]);
-      ++next;
-    }
-    first += chunks[c]->num_draft_tokens + 1;
+  for (size_t i = 0; i < drawn.chunks.size(); ++i) {
+    Emission& e = emissions[drawn.chunks[i]];
+    e.seq_id = chunks[drawn.chunks[i]]->seq_id;
+    e.samples.assign(results.begin() + next, results.begin() + next + emitted_count[i]);
+    next += emitted_count[i];
   }
   return emissions;
 }

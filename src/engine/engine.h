@@ -194,10 +194,12 @@ class Engine {
   // (`storage` keeps the concatenation alive).
   SequenceSamplingState sampling_state(const Sequence& seq, std::span<const int32_t> extra,
                                        std::vector<int32_t>& storage) const;
-  // One token per row of `output` named by `rows`, for the sequences `seqs`.
+  // One token per row of `output` named by `rows`, for the sequences `seqs` (or, when given,
+  // under `states`, one per row, with seqs unused).
   absl::StatusOr<std::vector<SampleResult>> sample(const StepOutput& output,
                                                    const std::vector<int64_t>& rows,
-                                                   const std::vector<const Sequence*>& seqs);
+                                                   const std::vector<const Sequence*>& seqs,
+                                                   std::vector<SequenceSamplingState> states = {});
 
   EngineConfig config_;
   BlockManager blocks_;

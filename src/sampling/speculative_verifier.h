@@ -13,6 +13,12 @@
 // greedy target (p_j a point mass at the argmax) this is "accept while d_j is the argmax, then
 // emit the argmax": token for token what plain greedy decoding gives.
 //
+// The engine uses this rule for guesses drawn from a distribution (a draft model sampling). It
+// verifies point-mass guesses by sampling each row as plain decoding would and keeping guesses
+// while they equal those draws: the same law (d stands with probability p(d), a miss is a draw
+// from p without d), with the plain sampler's own randomness, so the tokens emitted are exactly
+// the non-speculative ones (Engine::verify).
+//
 // Randomness is counter-based (rng.h), keyed like the sampler's by (seed, sequence index, step),
 // the step being the number of tokens generated before the position: the acceptance test draws
 // uniform(1), the residual draw uniform(2), the bonus draw uniform(0) (as the plain sampler

@@ -118,11 +118,18 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
     for (size_t i = 0; i < which.size(); ++i) {
       Active& a = active[which[i]];
       const ProposalRequest& req = requests[a.request];
-      const uint64_t step = outputs[i].size();
-      const int32_t guess = draw_token(q[i], SamplingRng(req.seed, req.seq_index, step).uniform(3));
+      int32_t guess;
+      if (req.params->is_greedy() || req.params->seed.has_value()) {
+        // A point mass at the draft's most probable token: the engine then emits exactly what
+        // plain decoding draws (a seeded request keeps its tokens whatever the speculation).
+        guess = q[i].ids[std::max_element(q[i].probs.begin(), q[i].probs.end()) - q[i].probs.begin()];
+      } else {
+        const uint64_t step = outputs[i].size();
+        guess = draw_token(q[i], SamplingRng(req.seed, req.seq_index, step).uniform(3));
+        out[a.request].q.push_back(std::move(q[i]));
+      }
       a.guesses.push_back(guess);
       a.tokens.push_back(guess);
-      if (!req.params->is_greedy()) out[a.request].q.push_back(std::move(q[i]));
     }
     return absl::OkStatus();
   };

@@ -1,6 +1,10 @@
 // Speculation with a draft model: a small model sharing the target's tokenizer guesses the next
-// k tokens by decoding them itself, drawing each as the request samples (its own distribution q,
-// kept for the verifier; a point mass under greedy).
+// k tokens by decoding them itself under the request's sampling parameters. For a request
+// without a seed each guess is drawn from the draft's distribution q, kept for the verifier's
+// rejection rule (acceptance sum min(p, q)). For greedy and seeded requests each guess is q's
+// most probable token, a point mass the engine verifies by plain sampling, so such a request's
+// tokens are the same with or without speculation (acceptance p(argmax q): on the default pair
+// at T = 0.8, 0.52 against 0.66 for drawn guesses, measured with transformers).
 //
 // Where it runs: on the coordinator (rank 0) only, whole (no TP/PP), over its own paged KV cache,
 // on the coordinator's kernel threads, between the target's steps. A draft is small by design

@@ -165,6 +165,50 @@ TEST_P(SamplerDistribution, FrequenciesFitTheFilteredDistribution) {
       << c.name << ": chi2 = " << chi.statistic << " with df " << chi.df << ", kept " << kept;
 }
 
+// Sampler::distributions (what speculative decoding verifies against) is the same filtered,
+// renormalised distribution the draws above fit: same support, same probabilities.
+TEST_P(SamplerDistribution, DistributionsEqualTheReference) {
+  const DistributionCase& c = GetParam();
+  constexpr int64_t kVocab = 64;
+  SamplingParams p;
+  p.temperature = c.temperature;
+  p.top_k = c.top_k;
+  p.top_p = c.top_p;
+  p.min_p = c.min_p;
+  const std::vector<float> row = make_logits(kVocab);
+  const std::vector<double> dist = reference_distribution(row, p);
+  const Tensor logits = tile_rows(row, 1);
+  std::vector<SequenceSamplingState> states = {{&p, {}, {}, 7, 0, {}}};
+  ThreadPool pool(1);
+  auto got = Sampler().distributions(logits, states, pool);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const TokenDistribution& d = (*got)[0];
+  ASSERT_TRUE(std::is_sorted(d.ids.begin(), d.ids.end()));
+  for (int32_t t = 0; t < kVocab; ++t) {
+    EXPECT_NEAR(d.prob_of(t), dist[t], 2e-6) << c.name << ": token " << t;
+    EXPECT_EQ(d.prob_of(t) > 0.0f, dist[t] > 0.0) << c.name << ": token " << t;
+  }
+}
+
+TEST(Sampler, GreedyDistributionIsThePointTheSamplerPicks) {
+  constexpr int64_t kVocab = 50;
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.repetition_penalty = 1.3f;
+  const std::vector<float> row = make_logits(kVocab);
+  const std::vector<int32_t> prompt = {3, 4, 5};
+  const std::vector<int32_t> output = {int32_t(std::max_element(row.begin(), row.end()) - row.begin())};
+  std::vector<SequenceSamplingState> states = {{&p, prompt, output, 1, 0, {}}};
+  ThreadPool pool(1);
+  const Tensor logits = tile_rows(row, 1);
+  auto d = Sampler().distributions(logits, states, pool);
+  auto s = Sampler().sample(logits, states, pool);
+  ASSERT_TRUE(d.ok() && s.ok());
+  ASSERT_EQ((*d)[0].ids.size(), 1u);
+  EXPECT_EQ((*d)[0].ids[0], (*s)[0].token);
+  EXPECT_EQ((*d)[0].probs[0], 1.0f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Filters, SamplerDistribution,
                          ::testing::Values(DistributionCase{"plain", 0.8f, -1, 1.0f, 0.0f},
                                            DistributionCase{"top_k", 1.0f, 10, 1.0f, 0.0f},
