@@ -291,3 +291,67 @@ TEST(SchedulerForkTest, CopyOnWriteByRecomputeOfTheSharedPartialBlock) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Speculative decoding: guesses widen a decode chunk; what is not accepted is rolled back (the
+// computed tokens stop after the accepted guesses, blocks past the tokens go back).
+TEST(SchedulerTest, DraftTokensWidenADecodeAndRejectedOnesRollBack) {
+  BlockManager blocks(16, 4);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 6));
+  step(s);  // prefill 6, sample one token: 7 tokens, 6 computed
+  StepPlan plan = s.schedule();
+  ASSERT_EQ(describe(plan), "0@6+1");
+  const int64_t free_before = blocks.num_free_blocks();
+  ASSERT_TRUE(s.add_draft_tokens(plan.chunks[0], std::vector<int32_t>{21, 22, 23, 24, 25}));
+  EXPECT_EQ(describe(plan), "0@6+6");
+  EXPECT_EQ(plan.chunks[0].num_draft_tokens, 5);
+  EXPECT_EQ(plan.chunks[0].logits, LogitsWanted::kAll);
+  EXPECT_EQ(plan.chunks[0].block_table.size(), 3u);  // positions 0..11
+  EXPECT_EQ(blocks.num_free_blocks(), free_before - 1);
+  // Two guesses accepted, then a third token: 7 + 3 = 10 tokens, 6 + 1 + 2 = 9 computed.
+  s.on_step_done(plan, {{0, 21}, {0, 22}, {0, 30}});
+  const Sequence* seq = s.find(0);
+  EXPECT_EQ(seq->num_tokens(), 10);
+  EXPECT_EQ(seq->num_computed_tokens, 9);
+  EXPECT_EQ(seq->output_ids, (std::vector<int32_t>{7, 21, 22, 30}));
+  EXPECT_EQ(seq->block_table.size(), 3u);  // 10 tokens still need 3 blocks of 4
+  EXPECT_EQ(describe(s.schedule()), "0@9+1");  // the next step decodes the third token
+}
+
+TEST(SchedulerTest, AllGuessesRejectedGivesTheirBlocksBack) {
+  BlockManager blocks(16, 4);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 7));
+  step(s);  // 8 tokens, 7 computed: 2 blocks
+  const int64_t free_idle = blocks.num_free_blocks();
+  StepPlan plan = s.schedule();
+  ASSERT_TRUE(s.add_draft_tokens(plan.chunks[0], std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(plan.chunks[0].block_table.size(), 4u);  // positions 0..13
+  s.on_step_done(plan, {{0, 9}});  // the first guess missed: only the known token stands
+  EXPECT_EQ(s.find(0)->num_computed_tokens, 8);
+  EXPECT_EQ(s.find(0)->num_tokens(), 9);
+  EXPECT_EQ(s.find(0)->block_table.size(), 3u);
+  EXPECT_EQ(blocks.num_free_blocks(), free_idle - 1);
+  s.finish(0);
+  EXPECT_EQ(blocks.num_free_blocks(), blocks.num_blocks());
+}
+
+TEST(SchedulerTest, GuessesThatFindNoFreeBlockAreDroppedNotPreempting) {
+  BlockManager blocks(3, 4);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 7));
+  s.add(make_seq(1, 3));
+  step(s);  // blocks: 2 + 1, none free
+  StepPlan plan = s.schedule();
+  ASSERT_EQ(describe(plan), "0@7+1 1@3+1");
+  EXPECT_FALSE(s.add_draft_tokens(plan.chunks[0], std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(describe(plan), "0@7+1 1@3+1");
+  EXPECT_EQ(plan.chunks[0].num_draft_tokens, 0);
+  EXPECT_TRUE(s.last_preempted().empty());
+}
+
+}  // namespace
+}  // namespace weft

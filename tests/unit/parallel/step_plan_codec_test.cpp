@@ -37,7 +37,14 @@ StepPlan sample_plan() {
   scored.start_position = 0;
   scored.block_table = {21};
   scored.logits = LogitsWanted::kAll;
-  plan.chunks = {prefill, decode, scored};
+  PlannedChunk speculating;  // one known token and three guesses
+  speculating.seq_id = 3;
+  speculating.token_ids = {8, 9, 10, 11};
+  speculating.start_position = 5;
+  speculating.block_table = {22, 23};
+  speculating.logits = LogitsWanted::kAll;
+  speculating.num_draft_tokens = 3;
+  plan.chunks = {prefill, decode, scored, speculating};
   plan.sample_candidates = 40;
   plan.candidate_logsumexp = true;
   return plan;
@@ -54,6 +61,7 @@ void expect_same(const StepPlan& a, const StepPlan& b) {
     EXPECT_EQ(a.chunks[i].start_position, b.chunks[i].start_position);
     EXPECT_EQ(a.chunks[i].block_table, b.chunks[i].block_table);
     EXPECT_EQ(a.chunks[i].logits, b.chunks[i].logits);
+    EXPECT_EQ(a.chunks[i].num_draft_tokens, b.chunks[i].num_draft_tokens);
   }
 }
 
@@ -158,6 +166,15 @@ TEST(StepPlanCodec, RejectsInvalidFields) {
                            for (int i = 0; i < 30; ++i) m.mutable_chunks(2)->add_block_table(1);
                          }),
                   "blocks for only 3 positions");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(3)->set_num_draft_tokens(4); }),
+                  "num_draft_tokens is 4 for 4 tokens");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(1)->set_num_draft_tokens(-1); }),
+                  "num_draft_tokens is -1");
+  expect_rejected(edited(plan,
+                         [](proto::StepPlan& m) {
+                           m.mutable_chunks(3)->set_logits(proto::LOGITS_LAST);
+                         }),
+                  "logits = all");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.set_sample_candidates(-1); }),
                   "sample_candidates is -1, expected 0..1024");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.set_sample_candidates(kMaxSampleCandidates + 1); }),

@@ -1,0 +1,100 @@
+// The n-gram proposer's lookup and the speculation policy's choices, as plain data.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/speculative/ngram_proposer.h"
+#include "engine/speculative/speculation_policy.h"
+
+namespace weft {
+namespace {
+
+using Ids = std::vector<int32_t>;
+
+TEST(NgramProposerTest, ProposesWhatFollowedTheMostRecentEarlierOccurrence) {
+  // ... 1 2 3 [4 5 6] ... 1 2 3 [7 8] ... 1 2 3 -> the most recent match (7 8 ...) wins.
+  const Ids tokens = {1, 2, 3, 4, 5, 6, 9, 1, 2, 3, 7, 8, 9, 1, 2, 3};
+  EXPECT_EQ(NgramProposer::lookup(tokens, 1, 3, 2), (Ids{7, 8}));
+  EXPECT_EQ(NgramProposer::lookup(tokens, 1, 3, 5), (Ids{7, 8, 9, 1, 2}));
+}
+
+TEST(NgramProposerTest, LongerSuffixesComeFirstAndMinNIsHonoured) {
+  // The suffix "5 6" occurred once (followed by 7); "6" alone more recently (followed by 0).
+  const Ids tokens = {5, 6, 7, 6, 0, 5, 6};
+  EXPECT_EQ(NgramProposer::lookup(tokens, 1, 2, 1), (Ids{7}));
+  EXPECT_EQ(NgramProposer::lookup(tokens, 1, 1, 1), (Ids{0}));
+  EXPECT_EQ(NgramProposer::lookup(tokens, 3, 4, 1), (Ids{}));  // no 3-gram repeats
+}
+
+TEST(NgramProposerTest, ProposesOnlyTokensThatExistAndNothingWithoutAMatch) {
+  EXPECT_EQ(NgramProposer::lookup(Ids{1, 2, 3, 4}, 1, 4, 3), (Ids{}));
+  EXPECT_EQ(NgramProposer::lookup(Ids{7}, 1, 4, 3), (Ids{}));
+  // "9 9 9": the suffix 9 9 matches at 0 and only one token follows it.
+  EXPECT_EQ(NgramProposer::lookup(Ids{9, 9, 9}, 1, 2, 4), (Ids{9}));
+}
+
+TEST(NgramProposerTest, ProposeReadsPromptAndOutputTogether) {
+  NgramProposer proposer(1, 3);
+  const Ids prompt = {10, 11, 12, 13, 14};
+  const Ids output = {10, 11};
+  SamplingParams params;
+  ProposalRequest r;
+  r.prompt_ids = prompt;
+  r.output_ids = output;
+  r.params = &params;
+  r.max_tokens = 2;
+  auto proposals = proposer.propose(std::vector<ProposalRequest>{r});
+  ASSERT_TRUE(proposals.ok());
+  EXPECT_EQ((*proposals)[0].tokens, (Ids{12, 13}));
+  EXPECT_TRUE((*proposals)[0].q.empty());
+}
+
+TEST(SpeculationPolicyTest, FixedWhenNotAdaptive) {
+  SpeculationPolicy policy(5, false);
+  for (int batch : {1, 16, 64}) EXPECT_EQ(policy.choose(batch), 5);
+  EXPECT_EQ(policy.arms(), (std::vector<int>{0, 1, 2, 4, 5}));
+}
+
+// Decode rates that fall with k (a compute-bound batch) make it settle on 0; rates that rise
+// make it settle on K. Exploration re-measures the other arms now and then.
+TEST(SpeculationPolicyTest, SettlesOnTheArmThatDecodesFastest) {
+  for (bool speculation_pays : {false, true}) {
+    SpeculationPolicy policy(4, true);
+    std::vector<int> chosen;
+    for (int step = 0; step < 400; ++step) {
+      const int k = policy.choose(16);
+      const double tokens_per_seq = speculation_pays ? 1.0 + 0.6 * k : 1.0;
+      const double seconds = speculation_pays ? 0.010 * (1.0 + 0.1 * k) : 0.010 * (1.0 + 0.5 * k);
+      policy.record(16, k, static_cast<int64_t>(tokens_per_seq * 16), seconds);
+      if (step >= 100) chosen.push_back(k);
+    }
+    const int best = speculation_pays ? 4 : 0;
+    const long hits = std::count(chosen.begin(), chosen.end(), best);
+    EXPECT_GT(hits, static_cast<long>(chosen.size() * 0.9)) << "speculation pays: " << speculation_pays;
+    EXPECT_LT(hits, static_cast<long>(chosen.size())) << "never explored";
+  }
+}
+
+TEST(SpeculationPolicyTest, BatchSizesLearnApart) {
+  SpeculationPolicy policy(2, true);
+  // Batch 1: speculation doubles the rate; batch 64: it halves it.
+  for (int step = 0; step < 300; ++step) {
+    const int k1 = policy.choose(1);
+    policy.record(1, k1, 1 + k1, 0.001);
+    const int k64 = policy.choose(64);
+    policy.record(64, k64, 64, 0.01 * (1 + k64));
+  }
+  EXPECT_GT(policy.rate(1, 2), policy.rate(1, 0));
+  EXPECT_LT(policy.rate(64, 2), policy.rate(64, 0));
+  int k1_count = 0, k64_count = 0;
+  for (int i = 0; i < 20; ++i) {
+    k1_count += policy.choose(1) == 2;
+    k64_count += policy.choose(64) == 0;
+  }
+  EXPECT_GE(k1_count, 18);
+  EXPECT_GE(k64_count, 18);
+}
+
+}  // namespace
+}  // namespace weft
