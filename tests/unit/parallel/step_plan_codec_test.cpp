@@ -41,7 +41,7 @@ StepPlan sample_plan() {
   speculating.seq_id = 3;
   speculating.token_ids = {8, 9, 10, 11};
   speculating.start_position = 5;
-  speculating.block_table = {22, 23};
+  speculating.block_table = {20};
   speculating.logits = LogitsWanted::kAll;
   speculating.num_draft_tokens = 3;
   plan.chunks = {prefill, decode, scored, speculating};
