@@ -97,6 +97,14 @@ class ProgressPrinter {
                  static_cast<long long>(p.prompt_tokens),
                  static_cast<long long>(p.completion_tokens), p.elapsed_s, tok_s,
                  static_cast<long long>(p.prefix_hit_tokens));
+    if (p.speculating) {
+      std::fprintf(stderr,
+                   "weft batch: speculative decoding: %lld guesses verified, %lld accepted (acceptance %.3f), "
+                   "%.2f tokens per verifying sequence-step\n",
+                   static_cast<long long>(p.speculation.num_draft_tokens),
+                   static_cast<long long>(p.speculation.num_accepted_tokens), p.speculation.acceptance_rate(),
+                   p.speculation.mean_accepted_length());
+    }
   }
 
   bool tty_;

@@ -118,7 +118,8 @@ absl::StatusOr<Measurement> measure(EngineSession& session, const SamplingParams
       prefill_tokens += prefilled;
     } else if (!outputs->empty()) {
       decode_s += s;
-      decode_tokens += static_cast<int64_t>(outputs->size());
+      // Speculative decoding may emit several tokens per sequence in one step.
+      for (const SequenceOutput& o : *outputs) decode_tokens += static_cast<int64_t>(o.token_ids.size());
       ++decode_step_count;
       kv_tokens += static_cast<double>(outputs->size()) *
                    (prompt_len + static_cast<double>(decode_step_count) * outputs->size() / batch);
@@ -220,6 +221,17 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
     if (moe.enabled()) std::printf("   %.2f of %lld, %.2f", m->experts_hit,
                                    static_cast<long long>(moe.num_experts), m->expert_imbalance);
     std::printf("\n");
+  }
+  if (const Engine& engine = session.engine(); engine.speculating()) {
+    // Over the whole run (warm-up round included): random-token prompts give a draft or an
+    // n-gram lookup little to go on, so these are a floor, not what text gets.
+    const SpeculationStats& st = engine.speculation_stats();
+    std::printf("speculative decoding (%s, K = %d, adaptive %s): %lld guesses verified, acceptance %.3f, "
+                "mean tokens per verifying step %.2f, k > 0 in %lld of %lld steps\n",
+                std::string(engine.proposer()->name()).c_str(), engine.speculation_policy()->max_tokens(),
+                engine.speculation_policy()->adaptive() ? "on" : "off", static_cast<long long>(st.num_draft_tokens),
+                st.acceptance_rate(), st.mean_accepted_length(), static_cast<long long>(st.num_steps_speculating),
+                static_cast<long long>(st.num_steps));
   }
   *wall_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return 0;

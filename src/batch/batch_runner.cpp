@@ -187,6 +187,8 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress.kv_usage = engine.kv_usage();
     progress.prefix_hit_tokens = engine.num_prefix_hit_tokens();
+    progress.speculating = engine.speculating();
+    progress.speculation = engine.speculation_stats();
     progress.finished = finished;
     if (on_progress) on_progress(progress);
   };

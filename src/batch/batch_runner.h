@@ -66,6 +66,8 @@ struct BatchProgress {
   double elapsed_s = 0;
   double kv_usage = 0;          // fraction of KV blocks in use
   int64_t prefix_hit_tokens = 0;
+  bool speculating = false;     // speculative decoding is on (the engine's counters below)
+  SpeculationStats speculation;
   bool finished = false;        // the last report
   bool interrupted = false;     // stopped by `stop` with lines left for a later run
 };

@@ -186,6 +186,8 @@ void AsyncEngine::publish() {
   gauges_.num_free_kv_blocks = engine_.blocks().num_free_blocks();
   gauges_.num_active_requests = static_cast<int>(by_key_.size() + submissions_.size());
   gauges_.healthy = !failed_;
+  gauges_.speculating = engine_.speculating();
+  gauges_.speculation = engine_.speculation_stats();
 }
 
 void AsyncEngine::run() {

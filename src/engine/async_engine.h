@@ -103,6 +103,8 @@ struct EngineGauges {
   int64_t num_steps = 0;
   int num_active_requests = 0;  // submitted and not yet finished
   bool healthy = true;          // false after a step failed
+  bool speculating = false;     // speculative decoding is on
+  SpeculationStats speculation;
 };
 
 class AsyncEngine {

@@ -55,6 +55,36 @@ void ServingMetrics::count_request(std::string_view finished_reason) {
   ++requests_[std::string(finished_reason)];
 }
 
+namespace {
+
+// Speculative decoding's counters, as weft:spec_decode_* and under vLLM's names (a counter's
+// samples carry the _total suffix, as prometheus_client writes them), and the two ratios.
+void render_speculation(std::string& out, const SpeculationStats& s) {
+  auto counter = [&](const std::string& name, const char* help, int64_t value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " counter\n", name, "_total ", value, "\n");
+  };
+  for (const char* prefix : {"weft:", "vllm:"}) {
+    const std::string p = prefix;
+    counter(p + "spec_decode_num_drafts", "Sequence-steps that verified speculative guesses.", s.num_drafts);
+    counter(p + "spec_decode_num_draft_tokens", "Speculative guesses verified.", s.num_draft_tokens);
+    counter(p + "spec_decode_num_accepted_tokens", "Speculative guesses accepted.", s.num_accepted_tokens);
+    const std::string per_pos = p + "spec_decode_num_accepted_tokens_per_pos";
+    absl::StrAppend(&out, "# HELP ", per_pos, " Speculative guesses accepted, by position in the guess.\n# TYPE ",
+                    per_pos, " counter\n");
+    for (size_t j = 0; j < s.accepted_per_position.size(); ++j) {
+      absl::StrAppend(&out, per_pos, "_total{position=\"", j, "\"} ", s.accepted_per_position[j], "\n");
+    }
+  }
+  absl::StrAppend(&out, "# HELP weft:spec_decode_acceptance_rate Accepted / verified speculative guesses.\n",
+                  "# TYPE weft:spec_decode_acceptance_rate gauge\nweft:spec_decode_acceptance_rate ",
+                  number(s.acceptance_rate()), "\n",
+                  "# HELP weft:spec_decode_mean_accepted_length Tokens per verifying sequence-step (1 + accepted).\n",
+                  "# TYPE weft:spec_decode_mean_accepted_length gauge\nweft:spec_decode_mean_accepted_length ",
+                  number(s.mean_accepted_length()), "\n");
+}
+
+}  // namespace
+
 std::string ServingMetrics::render(const EngineGauges& g) const {
   std::string out;
   auto gauge = [&](const char* name, const char* help, const std::string& value) {
@@ -82,6 +112,7 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
       absl::StrAppend(&out, "weft:request_success_total{finished_reason=\"", reason, "\"} ", count, "\n");
     }
   }
+  if (g.speculating) render_speculation(out, g.speculation);
   ttft_.render(out, "weft:time_to_first_token_seconds", "Time from request arrival to its first token.");
   itl_.render(out, "weft:inter_token_latency_seconds", "Time between consecutive tokens of a sequence.");
   e2e_.render(out, "weft:e2e_request_latency_seconds", "Time from request arrival to its end.");

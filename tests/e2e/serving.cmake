@@ -16,6 +16,11 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_http_conformance.py
                    --weft $<TARGET_FILE:weft> --make-model $<TARGET_FILE:make_test_model>)
   set_tests_properties(e2e_http_conformance PROPERTIES LABELS e2e TIMEOUT 300)
+  # Speculative decoding through serve and batch on the default model and its draft.
+  add_test(NAME e2e_speculative_serving
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_speculative_serving.py
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+  set_tests_properties(e2e_speculative_serving PROPERTIES LABELS e2e TIMEOUT 600)
 endif()
 
 if(TARGET weft_serving_proto)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 
 namespace weft {
 
@@ -17,47 +18,56 @@ int SpeculationPolicy::bucket_of(int batch) {
 }
 
 SpeculationPolicy::Bucket& SpeculationPolicy::bucket(int batch) {
-  Bucket& b = buckets_[bucket_of(batch)];
-  if (b.arms.empty()) b.arms.resize(arms_.size());
-  return b;
+  const int key = bucket_of(batch);
+  auto it = buckets_.find(key);
+  if (it != buckets_.end()) return it->second;
+  Bucket b;
+  b.arms.resize(arms_.size());
+  b.current = arms_.size() - 1;
+  // Start where the nearest bucket measured so far stands.
+  int nearest = -1;
+  for (const auto& [other, ob] : buckets_) {
+    if (nearest < 0 || std::abs(other - key) < std::abs(nearest - key)) nearest = other;
+  }
+  if (nearest >= 0) b.current = buckets_.at(nearest).current;
+  return buckets_.emplace(key, std::move(b)).first->second;
 }
 
 int SpeculationPolicy::choose(int batch) {
   if (!adaptive_ || max_tokens_ == 0) return max_tokens_;
   Bucket& b = bucket(batch);
   const int64_t step = b.steps++;
-  size_t pick = arms_.size();
-  // Warm up: each arm a few times, largest k first.
-  for (size_t i = arms_.size(); i-- > 0;) {
-    if (b.arms[i].samples < kWarmupSamples) {
-      pick = i;
-      break;
-    }
+  const size_t c = b.current;
+  const size_t lower = c > 0 ? c - 1 : c;
+  const size_t upper = c + 1 < arms_.size() ? c + 1 : c;
+  for (size_t arm : {c, lower, upper}) {
+    if (b.arms[arm].samples < kWarmupSamples) return arms_[arm];
   }
-  if (pick == arms_.size() && step % kExploreEvery == kExploreEvery - 1) {
-    pick = 0;
-    for (size_t i = 1; i < arms_.size(); ++i) {
-      if (b.arms[i].last_used < b.arms[pick].last_used) pick = i;
-    }
+  if (step % kExploreEvery == kExploreEvery - 1) {
+    b.explore_lower = !b.explore_lower;
+    size_t arm = b.explore_lower ? lower : upper;
+    if (arm == c) arm = b.explore_lower ? upper : lower;
+    return arms_[arm];
   }
-  if (pick == arms_.size()) {
-    pick = 0;
-    for (size_t i = 1; i < arms_.size(); ++i) {
-      if (b.arms[i].rate > b.arms[pick].rate) pick = i;
-    }
-  }
-  b.arms[pick].last_used = step;
-  return arms_[pick];
+  return arms_[c];
 }
 
 void SpeculationPolicy::record(int batch, int k, int64_t tokens, double seconds) {
   if (!adaptive_ || batch <= 0 || seconds <= 0.0) return;
   auto it = std::find(arms_.begin(), arms_.end(), k);
   if (it == arms_.end()) return;
-  Arm& arm = bucket(batch).arms[it - arms_.begin()];
+  Bucket& b = bucket(batch);
+  Arm& arm = b.arms[it - arms_.begin()];
   const double r = static_cast<double>(tokens) / seconds / batch;
-  arm.rate = arm.samples == 0 ? r : 0.8 * arm.rate + 0.2 * r;
+  arm.rate = arm.samples == 0 ? r : 0.7 * arm.rate + 0.3 * r;
   ++arm.samples;
+  // Climb: the best measured of the current arm and its neighbours.
+  const size_t c = b.current;
+  size_t best = c;
+  for (size_t n : {c > 0 ? c - 1 : c, c + 1 < arms_.size() ? c + 1 : c}) {
+    if (b.arms[n].samples > 0 && b.arms[n].rate > b.arms[best].rate) best = n;
+  }
+  b.current = best;
 }
 
 double SpeculationPolicy::rate(int batch, int k) const {
@@ -65,6 +75,11 @@ double SpeculationPolicy::rate(int batch, int k) const {
   auto it = std::find(arms_.begin(), arms_.end(), k);
   if (b == buckets_.end() || it == arms_.end()) return 0.0;
   return b->second.arms[it - arms_.begin()].rate;
+}
+
+int SpeculationPolicy::current(int batch) const {
+  auto b = buckets_.find(bucket_of(batch));
+  return b == buckets_.end() ? max_tokens_ : arms_[b->second.current];
 }
 
 }  // namespace weft

@@ -3,16 +3,23 @@
 // Whether guesses pay depends on what the engine cannot know in advance: how often the target
 // accepts them (the proposer, the text, the sampling), what a wider target step costs (almost
 // nothing while decode is memory-bound at batch 1, nearly linear once a large batch makes it
-// compute-bound) and what the proposer costs. So the policy measures instead of modelling: for
-// each batch-size bucket (powers of two) it keeps a decayed mean of the decode rate, tokens
-// emitted per second per decoding sequence, obtained with each candidate k ("arms": 0, then
-// powers of two up to K, and K), uses the best, and re-measures the one tried longest ago every
-// kExploreEvery decode steps of the bucket. Only steps that decode and prefill nothing are
-// measured (a prefill chunk's time says nothing about k).
+// compute-bound) and what the proposer costs. So the policy measures instead of modelling.
+//
+// Candidate ks ("arms"): 0, then powers of two below K, and K. For each batch-size bucket
+// (powers of two) it keeps a decayed mean of the decode rate obtained with each arm (tokens
+// emitted per second per decoding sequence) and a current arm, and climbs: the current arm and
+// its two neighbours are each measured kWarmupSamples times, the current arm moves to the best
+// measured of the three after every measurement, and a neighbour is re-measured every
+// kExploreEvery steps. So arms far from the best are not tried again (a bad k at batch 64 can
+// cost several plain steps), moving from K to 0 takes a handful of steps, and the steady cost of
+// exploring is one step in kExploreEvery at a neighbouring k. A new bucket starts from the
+// current arm of the nearest bucket measured before (K when there is none). Only steps that
+// decode and prefill nothing are measured (a prefill chunk's time says nothing about k).
 //
 // With adaptive off, every step speculates K (benchmarks, tests).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -21,8 +28,8 @@ namespace weft {
 
 class SpeculationPolicy {
  public:
-  static constexpr int kWarmupSamples = 3;
-  static constexpr int kExploreEvery = 32;
+  static constexpr int kWarmupSamples = 2;
+  static constexpr int kExploreEvery = 16;
 
   SpeculationPolicy(int max_tokens, bool adaptive);
 
@@ -37,16 +44,19 @@ class SpeculationPolicy {
   bool adaptive() const { return adaptive_; }
   // The measured rate of arm `k` in `batch`'s bucket (0 when never measured).
   double rate(int batch, int k) const;
+  // The k `batch`'s bucket uses between explorations (K before it was ever measured).
+  int current(int batch) const;
 
  private:
   struct Arm {
     double rate = 0.0;  // tokens / s / sequence, decayed mean
     int samples = 0;
-    int64_t last_used = -1;
   };
   struct Bucket {
     std::vector<Arm> arms;
+    size_t current = 0;
     int64_t steps = 0;
+    bool explore_lower = true;  // which neighbour the next exploration measures
   };
   static int bucket_of(int batch);
   Bucket& bucket(int batch);

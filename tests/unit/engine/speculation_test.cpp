@@ -76,6 +76,27 @@ TEST(SpeculationPolicyTest, SettlesOnTheArmThatDecodesFastest) {
   }
 }
 
+// Starting from K = 8, a batch where every guess costs more than it gains gets to k = 0 within a
+// few steps, and the steps spent at k > 0 afterwards are the rare explorations of k = 1.
+TEST(SpeculationPolicyTest, ClimbsDownFromKQuicklyAndExploresOnlyNeighbours) {
+  SpeculationPolicy policy(8, true);
+  int steps_to_zero = -1;
+  int later_nonzero = 0, later_far = 0;
+  for (int step = 0; step < 400; ++step) {
+    const int k = policy.choose(64);
+    policy.record(64, k, 64, 0.01 * (1.0 + 0.3 * k));
+    if (steps_to_zero < 0 && policy.current(64) == 0) steps_to_zero = step;
+    if (step >= 100) {
+      later_nonzero += k > 0;
+      later_far += k > 1;
+    }
+  }
+  ASSERT_GE(steps_to_zero, 0);
+  EXPECT_LE(steps_to_zero, 16);
+  EXPECT_LE(later_nonzero, 300 / SpeculationPolicy::kExploreEvery + 1);
+  EXPECT_EQ(later_far, 0);
+}
+
 TEST(SpeculationPolicyTest, BatchSizesLearnApart) {
   SpeculationPolicy policy(2, true);
   // Batch 1: speculation doubles the rate; batch 64: it halves it.

@@ -1,0 +1,174 @@
+// speculative_bench: decode tokens/s with and without speculative decoding, on the default model
+// and its draft (or --model / --draft-model), from real text (tests/golden/default_model/
+// heldout.txt, which neither model was trained on):
+//   text  : a verse's first words, continued for --max-tokens; draft-model speculation;
+//   copy  : a passage given twice, then its start: the model copies it; n-gram speculation.
+// For each batch size and sampling (greedy; T = 0.8 top-p 0.95 without seeds) it prints plain
+// decoding's tokens/s, speculation's (adaptive, and fixed K for reference), the ratio, the
+// acceptance rate and the mean tokens per verifying sequence-step. Wall time covers the whole
+// run (prefill included; it is small next to the decode of --max-tokens tokens per request).
+//   speculative_bench [--batches 1,16,64] [--max-tokens 128] [--k 4] [--threads N] [--rounds R]
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/local_engine.h"
+#include "tokenizer/tokenizer.h"
+
+namespace weft {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::filesystem::path model = std::filesystem::path(WEFT_SOURCE_DIR) / "configs" / "default-model";
+  std::filesystem::path draft = std::filesystem::path(WEFT_SOURCE_DIR) / "configs" / "default-draft";
+  std::vector<int> batches = {1, 16, 64};
+  int max_tokens = 128;
+  int k = 4;
+  int threads = 0;
+  int rounds = 2;
+};
+
+std::vector<std::string> heldout_lines() {
+  std::ifstream in(std::filesystem::path(WEFT_SOURCE_DIR) / "tests" / "golden" / "default_model" / "heldout.txt");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 40) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::string first_words(const std::string& line, int n) {
+  std::istringstream words(line);
+  std::string out, w;
+  for (int i = 0; i < n && words >> w; ++i) out += (i ? " " : "") + w;
+  return out;
+}
+
+struct Result {
+  double tokens_per_s = 0;
+  double acceptance = 0;
+  double mean_length = 0;
+};
+
+Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std::vector<std::vector<int32_t>>& prompts,
+           const SamplingParams& params) {
+  LocalEngineOptions options;
+  options.model_dir = o.model;
+  options.num_threads = o.threads;
+  options.kv.memory_bytes = 256ll << 20;
+  options.seed = 7;
+  options.speculative.method = method;
+  options.speculative.draft_model = method == SpeculativeMethod::kDraftModel ? o.draft : std::filesystem::path();
+  options.speculative.engine.num_speculative_tokens = o.k;
+  options.speculative.engine.adaptive = adaptive;
+  auto local = LocalEngine::create(options);
+  if (!local.ok()) {
+    std::fprintf(stderr, "speculative_bench: %s\n", std::string(local.status().message()).c_str());
+    std::exit(1);
+  }
+  Engine& engine = (*local)->engine();
+  double best = 0;
+  for (int round = 0; round < o.rounds; ++round) {
+    for (const auto& prompt : prompts) {
+      Request r;
+      r.prompt_ids = prompt;
+      r.params = params;
+      r.params.max_tokens = o.max_tokens;
+      r.params.ignore_eos = true;
+      if (!engine.add_request(r).ok()) std::exit(1);
+    }
+    int64_t tokens = 0;
+    const auto start = Clock::now();
+    while (engine.has_unfinished()) {
+      auto outputs = engine.step();
+      if (!outputs.ok()) {
+        std::fprintf(stderr, "speculative_bench: %s\n", std::string(outputs.status().message()).c_str());
+        std::exit(1);
+      }
+      for (const SequenceOutput& out : *outputs) tokens += static_cast<int64_t>(out.token_ids.size());
+    }
+    best = std::max(best, tokens / std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  Result r;
+  r.tokens_per_s = best;
+  r.acceptance = engine.speculation_stats().acceptance_rate();
+  r.mean_length = engine.speculation_stats().mean_accepted_length();
+  return r;
+}
+
+int main_impl(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--batches") {
+      o.batches.clear();
+      std::stringstream ss(value);
+      for (std::string b; std::getline(ss, b, ',');) o.batches.push_back(std::stoi(b));
+    } else if (flag == "--max-tokens") {
+      o.max_tokens = std::stoi(value);
+    } else if (flag == "--k") {
+      o.k = std::stoi(value);
+    } else if (flag == "--threads") {
+      o.threads = std::stoi(value);
+    } else if (flag == "--rounds") {
+      o.rounds = std::stoi(value);
+    } else if (flag == "--model") {
+      o.model = value;
+    } else if (flag == "--draft-model") {
+      o.draft = value;
+    } else {
+      std::fprintf(stderr, "speculative_bench: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  auto tokenizer = Tokenizer::load(o.model);
+  if (!tokenizer.ok()) {
+    std::fprintf(stderr, "speculative_bench: %s\n", std::string(tokenizer.status().message()).c_str());
+    return 1;
+  }
+  const std::vector<std::string> lines = heldout_lines();
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  SamplingParams sampled;
+  sampled.temperature = 0.8f;
+  sampled.top_p = 0.95f;
+  std::printf("model %s, draft %s, K = %d, %d tokens per request, best of %d rounds\n", o.model.c_str(),
+              o.draft.c_str(), o.k, o.max_tokens, o.rounds);
+  std::printf("%-5s %-6s %-8s %-10s %-12s %-12s %-7s %-12s %-7s %-8s %s\n", "work", "batch", "sampling", "proposer",
+              "plain tok/s", "spec tok/s", "ratio", "fixed-K tok/s", "ratio", "accept", "mean length");
+  for (const char* workload : {"text", "copy"}) {
+    const bool copy = std::string(workload) == "copy";
+    for (int batch : o.batches) {
+      std::vector<std::vector<int32_t>> prompts;
+      for (int b = 0; b < batch; ++b) {
+        const std::string& line = lines[(b * 7) % lines.size()];
+        const std::string passage = line + "\n" + lines[(b * 7 + 1) % lines.size()];
+        const std::string text = copy ? passage + "\n" + passage + "\n" + first_words(line, 4)
+                                      : first_words(line, 6);
+        prompts.push_back(*(*tokenizer)->encode(text, true));
+      }
+      for (const SamplingParams* p : {&greedy, &sampled}) {
+        const SpeculativeMethod method = copy ? SpeculativeMethod::kNgram : SpeculativeMethod::kDraftModel;
+        const Result plain = run(o, SpeculativeMethod::kNone, false, prompts, *p);
+        const Result spec = run(o, method, true, prompts, *p);
+        const Result fixed = run(o, method, false, prompts, *p);
+        std::printf("%-5s %-6d %-8s %-10s %-12.1f %-12.1f %-7.2f %-13.1f %-7.2f %-8.3f %.2f\n", workload, batch,
+                    p->is_greedy() ? "greedy" : "T=0.8", copy ? "ngram" : "draft", plain.tokens_per_s,
+                    spec.tokens_per_s, spec.tokens_per_s / plain.tokens_per_s, fixed.tokens_per_s,
+                    fixed.tokens_per_s / plain.tokens_per_s, fixed.acceptance, fixed.mean_length);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace weft
+
+int main(int argc, char** argv) { return weft::main_impl(argc, argv); }
