@@ -29,10 +29,12 @@ struct Checks {
 };
 
 int run(int argc, char** argv) {
-  if (argc != 4 && argc != 5) {
-    std::fprintf(stderr, "usage: mpi_golden_check MODEL TP PP [EP]\n");
+  if (argc < 4 || argc > 6) {
+    std::fprintf(stderr, "usage: mpi_golden_check MODEL TP PP [EP [ngram|draft]]\n");
     return 2;
   }
+  // With a speculation method: the greedy checks only, speculating (the model drafts for itself).
+  const std::string speculative = argc == 6 ? argv[5] : "";
   const std::string name = argv[1];
   auto world = MpiWorld::init(&argc, &argv);
   if (!world.ok()) {
@@ -47,7 +49,17 @@ int run(int argc, char** argv) {
   options.engine.kv.max_blocks = 128;
   options.tp = std::atoi(argv[2]);
   options.pp = std::atoi(argv[3]);
-  options.ep = argc == 5 ? std::atoi(argv[4]) : 1;
+  options.ep = argc >= 5 ? std::atoi(argv[4]) : 1;
+  if (!speculative.empty()) {
+    auto method = parse_speculative_method(speculative);
+    if (!method.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(method.status().message()).c_str());
+      return 2;
+    }
+    options.engine.speculative.method = *method;
+    options.engine.speculative.draft_model = options.engine.model_dir;
+    options.engine.speculative.engine.adaptive = false;
+  }
   auto created = DistributedEngine::create(**world, options);
   if (!created.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", (*world)->rank(), std::string(created.status().message()).c_str());
@@ -78,6 +90,29 @@ int run(int argc, char** argv) {
   }
   try {
     const Reference ref = golden::load_reference(name);
+    if (!speculative.empty()) {
+      // Guesses ride in the plan to every stage as tokens; the coordinator verifies the last
+      // stage's rows (argmax tokens without logprobs, gathered rows with).
+      for (bool with_logprobs : {true, false}) {
+        golden::GreedyRun run = golden::greedy(engine.engine(), ref.prompts, golden::kGreedyTokens, with_logprobs);
+        for (int i = 0; i < golden::kNumPrompts; ++i) {
+          checks.expect(run.ids[i] == ref.greedy_ids[i], name + " prompt " + std::to_string(i) +
+                                                             " greedy tokens, speculating (" + speculative + ")");
+        }
+      }
+      const SpeculationStats& stats = engine.engine().speculation_stats();
+      checks.expect(stats.num_drafts > 0 || speculative == "ngram", "no guesses were verified");
+      checks.expect(speculative != "draft" || stats.acceptance_rate() > 0.9,
+                    "self-draft acceptance " + std::to_string(stats.acceptance_rate()));
+      checks.expect(engine.engine().blocks().num_free_blocks() == engine.engine().blocks().num_blocks(),
+                    "KV blocks left held after the runs");
+      absl::Status s = engine.shutdown();
+      checks.expect(s.ok(), "shutdown: " + std::string(s.message()));
+      std::printf("%s tp=%d pp=%d speculating (%s): %d passed, %d failed; %lld guesses, acceptance %.3f\n",
+                  name.c_str(), options.tp, options.pp, speculative.c_str(), checks.passed, checks.failed,
+                  static_cast<long long>(stats.num_draft_tokens), stats.acceptance_rate());
+      return checks.failed == 0 ? 0 : 1;
+    }
     for (int64_t budget : {4096, 7}) {
       auto logits = golden::score_prompts(engine.executor(), engine.kv_cache().num_blocks(),
                                           engine.kv_cache().shape().block_size, config.vocab_size,
