@@ -582,3 +582,72 @@ TEST_F(TextGenerationTest, ChatTemplateLayoutsDriveGenerateBatchAndServe) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Speculative decoding's start-up errors: a draft that cannot propose for the target, K out of
+// range, flags that need --speculative; each names what is wrong.
+TEST(CliErrorTest, SpeculativeDecodingRefusesDraftsAndFlagsItCannotUse) {
+  const std::string target = (kSource / "configs/default-model").string();
+  const std::string draft = (kSource / "configs/default-draft").string();
+  const std::string golden = (kSource / "tests/golden/models/llama_gqa").string();
+  // A draft without the target's tokenizer.
+  RunResult r = weft("generate --model " + target + " --prompt hi --draft-model " + golden);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--draft-model " + golden), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tokenizer"), std::string::npos) << r.err;
+  // A draft whose tokenizer maps one id to another token.
+  const fs::path edited = fs::temp_directory_path() / ("weft-cli-draft-" + std::to_string(::getpid()));
+  fs::create_directories(edited);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer_config.json"}) {
+    fs::copy_file(fs::path(draft) / f, edited / f, fs::copy_options::overwrite_existing);
+  }
+  nlohmann::json tok = nlohmann::json::parse(read_file(fs::path(draft) / "tokenizer.json"));
+  auto& vocab = tok["model"]["vocab"];
+  std::string a, b;
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    if (it.value() == 300) a = it.key();
+    if (it.value() == 301) b = it.key();
+  }
+  ASSERT_FALSE(a.empty() || b.empty());
+  vocab[a] = 301;
+  vocab[b] = 300;
+  std::ofstream(edited / "tokenizer.json") << tok.dump();
+  r = weft("generate --model " + target + " --prompt hi --draft-model " + edited.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("token 300"), std::string::npos) << r.err;
+  fs::remove_all(edited);
+  // A draft with a larger vocabulary than the target's (token-id models, no tokenizer.json).
+  const fs::path big = fs::temp_directory_path() / ("weft-cli-bigdraft-" + std::to_string(::getpid()));
+  RandomModelSpec spec;
+  spec.vocab_size = 1024;
+  spec.hidden_size = 64;
+  spec.intermediate_size = 128;
+  spec.num_layers = 1;
+  spec.num_heads = 4;
+  spec.num_kv_heads = 2;
+  ASSERT_TRUE(write_random_model(big, spec).ok());
+  r = weft("generate --model " + golden + " --prompt-ids 1,2 --draft-model " + big.string());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("1024 tokens, more than the target's 512"), std::string::npos) << r.err;
+  fs::remove_all(big);
+  // K out of range, and flags without --speculative.
+  r = weft("generate --model " + target + " --prompt hi --speculative ngram --num-speculative-tokens 0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--num-speculative-tokens: must be in [1, 16], got 0"), std::string::npos) << r.err;
+  r = weft("generate --model " + target + " --prompt hi --speculative ngram --num-speculative-tokens 17");
+  EXPECT_NE(r.err.find("got 17"), std::string::npos) << r.err;
+  r = weft("generate --model " + target + " --prompt hi --num-speculative-tokens 3");
+  EXPECT_NE(r.err.find("--num-speculative-tokens: needs --speculative"), std::string::npos) << r.err;
+  r = weft("generate --model " + golden + " --prompt-ids 1 --speculative draft");
+  EXPECT_NE(r.err.find("--draft-model DIR is required"), std::string::npos) << r.err;
+  r = weft("generate --model " + target + " --prompt hi --speculative eagle");
+  EXPECT_NE(r.err.find("--speculative: expected none, ngram or draft, got 'eagle'"), std::string::npos) << r.err;
+  // The default model's draft needs no flag beyond --speculative draft.
+  r = weft("generate --model " + target + " --prompt hi --max-tokens 4 --speculative draft");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+}  // namespace
+}  // namespace weft
