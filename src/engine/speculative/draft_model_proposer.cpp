@@ -89,9 +89,21 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
     while (static_cast<int64_t>(seq.block_table.size()) > blocks_->blocks_for_tokens(a.computed)) {
       blocks_->release_last(seq.block_table);
     }
-    // Room for the catch-up and every guess but the last (which is never run).
+    // Room for the catch-up and every guess but the last (which is never run). When the draft
+    // cache is full, sequences not asked about now (preempted, or waiting in another pipeline
+    // micro-batch) give theirs up first.
     const int64_t needed = static_cast<int64_t>(a.tokens.size()) + req.max_tokens - 1;
-    if (!blocks_->grow_to(seq.block_table, needed)) {
+    bool grown = blocks_->grow_to(seq.block_table, needed);
+    for (auto it = sequences_.begin(); !grown && it != sequences_.end();) {
+      const int64_t id = it->first;
+      ++it;
+      const bool asked = std::any_of(requests.begin(), requests.end(),
+                                     [id](const ProposalRequest& other) { return other.seq_id == id; });
+      if (asked) continue;
+      forget(id);
+      grown = blocks_->grow_to(seq.block_table, needed);
+    }
+    if (!grown) {
       forget(req.seq_id);
       continue;
     }

@@ -16,8 +16,9 @@
 // Per sequence the draft keeps the tokens whose KV it holds; each call first rolls that back to
 // the longest prefix still shared with the sequence (rejected guesses, preemption, anything),
 // then catches up on the tokens it has not seen (the whole prompt the first time, in passes of at
-// most kMaxTokensPerPass), then runs k - 1 single-token steps. A sequence whose draft KV does not
-// fit gets no proposal (its blocks are given back) rather than evicting another's.
+// most kMaxTokensPerPass), then runs k - 1 single-token steps. When the draft KV is full,
+// sequences not asked about in the call give theirs up; one that still does not fit gets no
+// proposal. The draft's cache holds as many tokens as the target's.
 #pragma once
 
 #include <filesystem>

@@ -68,8 +68,11 @@ absl::Status enable_speculative_decoding(Engine& engine, const SpeculativeDecodi
         return absl::InvalidArgumentError("--speculative draft needs --draft-model DIR");
       }
       WEFT_RETURN_IF_ERROR(check_same_tokenizer(target_model_dir, options.draft_model));
+      // The draft's cache holds as many tokens as the target's (the same blocks), within the
+      // target's byte budget.
       KvCacheOptions draft_kv = kv;
-      draft_kv.memory_fraction = 0;  // the draft's cache takes the target's byte budget at most
+      draft_kv.memory_fraction = 0;
+      draft_kv.max_blocks = engine.blocks().num_blocks();
       WEFT_ASSIGN_OR_RETURN(proposer, DraftModelProposer::create(options.draft_model, draft_kv,
                                                                  target.config.vocab_size,
                                                                  model_eos_ids(target), pool));
