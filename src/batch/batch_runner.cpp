@@ -42,11 +42,8 @@ absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line,
     }
     ChatOptions options;
     if (auto err = chat_options(line.body, options)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
-    nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
-    if (auto kw = line.body.find("chat_template_kwargs"); kw != line.body.end() && !kw->is_null()) {
-      if (!kw->is_object()) return absl::InvalidArgumentError("body.chat_template_kwargs: expected an object");
-      kwargs = nlohmann::ordered_json::parse(kw->dump());
-    }
+    nlohmann::ordered_json kwargs;
+    if (auto err = chat_template_extra(line.body, kwargs)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
     return encoder.encode_chat(messages, kwargs, options.prompt_end);
   }
   const nlohmann::json& prompt = line.body.at("prompt");

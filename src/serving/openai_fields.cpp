@@ -61,6 +61,9 @@ constexpr Refused kRefused[] = {
     {"modalities", [](const json& v) { return v == json::array({"text"}); }, "only [\"text\"] is supported"},
     {"audio", nullptr, "audio output is not supported"},
     {"web_search_options", nullptr, "web search is not supported"},
+    {"reasoning_effort", nullptr,
+     "not supported; give it in chat_template_kwargs if the model's chat template reads it"},
+    {"spaces_between_special_tokens", [](const json& v) { return v == true; }, "only true is supported"},
 };
 
 }  // namespace
@@ -116,6 +119,23 @@ std::optional<FieldError> chat_options(const json& body, ChatOptions& out) {
   out.prompt_end = cont ? ChatPromptEnd::kContinueFinalMessage
                         : (add_generation_prompt.value_or(true) ? ChatPromptEnd::kGenerationPrompt : ChatPromptEnd::kNone);
   out.echo = echo.value_or(false);
+  return std::nullopt;
+}
+
+std::optional<FieldError> chat_template_extra(const json& body, nlohmann::ordered_json& extra) {
+  extra = nlohmann::ordered_json::object();
+  if (const json* docs = field(body, "documents")) {
+    if (!docs->is_array()) return FieldError{"documents", "documents: expected an array of objects"};
+    for (size_t i = 0; i < docs->size(); ++i) {
+      if (!(*docs)[i].is_object()) return FieldError{"documents", absl::StrCat("documents[", i, "]: expected an object")};
+    }
+    extra["documents"] = to_ordered(*docs);
+  }
+  if (const json* kw = field(body, "chat_template_kwargs")) {
+    if (!kw->is_object()) return FieldError{"chat_template_kwargs", "chat_template_kwargs: expected an object"};
+    const nlohmann::ordered_json kwargs = to_ordered(*kw);
+    for (auto it = kwargs.begin(); it != kwargs.end(); ++it) extra[it.key()] = it.value();
+  }
   return std::nullopt;
 }
 

@@ -39,6 +39,11 @@ struct ChatOptions {
 };
 std::optional<FieldError> chat_options(const nlohmann::json& body, ChatOptions& out);
 
+// The template variables a chat body adds to the rendering: chat_template_kwargs' members (an
+// object) and `documents` (an array of objects, the template's `documents`, as vLLM passes it to
+// apply_chat_template; chat_template_kwargs wins on a clash). `extra` becomes an object.
+std::optional<FieldError> chat_template_extra(const nlohmann::json& body, nlohmann::ordered_json& extra);
+
 // vLLM's role of the reply: "assistant" after a generation prompt, else the final message's role
 // (so a continued assistant message is answered as "assistant"). `messages` as
 // chat_messages_for_template made them (non-empty).
@@ -54,8 +59,9 @@ std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::st
 // guided_grammar / structured_outputs), bad_words, allowed_token_ids, logits_processors,
 // use_beam_search, include_stop_str_in_output, prompt_logprobs, truncate_prompt_tokens,
 // return_tokens_as_token_ids, chat_template (a per-request template), modalities other than
-// ["text"], audio, web_search_options, stream_options.continuous_usage_stats, and (completions)
-// echo together with logprobs, which needs the prompt's logprobs.
+// ["text"], audio, web_search_options, reasoning_effort, spaces_between_special_tokens false,
+// stream_options.continuous_usage_stats, and (completions) echo together with logprobs, which
+// needs the prompt's logprobs.
 std::optional<FieldError> unsupported_field(const nlohmann::json& body, bool chat);
 
 }  // namespace weft

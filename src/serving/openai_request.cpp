@@ -106,10 +106,7 @@ std::optional<ApiError> chat_prompt(const json& body, const ServedModel& model, 
   if (auto err = chat_messages_for_template(m != nullptr ? *m : json(), messages)) return bad(err->param, err->message);
   if (!model.chat_template) return bad("messages", "messages: the model has no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json); give one with --chat-template FILE");
   nlohmann::ordered_json extra;
-  if (const json* kw = field(body, "chat_template_kwargs")) {
-    if (!kw->is_object()) return bad("chat_template_kwargs", "chat_template_kwargs: expected an object");
-    extra = nlohmann::ordered_json::parse(kw->dump(-1, ' ', false, json::error_handler_t::replace));
-  }
+  if (auto err = chat_template_extra(body, extra)) return bad(err->param, err->message);
   bool add_special = false;  // vLLM's chat default: the template writes the special tokens
   if (auto err = read_add_special_tokens(body, add_special)) return err;
   const Tokenizer& tok = *model.tokenizer;
@@ -206,6 +203,10 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
                                                                    const ServedModel& model) {
   if (auto err = check_model(body, model)) return *err;
   if (auto err = unsupported_field(body, kind == ApiKind::kChat)) return bad(err->param, err->message);
+  // weft batch writes token ids on request; serve's responses do not carry them yet.
+  if (const json* t = field(body, "return_token_ids"); t != nullptr && *t != false) {
+    return bad("return_token_ids", "return_token_ids: not supported by weft serve yet");
+  }
   GenerationRequest out;
   out.kind = kind;
   if (const json* s = field(body, "stream")) {

@@ -15,7 +15,7 @@
 //   temperature, top_p, top_k, min_p, repetition_penalty, presence / frequency_penalty,
 //   logit_bias, seed, stop, stop_token_ids, max_tokens, max_completion_tokens, min_tokens,
 //   ignore_eos, skip_special_tokens), logprobs (completions: an integer; chat: a boolean, with
-//   top_logprobs an integer), chat_template_kwargs (chat: extra template variables).
+//   top_logprobs an integer), chat_template_kwargs and documents (chat: template variables).
 //   Chat requests without max_tokens may use the rest of the context; completions default to 16.
 //   max_tokens 0 is accepted with echo only: the reply is the echo, finish_reason "length", and
 //   nothing runs on the engine.

@@ -310,6 +310,11 @@ TEST(OpenAiRequestTest, FieldsThatWouldChangeTheResultAreRefusedByName) {
       {{{"messages", chat}, {"web_search_options", json::object()}}, ApiKind::kChat, "web_search_options"},
       {{{"prompt", "x"}, {"stream", true}, {"stream_options", {{"continuous_usage_stats", true}}}},
        ApiKind::kCompletion, "stream_options"},
+      {{{"messages", chat}, {"reasoning_effort", "high"}}, ApiKind::kChat, "reasoning_effort"},
+      {{{"prompt", "x"}, {"spaces_between_special_tokens", false}}, ApiKind::kCompletion,
+       "spaces_between_special_tokens"},
+      {{{"prompt", "x"}, {"return_token_ids", true}}, ApiKind::kCompletion, "return_token_ids"},
+      {{{"messages", chat}, {"documents", {1}}}, ApiKind::kChat, "documents"},
   };
   for (const Case& c : cases) {
     ApiError e = error_of(c.body, c.kind);
@@ -324,6 +329,19 @@ TEST(OpenAiRequestTest, FieldsThatWouldChangeTheResultAreRefusedByName) {
                            json{{"messages", chat}, {"include_stop_str_in_output", false}, {"best_of", 1}}}) {
     parsed(body, ApiKind::kChat);
   }
+}
+
+TEST(OpenAiRequestTest, DocumentsAndTemplateKwargsReachTheTemplate) {
+  ServedModel m = qwen_model();
+  auto tmpl = ChatTemplate::parse(
+      "{% for d in documents %}[{{ d.title }}]{% endfor %}{{ flavor }}:{{ messages[0].content }}");
+  ASSERT_TRUE(tmpl.ok());
+  m.chat_template = std::make_shared<ChatTemplate>(std::move(*tmpl));
+  GenerationRequest g = parsed({{"messages", {{{"role", "user"}, {"content", "q"}}}},
+                                {"documents", {{{"title", "a"}}, {{"title", "b"}}}},
+                                {"chat_template_kwargs", {{"flavor", "x"}}}},
+                               ApiKind::kChat, m);
+  EXPECT_EQ(g.prompts.at(0).engine_request.prompt_ids, encode("[a][b]x:q", false));
 }
 
 TEST(OpenAiRequestTest, TokenizeMessagesHonoursThePromptEnd) {
