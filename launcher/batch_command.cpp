@@ -159,8 +159,9 @@ int run_batch_command(const std::vector<std::string>& args) {
     // No template: chat lines get an error record, completion lines still run.
     if (*tmpl) {
       encoder.encode_chat = [tokenizer, tmpl = *tmpl](const nlohmann::ordered_json& messages,
-                                                      const nlohmann::ordered_json& template_kwargs) {
-        return encode_chat_messages(*tokenizer, *tmpl, messages, template_kwargs);
+                                                      const nlohmann::ordered_json& template_kwargs,
+                                                      ChatPromptEnd end) {
+        return encode_chat_messages(*tokenizer, *tmpl, messages, template_kwargs, end);
       };
     }
     encoder.token_text = [tokenizer](int32_t id) {

@@ -17,10 +17,11 @@ std::vector<FlagSpec> prompt_flag_specs() {
 
 absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
                                                           const nlohmann::ordered_json& messages,
-                                                          const nlohmann::ordered_json& template_kwargs) {
+                                                          const nlohmann::ordered_json& template_kwargs,
+                                                          ChatPromptEnd end) {
   if (!messages.is_array()) return absl::InvalidArgumentError("messages: expected an array");
   WEFT_ASSIGN_OR_RETURN(std::string text,
-                        render_chat(tmpl, messages, /*add_generation_prompt=*/true,
+                        render_chat(tmpl, messages, end,
                                     tokenizer.bos_token().value_or(""),
                                     tokenizer.eos_token().value_or(""), template_kwargs));
   return tokenizer.encode(text, /*add_special_tokens=*/false);

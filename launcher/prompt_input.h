@@ -36,12 +36,13 @@ absl::StatusOr<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer, con
                                                  const std::string& user_text,
                                                  const std::string& system_text);
 
-// Renders an OpenAI messages array ([{"role", "content"}, ...]) with `tmpl`
-// (add_generation_prompt; `template_kwargs`' members as extra template variables) and encodes it
-// the same way. InvalidArgument when `messages` is not an array or the template fails (its
-// message says where).
+// Renders an OpenAI messages array ([{"role", "content"}, ...]) with `tmpl` (ending as `end`
+// says: a generation prompt by default; `template_kwargs`' members as extra template variables)
+// and encodes it the same way. InvalidArgument when `messages` is not an array or the template
+// fails (its message says where).
 absl::StatusOr<std::vector<int32_t>> encode_chat_messages(
     const Tokenizer& tokenizer, const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
-    const nlohmann::ordered_json& template_kwargs = nlohmann::ordered_json());
+    const nlohmann::ordered_json& template_kwargs = nlohmann::ordered_json(),
+    ChatPromptEnd end = ChatPromptEnd::kGenerationPrompt);
 
 }  // namespace weft

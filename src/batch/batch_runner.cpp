@@ -40,12 +40,11 @@ absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line,
     if (auto err = chat_messages_for_template(line.body.at("messages"), messages)) {
       return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
     }
-    nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
-    if (auto kw = line.body.find("chat_template_kwargs"); kw != line.body.end() && !kw->is_null()) {
-      if (!kw->is_object()) return absl::InvalidArgumentError("body.chat_template_kwargs: expected an object");
-      kwargs = nlohmann::ordered_json::parse(kw->dump());
-    }
-    return encoder.encode_chat(messages, kwargs);
+    ChatOptions options;
+    if (auto err = chat_options(line.body, options)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+    nlohmann::ordered_json kwargs;
+    if (auto err = chat_template_extra(line.body, kwargs)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+    return encoder.encode_chat(messages, kwargs, options.prompt_end);
   }
   const nlohmann::json& prompt = line.body.at("prompt");
   if (prompt.is_string()) {
@@ -88,6 +87,16 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
     }
   }
   if (auto err = unsupported_field(body, chat)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+  // weft serve implements echo (openai_response.h); batch records do not carry it yet.
+  if (auto echo = body.find("echo"); echo != body.end() && !echo->is_null() && *echo != false) {
+    return absl::InvalidArgumentError("body.echo: not supported by weft batch (weft serve supports it)");
+  }
+  // Prompts are encoded with their API's default (completions: special tokens added; chat: the
+  // template writes them), which weft serve lets a request change.
+  if (auto add = body.find("add_special_tokens"); add != body.end() && !add->is_null() && *add != !chat) {
+    return absl::InvalidArgumentError(absl::StrCat("body.add_special_tokens: only ", chat ? "false" : "true",
+                                                   " (the default) is supported by weft batch"));
+  }
   WEFT_ASSIGN_OR_RETURN(p.request.params, sampling_params_from_json(body, options.sampling_defaults));
   WEFT_ASSIGN_OR_RETURN(p.request.prompt_ids, prompt_ids_of(line, encoder));
   const int64_t prompt_len = static_cast<int64_t>(p.request.prompt_ids.size());

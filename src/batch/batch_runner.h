@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "engine/engine.h"
 #include "nlohmann/json.hpp"
+#include "tokenizer/chat_template/chat_prompt_end.h"
 
 namespace weft {
 
@@ -31,11 +32,12 @@ struct BatchPromptEncoder {
   // Empty when the model has no tokenizer: only token-id prompts are accepted then, and choices
   // carry token_ids instead of text.
   std::function<absl::StatusOr<std::vector<int32_t>>(const std::string& text)> encode_text;
-  // messages (an OpenAI messages array) -> ids through the model's chat template.
   // Chat messages (as chat_messages_for_template normalized them) and chat_template_kwargs
-  // (an object, possibly empty) -> ids through the model's chat template.
+  // (an object, possibly empty) -> ids through the model's chat template, the prompt ending as
+  // `end` says (chat_options: add_generation_prompt / continue_final_message).
   std::function<absl::StatusOr<std::vector<int32_t>>(const nlohmann::ordered_json& messages,
-                                                     const nlohmann::ordered_json& template_kwargs)>
+                                                     const nlohmann::ordered_json& template_kwargs,
+                                                     ChatPromptEnd end)>
       encode_chat;
   // One token decoded alone, special tokens kept (the token strings of logprobs). Empty without a
   // tokenizer: tokens are then named "token_id:<id>", as vLLM does without one.

@@ -127,10 +127,15 @@ class GenerateReactor : public grpc::ServerWriteReactor<pb::GenerateResponse> {
     auto parsed = parse_generation_request(to_json(request, kind), kind, shared_.model);
     if (auto* e = std::get_if<ApiError>(&parsed)) return finish_locked(to_grpc(*e));
     GenerationRequest& req = std::get<GenerationRequest>(parsed);
+    // The gRPC request holds one prompt and no echo, so it parses to one engine request.
+    if (req.prompts.size() != 1 || !req.generate) {
+      return finish_locked(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "expected one prompt to generate from"));
+    }
     logprobs_ = req.logprobs;
-    const int n = req.engine_request.params.n;
-    prompt_tokens_ = static_cast<int64_t>(req.engine_request.prompt_ids.size());
-    auto stream = shared_.engine.submit(std::move(req.engine_request));
+    Request& engine_request = req.prompts.front().engine_request;
+    const int n = engine_request.params.n;
+    prompt_tokens_ = static_cast<int64_t>(engine_request.prompt_ids.size());
+    auto stream = shared_.engine.submit(std::move(engine_request));
     if (!stream.ok()) return finish_locked(to_grpc(api_error_from_status(stream.status())));
     stream_ = *stream;
     shared_.metrics.add_prompt_tokens(prompt_tokens_);

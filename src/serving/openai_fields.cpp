@@ -18,6 +18,54 @@ nlohmann::ordered_json to_ordered(const json& value) {
   return nlohmann::ordered_json::parse(value.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
+std::optional<FieldError> read_bool(const json& body, const char* name, std::optional<bool>& out) {
+  const json* v = field(body, name);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_boolean()) return FieldError{name, absl::StrCat(name, ": expected a boolean, got ", v->type_name())};
+  out = v->get<bool>();
+  return std::nullopt;
+}
+
+bool is_false(const json& v) { return v == false; }
+bool is_empty_array(const json& v) { return v.is_array() && v.empty(); }
+bool is_none_or_auto(const json& v) { return v == "none" || v == "auto"; }
+
+// A field refused unless absent, null or `harmless`.
+struct Refused {
+  const char* name;
+  bool (*harmless)(const json&);  // null: any value is refused
+  const char* why;
+};
+
+// Common to both APIs.
+constexpr Refused kRefused[] = {
+    {"response_format", [](const json& v) { return v.is_object() && v.value("type", json()) == "text"; },
+     "structured output is not supported yet; only {\"type\": \"text\"}"},
+    {"tools", is_empty_array, "tool calling is not supported"},
+    {"tool_choice", is_none_or_auto, "tool calling is not supported; only \"none\" or \"auto\""},
+    {"functions", is_empty_array, "function calling is not supported"},
+    {"function_call", is_none_or_auto, "function calling is not supported; only \"none\" or \"auto\""},
+    {"guided_json", nullptr, "structured output is not supported yet"},
+    {"guided_regex", nullptr, "structured output is not supported yet"},
+    {"guided_choice", nullptr, "structured output is not supported yet"},
+    {"guided_grammar", nullptr, "structured output is not supported yet"},
+    {"structured_outputs", nullptr, "structured output is not supported yet"},
+    {"bad_words", is_empty_array, "banned words are not supported yet"},
+    {"allowed_token_ids", nullptr, "not supported"},
+    {"logits_processors", is_empty_array, "not supported"},
+    {"use_beam_search", is_false, "beam search is not supported"},
+    {"include_stop_str_in_output", is_false, "not supported; the stop string is never included"},
+    {"prompt_logprobs", nullptr, "prompt logprobs are not supported yet"},
+    {"truncate_prompt_tokens", nullptr, "prompt truncation is not supported"},
+    {"return_tokens_as_token_ids", is_false, "not supported"},
+    {"modalities", [](const json& v) { return v == json::array({"text"}); }, "only [\"text\"] is supported"},
+    {"audio", nullptr, "audio output is not supported"},
+    {"web_search_options", nullptr, "web search is not supported"},
+    {"reasoning_effort", nullptr,
+     "not supported; give it in chat_template_kwargs if the model's chat template reads it"},
+    {"spaces_between_special_tokens", [](const json& v) { return v == true; }, "only true is supported"},
+};
+
 }  // namespace
 
 std::optional<FieldError> chat_messages_for_template(const json& messages, nlohmann::ordered_json& out) {
@@ -45,6 +93,7 @@ std::optional<FieldError> chat_messages_for_template(const json& messages, nlohm
           return FieldError{"messages", absl::StrCat(where, ".content[", j,
                                                      "]: only {\"type\": \"text\", \"text\": ...} parts are supported")};
         }
+        if (j > 0) text += '\n';
         text += t->get<std::string>();
       }
       rendered["content"] = text;
@@ -56,21 +105,79 @@ std::optional<FieldError> chat_messages_for_template(const json& messages, nlohm
   return std::nullopt;
 }
 
+std::optional<FieldError> chat_options(const json& body, ChatOptions& out) {
+  std::optional<bool> add_generation_prompt, continue_final_message, echo;
+  if (auto e = read_bool(body, "add_generation_prompt", add_generation_prompt)) return e;
+  if (auto e = read_bool(body, "continue_final_message", continue_final_message)) return e;
+  if (auto e = read_bool(body, "echo", echo)) return e;
+  const bool cont = continue_final_message.value_or(false);
+  if (cont && add_generation_prompt.value_or(false)) {
+    return FieldError{"continue_final_message",
+                      "continue_final_message: cannot be true together with add_generation_prompt true (a "
+                      "generation prompt opens a new message, continue_final_message extends the last one)"};
+  }
+  out.prompt_end = cont ? ChatPromptEnd::kContinueFinalMessage
+                        : (add_generation_prompt.value_or(true) ? ChatPromptEnd::kGenerationPrompt : ChatPromptEnd::kNone);
+  out.echo = echo.value_or(false);
+  return std::nullopt;
+}
+
+std::optional<FieldError> chat_template_extra(const json& body, nlohmann::ordered_json& extra) {
+  extra = nlohmann::ordered_json::object();
+  if (const json* docs = field(body, "documents")) {
+    if (!docs->is_array()) return FieldError{"documents", "documents: expected an array of objects"};
+    for (size_t i = 0; i < docs->size(); ++i) {
+      if (!(*docs)[i].is_object()) return FieldError{"documents", absl::StrCat("documents[", i, "]: expected an object")};
+    }
+    extra["documents"] = to_ordered(*docs);
+  }
+  if (const json* kw = field(body, "chat_template_kwargs")) {
+    if (!kw->is_object()) return FieldError{"chat_template_kwargs", "chat_template_kwargs: expected an object"};
+    const nlohmann::ordered_json kwargs = to_ordered(*kw);
+    for (auto it = kwargs.begin(); it != kwargs.end(); ++it) extra[it.key()] = it.value();
+  }
+  return std::nullopt;
+}
+
+std::string chat_reply_role(const nlohmann::ordered_json& messages, const ChatOptions& options) {
+  if (options.prompt_end == ChatPromptEnd::kGenerationPrompt || messages.empty()) return "assistant";
+  return messages.back().value("role", std::string("assistant"));
+}
+
+std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::string& role) {
+  if (messages.empty()) return "";
+  const auto& last = messages.back();
+  if (last.value("role", std::string()) != role) return "";
+  auto it = last.find("content");
+  return it != last.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 std::optional<FieldError> unsupported_field(const json& body, bool chat) {
-  if (const json* rf = field(body, "response_format")) {
-    if (!(rf->is_object() && rf->value("type", json()) == "text")) {
-      return FieldError{"response_format",
-                        "response_format: structured output is not supported yet; only {\"type\": \"text\"}"};
+  for (const Refused& r : kRefused) {
+    const json* v = field(body, r.name);
+    if (v != nullptr && (r.harmless == nullptr || !r.harmless(*v))) {
+      return FieldError{r.name, absl::StrCat(r.name, ": ", r.why)};
     }
   }
-  if (const json* tools = field(body, "tools"); tools != nullptr && !(tools->is_array() && tools->empty())) {
-    return FieldError{"tools", "tools: tool calling is not supported"};
-  }
-  if (!chat) {
-    if (const json* echo = field(body, "echo"); echo != nullptr && *echo != false) {
-      return FieldError{"echo", "echo: not supported"};
+  if (chat) {
+    if (field(body, "chat_template") != nullptr) {
+      return FieldError{"chat_template",
+                        "chat_template: per-request chat templates are not accepted; start the server with "
+                        "--chat-template FILE"};
     }
+  } else {
     if (field(body, "suffix") != nullptr) return FieldError{"suffix", "suffix: not supported"};
+    const json* echo = field(body, "echo");
+    if (echo != nullptr && *echo == true && field(body, "logprobs") != nullptr) {
+      return FieldError{"echo",
+                        "echo: echo with logprobs is not yet supported (it needs the prompt's logprobs, which the "
+                        "engine does not compute while serving); drop logprobs or echo"};
+    }
+  }
+  if (const json* so = field(body, "stream_options"); so != nullptr && so->is_object()) {
+    if (const json* cu = field(*so, "continuous_usage_stats"); cu != nullptr && *cu != false) {
+      return FieldError{"stream_options", "stream_options.continuous_usage_stats: not supported"};
+    }
   }
   if (const json* best_of = field(body, "best_of")) {
     const json* n = field(body, "n");

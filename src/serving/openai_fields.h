@@ -6,6 +6,7 @@
 #include <string>
 
 #include "nlohmann/json.hpp"
+#include "tokenizer/chat_template/chat_prompt_end.h"
 
 namespace weft {
 
@@ -18,13 +19,49 @@ struct FieldError {
 
 // Chat `messages` -> the list a chat template renders: each message an object with a string
 // role; content a string, null/absent, or an array of {"type": "text", "text": ...} parts, which
-// are joined into one string (as vLLM does for text-only parts). Other members (name,
-// tool_calls, ...) pass through unchanged, in their order.
+// are joined into one string with "\n" between parts (as vLLM does for text-only parts). Other
+// members (name, tool_calls, ...) pass through unchanged, in their order.
 std::optional<FieldError> chat_messages_for_template(const nlohmann::json& messages,
                                                      nlohmann::ordered_json& out);
 
-// Fields weft does not implement and that would change the result: response_format other than
-// text, non-empty tools, echo and suffix (completions), best_of other than n.
+// The chat fields that shape the prompt's end and the reply, with vLLM's meaning:
+//   add_generation_prompt  boolean, default true (false when continue_final_message is true and
+//                          add_generation_prompt is absent: vLLM would refuse that body, since
+//                          its default true then clashes);
+//   continue_final_message boolean, default false: the prompt ends inside the final message
+//                          (assistant prefill), rendered as transformers' apply_chat_template does;
+//                          with add_generation_prompt true: refused, as vLLM does;
+//   echo                   boolean: each choice starts with the final message's content when that
+//                          message's role is the reply's role (chat_reply_role).
+struct ChatOptions {
+  ChatPromptEnd prompt_end = ChatPromptEnd::kGenerationPrompt;
+  bool echo = false;
+};
+std::optional<FieldError> chat_options(const nlohmann::json& body, ChatOptions& out);
+
+// The template variables a chat body adds to the rendering: chat_template_kwargs' members (an
+// object) and `documents` (an array of objects, the template's `documents`, as vLLM passes it to
+// apply_chat_template; chat_template_kwargs wins on a clash). `extra` becomes an object.
+std::optional<FieldError> chat_template_extra(const nlohmann::json& body, nlohmann::ordered_json& extra);
+
+// vLLM's role of the reply: "assistant" after a generation prompt, else the final message's role
+// (so a continued assistant message is answered as "assistant"). `messages` as
+// chat_messages_for_template made them (non-empty).
+std::string chat_reply_role(const nlohmann::ordered_json& messages, const ChatOptions& options);
+// What chat echo prepends: the final message's content (text parts already joined) when its role
+// is `role`, else "".
+std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::string& role);
+
+// Fields weft does not implement and that would change the result, each refused by name unless
+// it holds its no-op value: response_format other than text, tools / functions (non-empty),
+// tool_choice / function_call other than "none" / "auto", suffix (completions), best_of other
+// than n, vLLM's structured-output fields (guided_json / guided_regex / guided_choice /
+// guided_grammar / structured_outputs), bad_words, allowed_token_ids, logits_processors,
+// use_beam_search, include_stop_str_in_output, prompt_logprobs, truncate_prompt_tokens,
+// return_tokens_as_token_ids, chat_template (a per-request template), modalities other than
+// ["text"], audio, web_search_options, reasoning_effort, spaces_between_special_tokens false,
+// stream_options.continuous_usage_stats, and (completions) echo together with logprobs, which
+// needs the prompt's logprobs.
 std::optional<FieldError> unsupported_field(const nlohmann::json& body, bool chat);
 
 }  // namespace weft

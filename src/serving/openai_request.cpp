@@ -37,45 +37,89 @@ std::optional<ApiError> token_ids_from(const json& v, const char* param, int64_t
   return std::nullopt;
 }
 
-std::optional<ApiError> completion_prompt(const json& body, const ServedModel& model, std::vector<int32_t>& ids) {
-  const json* p = field(body, "prompt");
-  if (p == nullptr) return bad("prompt", "prompt: required");
-  const int64_t vocab = model.vocab_size;
-  const json* prompt = p;
-  if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
-    if (p->size() != 1) return bad("prompt", "prompt: batches of several prompts are not supported; send one per request");
-    prompt = &p->front();
+std::optional<ApiError> read_add_special_tokens(const json& body, bool& out) {
+  if (const json* a = field(body, "add_special_tokens")) {
+    if (!a->is_boolean()) return bad("add_special_tokens", "add_special_tokens: expected a boolean");
+    out = a->get<bool>();
   }
-  if (prompt->is_string()) {
-    auto encoded = model.tokenizer->encode(prompt->get_ref<const std::string&>(), /*add_special_tokens=*/true);
-    if (!encoded.ok()) return bad("prompt", absl::StrCat("prompt: ", encoded.status().message()));
-    ids = std::move(*encoded);
-  } else if (prompt->is_array()) {
-    if (auto err = token_ids_from(*prompt, "prompt", vocab, ids)) return err;
-  } else {
-    return bad("prompt", absl::StrCat("prompt: expected a string or an array of token ids, got ", prompt->type_name()));
-  }
-  if (ids.empty()) return bad("prompt", "prompt: must contain at least one token");
   return std::nullopt;
 }
 
-std::optional<ApiError> chat_prompt(const json& body, const ServedModel& model, std::vector<int32_t>& ids) {
+// One prompt (a string or an array of token ids) -> ids, and its text for echo.
+std::optional<ApiError> one_completion_prompt(const json& prompt, const std::string& where, const ServedModel& model,
+                                              bool add_special, bool echo, std::vector<int32_t>& ids,
+                                              std::string& text) {
+  if (prompt.is_string() || (echo && prompt.is_array())) {
+    if (!model.tokenizer) return bad("prompt", absl::StrCat(where, ": text needs the model's tokenizer"));
+  }
+  if (prompt.is_string()) {
+    if (echo) text = prompt.get<std::string>();
+    auto encoded = model.tokenizer->encode(prompt.get_ref<const std::string&>(), add_special);
+    if (!encoded.ok()) return bad("prompt", absl::StrCat(where, ": ", encoded.status().message()));
+    ids = std::move(*encoded);
+  } else if (prompt.is_array()) {
+    if (auto err = token_ids_from(prompt, where.c_str(), model.vocab_size, ids)) {
+      err->param = "prompt";
+      return err;
+    }
+    if (echo) text = model.tokenizer->decode(ids, /*skip_special_tokens=*/false);
+  } else {
+    return bad("prompt", absl::StrCat(where, ": expected a string or an array of token ids, got ", prompt.type_name()));
+  }
+  if (ids.empty()) return bad("prompt", absl::StrCat(where, ": must contain at least one token"));
+  return std::nullopt;
+}
+
+// prompt: a string, an array of token ids, or an array of strings / token-id arrays (a batch).
+// With `echo`, `texts` gets each prompt's text (token ids decoded).
+std::optional<ApiError> completion_prompts(const json& body, const ServedModel& model, bool echo,
+                                           std::vector<std::vector<int32_t>>& ids, std::vector<std::string>& texts) {
+  const json* p = field(body, "prompt");
+  if (p == nullptr) return bad("prompt", "prompt: required");
+  bool add_special = true;
+  if (auto err = read_add_special_tokens(body, add_special)) return err;
+  std::vector<const json*> prompts;
+  if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
+    for (const json& one : *p) prompts.push_back(&one);
+  } else {
+    prompts.push_back(p);
+  }
+  const bool batch = prompts.size() > 1 || prompts.front() != p;
+  ids.resize(prompts.size());
+  texts.resize(prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const json& one = *prompts[i];
+    const std::string where = batch ? absl::StrCat("prompt[", i, "]") : std::string("prompt");
+    if (batch && !(one.is_string() || one.is_array())) {
+      return bad("prompt", absl::StrCat(where, ": expected a string or an array of token ids, got ", one.type_name(),
+                                        " (a batch holds prompts of one kind)"));
+    }
+    if (auto err = one_completion_prompt(one, where, model, add_special, echo, ids[i], texts[i])) return err;
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> chat_prompt(const json& body, const ServedModel& model, std::vector<int32_t>& ids,
+                                    const ChatOptions& options, nlohmann::ordered_json* messages_out = nullptr) {
   const json* m = field(body, "messages");
   nlohmann::ordered_json messages;
   if (auto err = chat_messages_for_template(m != nullptr ? *m : json(), messages)) return bad(err->param, err->message);
   if (!model.chat_template) return bad("messages", "messages: the model has no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json); give one with --chat-template FILE");
   nlohmann::ordered_json extra;
-  if (const json* kw = field(body, "chat_template_kwargs")) {
-    if (!kw->is_object()) return bad("chat_template_kwargs", "chat_template_kwargs: expected an object");
-    extra = nlohmann::ordered_json::parse(kw->dump(-1, ' ', false, json::error_handler_t::replace));
-  }
+  if (auto err = chat_template_extra(body, extra)) return bad(err->param, err->message);
+  bool add_special = false;  // vLLM's chat default: the template writes the special tokens
+  if (auto err = read_add_special_tokens(body, add_special)) return err;
   const Tokenizer& tok = *model.tokenizer;
-  auto text = render_chat(*model.chat_template, messages, /*add_generation_prompt=*/true, tok.bos_token().value_or(""),
+  auto text = render_chat(*model.chat_template, messages, options.prompt_end, tok.bos_token().value_or(""),
                           tok.eos_token().value_or(""), extra);
-  if (!text.ok()) return bad("messages", absl::StrCat("messages: ", text.status().message()));
-  auto encoded = tok.encode(*text, /*add_special_tokens=*/false);
+  if (!text.ok()) {
+    const char* param = options.prompt_end == ChatPromptEnd::kContinueFinalMessage ? "continue_final_message" : "messages";
+    return bad(param, absl::StrCat(param, ": ", text.status().message()));
+  }
+  auto encoded = tok.encode(*text, add_special);
   if (!encoded.ok()) return bad("messages", absl::StrCat("messages: ", encoded.status().message()));
   ids = std::move(*encoded);
+  if (messages_out != nullptr) *messages_out = std::move(messages);
   return std::nullopt;
 }
 
@@ -159,6 +203,10 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
                                                                    const ServedModel& model) {
   if (auto err = check_model(body, model)) return *err;
   if (auto err = unsupported_field(body, kind == ApiKind::kChat)) return bad(err->param, err->message);
+  // weft batch writes token ids on request; serve's responses do not carry them yet.
+  if (const json* t = field(body, "return_token_ids"); t != nullptr && *t != false) {
+    return bad("return_token_ids", "return_token_ids: not supported by weft serve yet");
+  }
   GenerationRequest out;
   out.kind = kind;
   if (const json* s = field(body, "stream")) {
@@ -200,43 +248,80 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
     if (kind == ApiKind::kChat && e.param == "logprobs") e.param = "top_logprobs";
     return e;
   }
-  out.engine_request.params = std::move(*params);
-  if (out.engine_request.params.logprobs && (*out.engine_request.params.logprobs < 0 ||
-                                             *out.engine_request.params.logprobs > SamplingParams::kMaxLogprobs)) {
+  if (params->logprobs && (*params->logprobs < 0 || *params->logprobs > SamplingParams::kMaxLogprobs)) {
     const char* name = kind == ApiKind::kChat ? "top_logprobs" : "logprobs";
-    return bad(name, absl::StrCat(name, ": must be in [0, ", SamplingParams::kMaxLogprobs, "], got ",
-                                  *out.engine_request.params.logprobs));
+    return bad(name, absl::StrCat(name, ": must be in [0, ", SamplingParams::kMaxLogprobs, "], got ", *params->logprobs));
   }
-  out.logprobs = out.engine_request.params.logprobs.has_value();
-
-  std::vector<int32_t>& ids = out.engine_request.prompt_ids;
-  if (auto err = kind == ApiKind::kChat ? chat_prompt(body, model, ids) : completion_prompt(body, model, ids)) return *err;
-
-  const int64_t prompt_len = static_cast<int64_t>(ids.size());
-  const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
-  if (prompt_len >= model.max_model_len) {
-    return bad(prompt_param,
-               absl::StrCat("This model's maximum context length is ", model.max_model_len,
-                            " tokens. However, your prompt has ", prompt_len,
-                            " tokens, which leaves no room for output. Please shorten the prompt."),
-               "context_length_exceeded");
+  out.logprobs = params->logprobs.has_value();
+  int priority = 0;
+  if (const json* pr = field(body, "priority")) {
+    if (!pr->is_number_integer() || (pr->is_number_unsigned() && pr->get<uint64_t>() > (1u << 30)) ||
+        pr->get<int64_t>() < -(1 << 30) || pr->get<int64_t>() > (1 << 30)) {
+      return bad("priority", "priority: expected an integer (lower runs first)");
+    }
+    priority = static_cast<int>(pr->get<int64_t>());
   }
+
+  // The prompts: their ids and, with echo, their text.
+  std::vector<std::vector<int32_t>> prompt_ids;
+  std::vector<std::string> echo;
+  bool want_echo = false;
+  if (kind == ApiKind::kChat) {
+    ChatOptions options;
+    if (auto err = chat_options(body, options)) return bad(err->param, err->message);
+    nlohmann::ordered_json messages;
+    prompt_ids.emplace_back();
+    if (auto err = chat_prompt(body, model, prompt_ids[0], options, &messages)) return *err;
+    out.role = chat_reply_role(messages, options);
+    want_echo = options.echo;
+    echo.push_back(options.echo ? chat_echo_text(messages, out.role) : std::string());
+  } else {
+    if (const json* e = field(body, "echo")) {
+      if (!e->is_boolean()) return bad("echo", absl::StrCat("echo: expected a boolean, got ", e->type_name()));
+      want_echo = e->get<bool>();
+    }
+    if (auto err = completion_prompts(body, model, want_echo, prompt_ids, echo)) return *err;
+  }
+
   const bool has_max = field(body, "max_tokens") != nullptr || field(body, "max_completion_tokens") != nullptr;
-  int& max_tokens = out.engine_request.params.max_tokens;
-  if (kind == ApiKind::kChat && !has_max) max_tokens = static_cast<int>(model.max_model_len - prompt_len);
-  if (max_tokens < 1) {
-    return bad(field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens",
-               absl::StrCat("max_tokens: must be at least 1, got ", max_tokens));
+  const char* max_param = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
+  const int requested_max = params->max_tokens;
+  if (requested_max < 0 || (requested_max == 0 && !(want_echo && has_max))) {
+    return bad(max_param, absl::StrCat("max_tokens: must be at least 1 (or 0 with echo), got ", requested_max));
   }
-  if (prompt_len + max_tokens > model.max_model_len) {
-    return bad("max_tokens",
-               absl::StrCat("This model's maximum context length is ", model.max_model_len,
-                            " tokens. However, you requested ", prompt_len + max_tokens, " tokens (", prompt_len,
-                            " in the prompt, ", max_tokens, " for the completion). Please reduce the prompt or max_tokens."),
-               "context_length_exceeded");
-  }
-  if (auto v = out.engine_request.params.validate(model.vocab_size); !v.ok()) {
-    return api_error_from_status(v);
+  out.generate = requested_max > 0 || !has_max;
+  for (size_t i = 0; i < prompt_ids.size(); ++i) {
+    GenerationPrompt prompt;
+    prompt.engine_request.params = *params;
+    prompt.engine_request.priority = priority;
+    prompt.engine_request.prompt_ids = std::move(prompt_ids[i]);
+    prompt.echo = std::move(echo[i]);
+    const int64_t prompt_len = static_cast<int64_t>(prompt.engine_request.prompt_ids.size());
+    const std::string which = prompt_ids.size() > 1 ? absl::StrCat(" (prompt[", i, "])") : std::string();
+    int& max_tokens = prompt.engine_request.params.max_tokens;
+    if (out.generate) {
+      if (prompt_len >= model.max_model_len) {
+        return bad(prompt_param,
+                   absl::StrCat("This model's maximum context length is ", model.max_model_len,
+                                " tokens. However, your prompt", which, " has ", prompt_len,
+                                " tokens, which leaves no room for output. Please shorten the prompt."),
+                   "context_length_exceeded");
+      }
+      if (kind == ApiKind::kChat && !has_max) max_tokens = static_cast<int>(model.max_model_len - prompt_len);
+    }
+    if (prompt_len + max_tokens > model.max_model_len) {
+      return bad("max_tokens",
+                 absl::StrCat("This model's maximum context length is ", model.max_model_len,
+                              " tokens. However, you requested ", prompt_len + max_tokens, " tokens", which, " (",
+                              prompt_len, " in the prompt, ", max_tokens,
+                              " for the completion). Please reduce the prompt or max_tokens."),
+                 "context_length_exceeded");
+    }
+    if (out.generate) {
+      if (auto v = prompt.engine_request.params.validate(model.vocab_size); !v.ok()) return api_error_from_status(v);
+    }
+    out.prompts.push_back(std::move(prompt));
   }
   return out;
 }
@@ -245,7 +330,9 @@ std::variant<std::vector<int32_t>, ApiError> tokenize_request(const json& body, 
   if (auto err = check_model(body, model)) return *err;
   std::vector<int32_t> ids;
   if (field(body, "messages") != nullptr) {
-    if (auto err = chat_prompt(body, model, ids)) return *err;
+    ChatOptions options;
+    if (auto err = chat_options(body, options)) return bad(err->param, err->message);
+    if (auto err = chat_prompt(body, model, ids, options)) return *err;
     return ids;
   }
   const json* p = field(body, "prompt");

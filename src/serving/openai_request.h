@@ -4,18 +4,25 @@
 // (core/bounded_json.h: nesting, sizes and repeated keys checked while parsing).
 // parse_generation_request reads /v1/completions and /v1/chat/completions bodies:
 //   model (optional; must name the served model: 404 otherwise), prompt (completions: a string,
-//   an array of token ids, or a one-element array of either), messages (chat: role + content as a
-//   string or an array of {"type": "text", "text"} parts; rendered with the model's chat
-//   template), stream, stream_options.include_usage, the sampling fields of
-//   sampling_params_from_json (n, temperature, top_p, top_k, min_p, repetition_penalty, presence /
-//   frequency_penalty, logit_bias, seed, stop, stop_token_ids, max_tokens, max_completion_tokens,
-//   min_tokens, ignore_eos, skip_special_tokens), logprobs (completions: an integer; chat: a
-//   boolean, with top_logprobs an integer), chat_template_kwargs (chat: extra template variables).
+//   an array of token ids, or an array of either: one prompt each, whose choices are numbered
+//   prompt_index * n + i), messages (chat: role + content as a string or an array of
+//   {"type": "text", "text"} parts joined with "\n"; rendered with the model's chat template),
+//   add_generation_prompt / continue_final_message (chat: how the prompt ends; openai_fields.h),
+//   echo (completions: each choice starts with its prompt's text, the string as given or the
+//   token ids decoded; chat: with the final message's content, as vLLM), add_special_tokens
+//   (default true for completions, false for chat, as vLLM), priority (lower runs first), stream,
+//   stream_options.include_usage, the sampling fields of sampling_params_from_json (n,
+//   temperature, top_p, top_k, min_p, repetition_penalty, presence / frequency_penalty,
+//   logit_bias, seed, stop, stop_token_ids, max_tokens, max_completion_tokens, min_tokens,
+//   ignore_eos, skip_special_tokens), logprobs (completions: an integer; chat: a boolean, with
+//   top_logprobs an integer), chat_template_kwargs and documents (chat: template variables).
 //   Chat requests without max_tokens may use the rest of the context; completions default to 16.
-// Refused with a 400 naming the field: response_format other than text, tools, echo, suffix,
-// best_of other than n, batches of several prompts, stream_options without stream, and a prompt
-// that with max_tokens does not fit max_model_len (stating both limits, code
-// "context_length_exceeded").
+//   max_tokens 0 is accepted with echo only: the reply is the echo, finish_reason "length", and
+//   nothing runs on the engine.
+// Refused with a 400 naming the field: the fields of unsupported_field (openai_fields.h: among
+// them response_format other than text, tools, suffix, best_of other than n, echo with
+// logprobs), stream_options without stream, and a prompt that with max_tokens does not fit
+// max_model_len (stating both limits, code "context_length_exceeded").
 #pragma once
 
 #include <cstdint>
@@ -64,12 +71,27 @@ std::variant<nlohmann::json, ApiError> parse_json_body(std::string_view body);
 
 enum class ApiKind { kCompletion, kChat };
 
+// One prompt of a request and what its choices start with.
+struct GenerationPrompt {
+  Request engine_request;
+  std::string echo;  // prepended to each of its choices' text ("" when echo is off)
+};
+
 struct GenerationRequest {
   ApiKind kind = ApiKind::kCompletion;
-  Request engine_request;
+  // Completions: one per prompt, in order (choices prompt_index * n + i); chat: exactly one.
+  // Every engine_request has the same sampling parameters (n included).
+  std::vector<GenerationPrompt> prompts;
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;  // format logprobs in the response
+  // false: max_tokens 0 with echo; every choice is its echo, finished with "length", and no
+  // engine request is submitted.
+  bool generate = true;
+  std::string role = "assistant";  // chat: the reply's role (chat_reply_role)
+
+  int n() const { return prompts.empty() ? 1 : prompts.front().engine_request.params.n; }
+  int num_choices() const { return static_cast<int>(prompts.size()) * n(); }
 };
 
 std::variant<GenerationRequest, ApiError> parse_generation_request(const nlohmann::json& body, ApiKind kind,

@@ -1,5 +1,6 @@
 #include "serving/openai_response.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -28,17 +29,31 @@ std::string random_id(const char* prefix) {
 
 }  // namespace
 
-ResponseBuilder::ResponseBuilder(ApiKind kind, std::string model_name, int n, bool logprobs,
-                                 std::shared_ptr<const Tokenizer> tokenizer, int64_t prompt_tokens)
+ResponseBuilder::ResponseBuilder(ApiKind kind, std::string model_name, std::vector<std::string> echo, bool logprobs,
+                                 std::shared_ptr<const Tokenizer> tokenizer, int64_t prompt_tokens, std::string role)
     : kind_(kind),
       model_(std::move(model_name)),
       logprobs_(logprobs),
+      role_(std::move(role)),
       tokenizer_(std::move(tokenizer)),
       prompt_tokens_(prompt_tokens),
       id_(random_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
       created_(std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch()).count()),
-      choices_(static_cast<size_t>(n > 0 ? n : 1)) {}
+      choices_(std::max<size_t>(echo.size(), 1)) {
+  for (size_t i = 0; i < echo.size(); ++i) choices_[i].echo = std::move(echo[i]);
+}
+
+std::vector<StreamEvent> ResponseBuilder::finish_all_events() const {
+  std::vector<StreamEvent> events(choices_.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    events[i].output.index = static_cast<int>(i);
+    events[i].output.finished = true;
+    events[i].output.finish_reason = FinishReason::kLength;
+    events[i].time = std::chrono::steady_clock::now();
+  }
+  return events;
+}
 
 std::string ResponseBuilder::token_text(int32_t id) const {
   const int32_t one[1] = {id};
@@ -70,21 +85,33 @@ std::string ResponseBuilder::stream_events(const std::vector<StreamEvent>& event
       c.role_sent = true;
       json first = base;
       first["choices"] = json::array({{{"index", index},
-                                        {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                        {"delta", {{"role", role_}, {"content", ""}}},
                                         {"logprobs", nullptr},
                                         {"finish_reason", nullptr}}});
       out += frame(first);
+      if (!c.echo.empty()) {
+        json echoed = base;
+        echoed["choices"] = json::array({{{"index", index},
+                                          {"delta", {{"content", c.echo}}},
+                                          {"logprobs", nullptr},
+                                          {"finish_reason", nullptr}}});
+        out += frame(echoed);
+        c.echo.clear();
+      }
     }
+    // Completions: the echo goes before the choice's first text.
+    std::string text = std::move(c.echo) + e.output.text;
+    c.echo.clear();
     const bool has_logprobs = logprobs_ && !e.output.token_ids.empty();
-    if (e.output.text.empty() && !has_logprobs && !e.output.finished) continue;
+    if (text.empty() && !has_logprobs && !e.output.finished) continue;
     json choice = {{"index", index}};
     if (kind_ == ApiKind::kChat) {
-      choice["delta"] = e.output.text.empty() ? json::object() : json{{"content", e.output.text}};
+      choice["delta"] = text.empty() ? json::object() : json{{"content", text}};
     } else {
-      choice["text"] = e.output.text;
+      choice["text"] = text;
     }
     choice["logprobs"] = has_logprobs ? logprobs_for(e, c) : json();
-    c.text_offset += utf8_code_points(e.output.text);
+    c.text_offset += utf8_code_points(text);
     if (e.output.finished) {
       c.finish_reason = std::string(finish_reason_name(e.output.finish_reason));
       if (any_finish_reason_.empty()) any_finish_reason_ = c.finish_reason;
@@ -143,12 +170,12 @@ std::string ResponseBuilder::full_response() const {
     json lp = logprobs_ ? (c.logprobs.is_null() ? empty_openai_logprobs(kind_ == ApiKind::kChat) : c.logprobs) : json();
     if (kind_ == ApiKind::kChat) {
       choices.push_back({{"index", i},
-                         {"message", {{"role", "assistant"}, {"content", c.text}}},
+                         {"message", {{"role", role_}, {"content", c.echo + c.text}}},
                          {"logprobs", lp},
                          {"finish_reason", c.finish_reason.empty() ? json() : json(c.finish_reason)}});
     } else {
       choices.push_back({{"index", i},
-                         {"text", c.text},
+                         {"text", c.echo + c.text},
                          {"logprobs", lp},
                          {"finish_reason", c.finish_reason.empty() ? json() : json(c.finish_reason)}});
     }

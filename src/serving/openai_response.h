@@ -8,6 +8,11 @@
 // with usage. Logprobs follow the API they answer: completions {tokens, token_logprobs,
 // top_logprobs, text_offset}; chat {content: [{token, logprob, bytes, top_logprobs}]}.
 // Token strings are each token decoded alone (special tokens kept).
+// Echo (per choice, from GenerationPrompt::echo): completions put it before the choice's first
+// text (the first chunk's text when streaming); chat streams it as one content delta right after
+// the role delta (as vLLM), and puts it before the message content otherwise.
+// A request of several prompts is one builder: events come with their choice index already
+// offset (prompt_index * n + index).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +29,13 @@ namespace weft {
 
 class ResponseBuilder {
  public:
-  ResponseBuilder(ApiKind kind, std::string model_name, int n, bool logprobs,
-                  std::shared_ptr<const Tokenizer> tokenizer, int64_t prompt_tokens);
+  // One choice per entry of `echo` (its echo text, "" for none); `prompt_tokens` over all prompts;
+  // `role`: the chat reply's role.
+  ResponseBuilder(ApiKind kind, std::string model_name, std::vector<std::string> echo, bool logprobs,
+                  std::shared_ptr<const Tokenizer> tokenizer, int64_t prompt_tokens, std::string role = "assistant");
+
+  // Events that finish every choice at once with "length" and no tokens (max_tokens 0 with echo).
+  std::vector<StreamEvent> finish_all_events() const;
 
   const std::string& id() const { return id_; }
   int64_t created() const { return created_; }
@@ -47,6 +57,7 @@ class ResponseBuilder {
 
  private:
   struct Choice {
+    std::string echo;          // prepended (not yet sent, when streaming)
     std::string text;
     std::string finish_reason;
     nlohmann::json logprobs;   // accumulated (non-streaming)
@@ -60,6 +71,7 @@ class ResponseBuilder {
   ApiKind kind_;
   std::string model_;
   bool logprobs_;
+  std::string role_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   int64_t prompt_tokens_;
   std::string id_;

@@ -21,16 +21,49 @@ bool same_secret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// %XX escapes decoded; a malformed escape stays as it is.
+std::string percent_decoded(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
+json OpenAiServer::model_card() const {
+  return {{"id", model_.name},   {"object", "model"}, {"created", 0}, {"owned_by", "weft"},
+          {"root", model_.name}, {"max_model_len", model_.max_model_len}};
+}
+
+// One HTTP generation request: an engine request per prompt (none for an echo-only reply), each
+// with its latency record; their choices are numbered prompt_index * n + index.
 struct OpenAiServer::Active {
-  std::shared_ptr<RequestStream> stream;
+  struct Part {
+    std::shared_ptr<RequestStream> stream;
+    std::unique_ptr<RequestLatency> latency;
+    bool finished = false;
+  };
+  std::vector<Part> parts;
+  int n = 1;
   std::unique_ptr<ResponseBuilder> builder;
-  std::unique_ptr<RequestLatency> latency;
   std::shared_ptr<std::atomic<bool>> pump_scheduled = std::make_shared<std::atomic<bool>>(false);
   bool stream_mode = false;
   bool include_usage = false;
   bool headers_sent = false;
+  bool echo_only = false;  // nothing was submitted: the reply is the echo
 };
 
 OpenAiServer::OpenAiServer(OpenAiServerOptions options, AsyncEngine& engine, ServedModel model,
@@ -44,12 +77,16 @@ OpenAiServer::OpenAiServer(OpenAiServerOptions options, AsyncEngine& engine, Ser
 
 OpenAiServer::~OpenAiServer() {
   workers_.reset();  // no worker posts to http_ from here on
-  for (auto& [conn, a] : active_) a->stream->set_notify(nullptr);
+  for (auto& [conn, a] : active_) {
+    for (auto& part : a->parts) part.stream->set_notify(nullptr);
+  }
 }
 
 void OpenAiServer::abort_all() {
   http_.post([this] {
-    for (auto& [conn, a] : active_) engine_.abort(a->stream->key());
+    for (auto& [conn, a] : active_) {
+      for (auto& part : a->parts) engine_.abort(part.stream->key());
+    }
   });
 }
 
@@ -108,9 +145,13 @@ void OpenAiServer::handle(ConnectionId conn, HttpRequest request) {
                   metrics_.render(engine_.gauges()));
   } else if (path == "/v1/models") {
     if (!get) return method_not_allowed();
-    json card = {{"id", model_.name}, {"object", "model"}, {"created", 0}, {"owned_by", "weft"},
-                 {"root", model_.name}, {"max_model_len", model_.max_model_len}};
-    send_json(conn, 200, dump({{"object", "list"}, {"data", json::array({card})}}));
+    send_json(conn, 200, dump({{"object", "list"}, {"data", json::array({model_card()})}}));
+  } else if (path.rfind("/v1/models/", 0) == 0) {
+    if (!get) return method_not_allowed();
+    // The id may hold '/' ("org/name") and arrive percent-encoded.
+    const std::string id = percent_decoded(std::string_view(path).substr(std::string_view("/v1/models/").size()));
+    if (auto e = check_model(json{{"model", id}}, model_)) return send_error(conn, *e);
+    send_json(conn, 200, dump(model_card()));
   } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
     if (!post) return method_not_allowed();
     const ApiKind kind = path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat;
@@ -200,31 +241,49 @@ void OpenAiServer::start_generation(ConnectionId conn, ApiKind kind,
   }
   if (auto* e = std::get_if<ApiError>(&parsed)) return refuse(*e);
   GenerationRequest& req = std::get<GenerationRequest>(parsed);
-  const int n = req.engine_request.params.n;
-  const int64_t prompt_tokens = static_cast<int64_t>(req.engine_request.prompt_ids.size());
-  auto stream = engine_.submit(std::move(req.engine_request));
-  if (!stream.ok()) return refuse(api_error_from_status(stream.status()));
-
-  metrics_.add_prompt_tokens(prompt_tokens);
   auto a = std::make_unique<Active>();
-  a->stream = *stream;
-  a->builder = std::make_unique<ResponseBuilder>(kind, model_.name, n, req.logprobs, model_.tokenizer, prompt_tokens);
-  a->latency = std::make_unique<RequestLatency>(metrics_, a->stream->submitted_at(), n);
+  a->n = req.n();
   a->stream_mode = req.stream;
   a->include_usage = req.include_usage;
-  // One pump task in flight per request at most, however many steps the engine runs meanwhile.
-  a->stream->set_notify([this, conn, flag = a->pump_scheduled] {
-    if (!flag->exchange(true)) {
-      http_.post([this, conn, flag] {
-        flag->store(false);
-        pump(conn);
-      });
+  a->echo_only = !req.generate;
+  int64_t prompt_tokens = 0;
+  std::vector<std::string> echo;
+  for (GenerationPrompt& p : req.prompts) {
+    prompt_tokens += static_cast<int64_t>(p.engine_request.prompt_ids.size());
+    for (int i = 0; i < a->n; ++i) echo.push_back(p.echo);
+  }
+  if (req.generate) {
+    for (GenerationPrompt& p : req.prompts) {
+      auto stream = engine_.submit(std::move(p.engine_request));
+      if (!stream.ok()) {
+        // All of the request or none of it: the prompts already queued are withdrawn.
+        for (auto& part : a->parts) engine_.abort(part.stream->key());
+        return refuse(api_error_from_status(stream.status()));
+      }
+      Active::Part part;
+      part.stream = *stream;
+      part.latency = std::make_unique<RequestLatency>(metrics_, part.stream->submitted_at(), a->n);
+      a->parts.push_back(std::move(part));
     }
-  });
+    metrics_.add_prompt_tokens(prompt_tokens);
+  }
+  a->builder = std::make_unique<ResponseBuilder>(kind, model_.name, std::move(echo), req.logprobs, model_.tokenizer,
+                                                 prompt_tokens, req.role);
+  // One pump task in flight per request at most, however many steps the engine runs meanwhile.
+  for (auto& part : a->parts) {
+    part.stream->set_notify([this, conn, flag = a->pump_scheduled] {
+      if (!flag->exchange(true)) {
+        http_.post([this, conn, flag] {
+          flag->store(false);
+          pump(conn);
+        });
+      }
+    });
+  }
   http_.on_close(conn, [this, conn] {
     auto it = active_.find(conn);
     if (it == active_.end()) return;
-    engine_.abort(it->second->stream->key());
+    for (auto& part : it->second->parts) engine_.abort(part.stream->key());
     finish(conn, "abort");
   });
   active_[conn] = std::move(a);
@@ -234,8 +293,10 @@ void OpenAiServer::start_generation(ConnectionId conn, ApiKind kind,
 void OpenAiServer::finish(ConnectionId conn, std::string_view reason) {
   auto it = active_.find(conn);
   if (it == active_.end()) return;
-  it->second->stream->set_notify(nullptr);
-  it->second->latency->on_finish(reason);
+  for (auto& part : it->second->parts) {
+    part.stream->set_notify(nullptr);
+    part.latency->on_finish(reason);
+  }
   active_.erase(it);
   --in_flight_;
 }
@@ -244,18 +305,39 @@ void OpenAiServer::pump(ConnectionId conn) {
   auto it = active_.find(conn);
   if (it == active_.end()) return;
   Active& a = *it->second;
-  RequestStream::Batch batch = a.stream->take();
-  for (const StreamEvent& e : batch.events) a.latency->on_event(e);
-  if (!batch.status.ok()) {
-    ApiError error = api_error_from_status(batch.status);
-    if (batch.admitted) {
+  // Every part's news, with its choices' indices offset to the request's numbering.
+  std::vector<StreamEvent> events;
+  absl::Status failure;
+  bool admitted = a.echo_only;
+  bool finished = true;
+  if (a.echo_only) events = a.builder->finish_all_events();
+  for (size_t p = 0; p < a.parts.size(); ++p) {
+    Active::Part& part = a.parts[p];
+    if (part.finished) continue;
+    RequestStream::Batch batch = part.stream->take();
+    for (StreamEvent& e : batch.events) {
+      part.latency->on_event(e);
+      e.output.index += static_cast<int>(p) * a.n;
+      events.push_back(std::move(e));
+    }
+    admitted = admitted || batch.admitted;
+    if (!batch.status.ok() && failure.ok()) failure = batch.status;
+    part.finished = batch.finished;
+    finished = finished && batch.finished;
+  }
+  if (!failure.ok()) {
+    for (auto& part : a.parts) {
+      if (!part.finished) engine_.abort(part.stream->key());
+    }
+    ApiError error = api_error_from_status(failure);
+    if (admitted) {
       // Failed after admission: the engine failed (a step error) or stopped, not the request.
       error.status = 503;
       error.type = "service_unavailable";
       error.param.clear();
       error.code.clear();
     }
-    if (a.stream_mode && batch.admitted && !a.headers_sent) {
+    if (a.stream_mode && admitted && !a.headers_sent) {
       // A streaming client reads the failure as an event, whether or not a token went out.
       a.headers_sent = true;
       http_.start_stream(conn, 200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}});
@@ -269,21 +351,21 @@ void OpenAiServer::pump(ConnectionId conn) {
     return finish(conn, "error");
   }
   if (a.stream_mode) {
-    if (!a.headers_sent && (batch.admitted || !batch.events.empty())) {
+    if (!a.headers_sent && (admitted || !events.empty())) {
       a.headers_sent = true;
       http_.start_stream(conn, 200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}});
     }
-    std::string data = a.builder->stream_events(batch.events, a.include_usage);
-    if (batch.finished) data += a.builder->stream_end(a.include_usage);
-    http_.write_chunk(conn, data);
-    if (batch.finished) {
+    std::string data = a.builder->stream_events(events, a.include_usage);
+    if (finished) data += a.builder->stream_end(a.include_usage);
+    if (!data.empty()) http_.write_chunk(conn, data);
+    if (finished) {
       http_.end_stream(conn);
       finish(conn, a.builder->finish_reason());
     }
     return;
   }
-  a.builder->add_events(batch.events);
-  if (batch.finished) {
+  a.builder->add_events(events);
+  if (finished) {
     send_json(conn, 200, a.builder->full_response());
     finish(conn, a.builder->finish_reason());
   }

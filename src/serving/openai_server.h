@@ -1,7 +1,7 @@
 // The OpenAI-compatible HTTP frontend: routes of HttpServer requests to the AsyncEngine.
 //
 //   POST /v1/completions, /v1/chat/completions   (stream true: SSE; false: one JSON body)
-//   GET  /v1/models
+//   GET  /v1/models, /v1/models/{id}   (an id other than the served model's: 404, OpenAI error shape)
 //   POST /tokenize, /detokenize
 //   GET  /health    200 while the engine works (500 after an engine failure)
 //   GET  /ready     200 when the model is loaded, the engine healthy and not draining; else 503
@@ -76,6 +76,7 @@ class OpenAiServer {
   void send_error(ConnectionId conn, const ApiError& error);
   void send_json(ConnectionId conn, int status, const std::string& body);
   bool authorized(const HttpRequest& request) const;
+  nlohmann::json model_card() const;
 
   OpenAiServerOptions options_;
   AsyncEngine& engine_;

@@ -12,6 +12,12 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_openai_server.py
                    --weft $<TARGET_FILE:weft> --make-model $<TARGET_FILE:make_test_model>)
   set_tests_properties(e2e_openai_server PROPERTIES LABELS e2e TIMEOUT 600)
+  # Assistant prefill, chat echo, lists of prompts, completions echo, /v1/models/{id} on the
+  # default model (it has a chat template of its own).
+  add_test(NAME e2e_openai_api_gaps
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_openai_api_gaps.py
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+  set_tests_properties(e2e_openai_api_gaps PROPERTIES LABELS e2e TIMEOUT 600)
   add_test(NAME e2e_http_conformance
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_http_conformance.py
                    --weft $<TARGET_FILE:weft> --make-model $<TARGET_FILE:make_test_model>)

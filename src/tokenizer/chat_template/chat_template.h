@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "tokenizer/chat_template/chat_prompt_end.h"
 #include "tokenizer/chat_template/interpreter.h"
 
 namespace weft {
@@ -61,6 +62,19 @@ class ChatTemplate {
 absl::StatusOr<std::string> render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
                                         bool add_generation_prompt, std::string_view bos_token,
                                         std::string_view eos_token,
+                                        const nlohmann::ordered_json& extra = nlohmann::ordered_json(),
+                                        const ChatTemplateLimits& limits = {});
+
+// As above, with the prompt's end chosen by `end`. kContinueFinalMessage follows transformers 5's
+// apply_chat_template(continue_final_message=True): the final message's "content" (a string, or
+// the last part with a "text" key of a list) gets a marker appended, the template renders with
+// add_generation_prompt false, and the output is cut where the marker starts (and right-stripped
+// when the template did not keep the marker's trailing space, i.e. trimmed the content).
+// Errors (InvalidArgument, transformers' ValueError messages): no messages, a final message
+// without content or without text to continue, a template that never names "content", or one
+// whose output lacks the (stripped) final content or the marker.
+absl::StatusOr<std::string> render_chat(const ChatTemplate& tmpl, const nlohmann::ordered_json& messages,
+                                        ChatPromptEnd end, std::string_view bos_token, std::string_view eos_token,
                                         const nlohmann::ordered_json& extra = nlohmann::ordered_json(),
                                         const ChatTemplateLimits& limits = {});
 

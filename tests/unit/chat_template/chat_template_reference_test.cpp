@@ -79,6 +79,32 @@ TEST(ChatTemplateReference, ConversationsMatchTransformers) {
   EXPECT_GE(checked, 100);
 }
 
+// apply_chat_template(continue_final_message=True): the prompt ends inside the final message.
+TEST(ChatTemplateReference, ContinueFinalMessageMatchesTransformers) {
+  const ojson& ref = reference();
+  std::map<std::string, ChatTemplate> templates;
+  for (const auto& [name, info] : ref["templates"].items()) {
+    auto t = ChatTemplate::parse(template_source(info));
+    ASSERT_TRUE(t.ok()) << name << ": " << t.status();
+    templates.emplace(name, std::move(*t));
+  }
+  int checked = 0, continued = 0;
+  for (const auto& c : ref["continue_final_message_cases"]) {
+    const std::string name = c["template"].get<std::string>();
+    const std::string conv = c["conversation"].get<std::string>();
+    const ojson& info = ref["templates"][name];
+    const ojson& conversation = ref["conversations"][conv];
+    auto got = render_chat(templates.at(name), conversation["messages"], ChatPromptEnd::kContinueFinalMessage,
+                           info["bos_token"].get<std::string>(), info["eos_token"].get<std::string>(),
+                           conversation["extra"], fixed_clock_limits());
+    expect_matches(got, c, name + " / " + conv + " / continue_final_message");
+    if (c.contains("output")) ++continued;
+    ++checked;
+  }
+  EXPECT_GE(checked, 100);
+  EXPECT_GE(continued, 80);
+}
+
 TEST(ChatTemplateReference, SnippetsMatchJinja2) {
   const ojson& ref = reference();
   const ojson& ctx = ref["snippet_context"];

@@ -293,10 +293,18 @@ TEST_F(TextGenerationTest, BatchRecordsEveryBadLineAndCompletesTheRest) {
     f << R"({"custom_id":"deep","url":"/v1/completions","body":{"prompt":"x","max_tokens":2,"extra":)" << deep << "}}\n";
     f << R"({"custom_id":"parts",)" << chat
       << R"("messages":[{"role":"user","content":[{"type":"text","text":"Hello "},{"type":"text","text":"there"}]}]}})" << "\n";
-    f << R"({"custom_id":"plain",)" << chat << R"("messages":[{"role":"user","content":"Hello there"}]}})" << "\n";
+    f << R"({"custom_id":"plain",)" << chat << R"("messages":[{"role":"user","content":"Hello \nthere"}]}})" << "\n";
     f << R"({"custom_id":"other-model","url":"/v1/completions","body":{"model":"gpt-9","prompt":"x","max_tokens":2}})" << "\n";
     f << R"({"custom_id":"tools",)" << chat
       << R"("messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"f"}}]}})" << "\n";
+    // Assistant prefill is honoured; echo (which serve implements) is refused by name, not ignored.
+    f << R"({"custom_id":"prefill",)" << chat
+      << R"("continue_final_message":true,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Hel"}]}})"
+      << "\n";
+    f << R"({"custom_id":"echo",)" << chat << R"("echo":true,"messages":[{"role":"user","content":"hi"}]}})" << "\n";
+    f << R"({"custom_id":"both-ends",)" << chat
+      << R"("continue_final_message":true,"add_generation_prompt":true,"messages":[{"role":"user","content":"hi"}]}})"
+      << "\n";
     f << R"({"custom_id":"image",)" << chat
       << R"("messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}})" << "\n";
   }
@@ -321,7 +329,7 @@ TEST_F(TextGenerationTest, BatchRecordsEveryBadLineAndCompletesTheRest) {
   ASSERT_EQ(out.count("parts"), 1u) << read_file(work / "err.jsonl");
   ASSERT_EQ(out.count("plain"), 1u);
   EXPECT_EQ(out["parts"]["response"]["body"]["choices"][0]["message"],
-            out["plain"]["response"]["body"]["choices"][0]["message"]) << "text parts render as their joined text";
+            out["plain"]["response"]["body"]["choices"][0]["message"]) << "text parts render joined with \\n (as vLLM)";
   ASSERT_EQ(anonymous_errors.size(), 1u);
   EXPECT_NE(anonymous_errors[0].dump().find("nested deeper than 64"), std::string::npos) << anonymous_errors[0];
   EXPECT_EQ(err["other-model"]["error"]["code"], "model_not_found") << err["other-model"];
@@ -329,6 +337,10 @@ TEST_F(TextGenerationTest, BatchRecordsEveryBadLineAndCompletesTheRest) {
   EXPECT_NE(err["tools"]["error"]["message"].get<std::string>().find("body.tools"), std::string::npos) << err["tools"];
   EXPECT_NE(err["image"]["error"]["message"].get<std::string>().find("body.messages[0].content[0]"),
             std::string::npos) << err["image"];
+  EXPECT_EQ(out.count("prefill"), 1u) << err["prefill"];
+  EXPECT_NE(err["echo"]["error"]["message"].get<std::string>().find("body.echo"), std::string::npos) << err["echo"];
+  EXPECT_NE(err["both-ends"]["error"]["message"].get<std::string>().find("body.continue_final_message"),
+            std::string::npos) << err["both-ends"];
 
   // Rerun: nothing is redone, nothing crashes.
   RunResult again = weft(base);

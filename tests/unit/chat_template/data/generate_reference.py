@@ -3,7 +3,8 @@
 and writes reference.json, which chat_template_test.cpp compares against byte for byte.
 
 Rendering goes through transformers.utils.chat_template_utils exactly as
-tokenizer.apply_chat_template(tokenize=False) does: _normalize_chat_messages (drops None-valued
+tokenizer.apply_chat_template(tokenize=False) does (also with continue_final_message=True, which
+cuts the output after the final message): _normalize_chat_messages (drops None-valued
 keys) then render_jinja_template (ImmutableSandboxedEnvironment(trim_blocks=True,
 lstrip_blocks=True, extensions=[AssistantTracker, loopcontrols]), HF's tojson, raise_exception,
 strftime_now, dict, namespace). strftime_now's clock is pinned to FIXED_NOW so outputs are stable.
@@ -181,10 +182,47 @@ CONVERSATIONS = {
         ],
         {"date_string": "01 Jan 2025"},
     ),
+    # Assistant prefills for continue_final_message (the other conversations are continued too).
+    "prefill": (
+        [
+            {"role": "system", "content": "Answer in verse."},
+            {"role": "user", "content": "Write a haiku about rain."},
+            {"role": "assistant", "content": "Soft rain on the roof, "},
+        ],
+        {},
+    ),
+    "prefill_unicode": (
+        [
+            {"role": "user", "content": "Say good morning."},
+            {"role": "assistant", "content": "  Guten Morgen, 你好 🌍\u3000\n"},
+        ],
+        {},
+    ),
+    "prefill_parts": (
+        [
+            {"role": "user", "content": "Count."},
+            {"role": "assistant", "content": [{"type": "text", "text": "One,"}, {"type": "text", "text": "two, "}, {"type": "image"}]},
+        ],
+        {},
+    ),
+    "prefill_empty": (
+        [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": ""},
+        ],
+        {},
+    ),
+    "prefill_no_content": (
+        [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": None},
+        ],
+        {},
+    ),
 }
 
 
-def render(source, messages, add_generation_prompt, bos, eos, extra):
+def render(source, messages, add_generation_prompt, bos, eos, extra, continue_final_message=False):
     conversations = [ctu._normalize_chat_messages(messages)]
     kwargs = {"bos_token": bos, "eos_token": eos}
     kwargs.update({k: v for k, v in extra.items() if k not in ("tools", "documents")})
@@ -194,6 +232,7 @@ def render(source, messages, add_generation_prompt, bos, eos, extra):
         documents=extra.get("documents"),
         chat_template=source,
         add_generation_prompt=add_generation_prompt,
+        continue_final_message=continue_final_message,
         **kwargs,
     )
     return rendered[0]
@@ -302,6 +341,13 @@ def main():
                         **res,
                     }
                 )
+    # apply_chat_template(continue_final_message=True), which requires add_generation_prompt=False.
+    continue_cases = []
+    for tname, t in templates.items():
+        for cname, (messages, extra) in CONVERSATIONS.items():
+            res = outcome(lambda: render(t["source"], messages, False, t["bos_token"], t["eos_token"], extra,
+                                         continue_final_message=True))
+            continue_cases.append({"template": tname, "conversation": cname, **res})
     snippets = []
     for src in SNIPPETS:
         res = outcome(lambda: ctu._compile_jinja_template(src).render(**SNIPPET_CONTEXT))
@@ -314,6 +360,7 @@ def main():
         "templates": {k: {kk: vv for kk, vv in v.items() if kk != "source"} for k, v in templates.items()},
         "conversations": {k: {"messages": m, "extra": e} for k, (m, e) in CONVERSATIONS.items()},
         "cases": cases,
+        "continue_final_message_cases": continue_cases,
         "snippet_context": SNIPPET_CONTEXT,
         "snippets": snippets,
     }
@@ -321,7 +368,9 @@ def main():
         json.dump(out, f, ensure_ascii=False, indent=1)
         f.write("\n")
     n_err = sum(1 for c in cases if "error" in c)
-    print(f"{len(cases)} template cases ({n_err} errors), {len(snippets)} snippets")
+    n_cont_err = sum(1 for c in continue_cases if "error" in c)
+    print(f"{len(cases)} template cases ({n_err} errors), {len(continue_cases)} continue_final_message cases "
+          f"({n_cont_err} errors), {len(snippets)} snippets")
 
 
 if __name__ == "__main__":
