@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what weft needs to build and test on Debian 12. Idempotent: packages already present
-# are not touched, and apt-get runs only when something is missing.
+# are not touched, and apt-get runs only when something is missing. Then builds xgrammar (the
+# grammar engine of src/constrain) once into a cache outside the tree
+# (scripts/install-xgrammar.sh; skipped when WEFT_CONSTRAIN=OFF is in the environment).
 #   scripts/install-deps.sh            build + test dependencies
 # The CUDA toolkit (nvcc, cuBLAS, NCCL) is not a Debian package here; when /usr/local/cuda exists
 # the build compiles the CUDA backend too.
@@ -13,7 +15,7 @@ packages=(
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
-  python3 python3-pip curl iproute2 bc procps
+  python3 python3-pip curl iproute2 bc procps patch
 )
 
 missing=()
@@ -29,4 +31,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 else
   echo "install-deps: all Debian packages present"
+fi
+
+if [ "${WEFT_CONSTRAIN:-ON}" != "OFF" ]; then
+  "$(dirname "$0")/install-xgrammar.sh"
 fi

@@ -19,6 +19,11 @@ class ByteLevelDecoder final : public Decoder {
     }
     tokens.assign(1, utf8::from_bytes_lossy(bytes));
   }
+  void decode_token_bytes(std::string& token, bool& fused) const override {
+    std::string bytes;
+    if (byte_level::decode_token(token, bytes)) token = std::move(bytes);
+    fused = true;
+  }
 };
 
 class ReplaceDecoder final : public Decoder {
@@ -27,6 +32,9 @@ class ReplaceDecoder final : public Decoder {
       : pattern_(std::move(pattern)), content_(std::move(content)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (auto& t : tokens) pattern_.replace_all(t, content_);
+  }
+  void decode_token_bytes(std::string& token, bool& fused) const override {
+    pattern_.replace_all(token, content_);
   }
 
  private:
@@ -38,6 +46,15 @@ int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// The byte a "<0xHH>" token stands for, or -1.
+int fallback_byte(const std::string& t) {
+  if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex_digit(t[3]) >= 0 &&
+      hex_digit(t[4]) >= 0) {
+    return hex_digit(t[3]) * 16 + hex_digit(t[4]);
+  }
   return -1;
 }
 
@@ -57,9 +74,8 @@ class ByteFallbackDecoder final : public Decoder {
       pending.clear();
     };
     for (auto& t : tokens) {
-      if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && hex_digit(t[3]) >= 0 &&
-          hex_digit(t[4]) >= 0) {
-        pending.push_back(static_cast<char>(hex_digit(t[3]) * 16 + hex_digit(t[4])));
+      if (const int byte = fallback_byte(t); byte >= 0) {
+        pending.push_back(static_cast<char>(byte));
         continue;
       }
       flush();
@@ -67,6 +83,9 @@ class ByteFallbackDecoder final : public Decoder {
     }
     flush();
     tokens = std::move(out);
+  }
+  void decode_token_bytes(std::string& token, bool& fused) const override {
+    if (const int byte = fallback_byte(token); byte >= 0) token.assign(1, static_cast<char>(byte));
   }
 };
 
@@ -77,6 +96,7 @@ class FuseDecoder final : public Decoder {
     for (const auto& t : tokens) all.append(t);
     tokens.assign(1, std::move(all));
   }
+  void decode_token_bytes(std::string& token, bool& fused) const override { fused = true; }
 };
 
 class StripDecoder final : public Decoder {
@@ -84,30 +104,36 @@ class StripDecoder final : public Decoder {
   StripDecoder(char32_t content, size_t start, size_t stop)
       : content_(content), start_(start), stop_(stop) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
-    for (auto& t : tokens) {
-      std::vector<size_t> starts;  // byte offset of each code point
-      std::vector<char32_t> cps;
-      size_t pos = 0;
-      while (pos < t.size()) {
-        starts.push_back(pos);
-        cps.push_back(utf8::next_code_point(t, pos));
-      }
-      size_t begin = 0;
-      for (size_t i = 0; i < start_ && i < cps.size() && cps[i] == content_; ++i) begin = i + 1;
-      size_t end = cps.size();
-      for (size_t i = 0; i < stop_ && i < cps.size(); ++i) {
-        const size_t index = cps.size() - i - 1;
-        if (cps[index] != content_) break;
-        end = index;
-      }
-      if (end < begin) end = begin;
-      const size_t b = begin < cps.size() ? starts[begin] : t.size();
-      const size_t e = end < cps.size() ? starts[end] : t.size();
-      t = t.substr(b, e - b);
-    }
+    for (auto& t : tokens) strip(t);
+  }
+  // Once the tokens are one text, Strip acts on its ends, which a mid-sequence token is not.
+  void decode_token_bytes(std::string& token, bool& fused) const override {
+    if (!fused) strip(token);
   }
 
  private:
+  void strip(std::string& t) const {
+    std::vector<size_t> starts;  // byte offset of each code point
+    std::vector<char32_t> cps;
+    size_t pos = 0;
+    while (pos < t.size()) {
+      starts.push_back(pos);
+      cps.push_back(utf8::next_code_point(t, pos));
+    }
+    size_t begin = 0;
+    for (size_t i = 0; i < start_ && i < cps.size() && cps[i] == content_; ++i) begin = i + 1;
+    size_t end = cps.size();
+    for (size_t i = 0; i < stop_ && i < cps.size(); ++i) {
+      const size_t index = cps.size() - i - 1;
+      if (cps[index] != content_) break;
+      end = index;
+    }
+    if (end < begin) end = begin;
+    const size_t b = begin < cps.size() ? starts[begin] : t.size();
+    const size_t e = end < cps.size() ? starts[end] : t.size();
+    t = t.substr(b, e - b);
+  }
+
   char32_t content_;
   size_t start_;
   size_t stop_;
@@ -135,6 +161,19 @@ class MetaspaceDecoder final : public Decoder {
       tokens[i] = std::move(out);
     }
   }
+  // Mid-sequence every replacement character is a space (the dropped prefix is the text's first).
+  void decode_token_bytes(std::string& token, bool& fused) const override {
+    std::string out;
+    size_t prev = 0;
+    size_t pos;
+    while ((pos = token.find(replacement_, prev)) != std::string::npos) {
+      out.append(token, prev, pos - prev);
+      out.push_back(' ');
+      prev = pos + replacement_.size();
+    }
+    out.append(token, prev, std::string::npos);
+    token = std::move(out);
+  }
 
  private:
   std::string replacement_;
@@ -147,6 +186,9 @@ class SequenceDecoder final : public Decoder {
       : parts_(std::move(parts)) {}
   void decode_chain(std::vector<std::string>& tokens) const override {
     for (const auto& p : parts_) p->decode_chain(tokens);
+  }
+  void decode_token_bytes(std::string& token, bool& fused) const override {
+    for (const auto& p : parts_) p->decode_token_bytes(token, fused);
   }
 
  private:

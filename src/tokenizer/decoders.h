@@ -20,6 +20,14 @@ class Decoder {
   // Rewrites the token list in place. Output strings are valid UTF-8 once a byte-producing
   // decoder (ByteLevel, ByteFallback) has run; invalid byte runs become U+FFFD.
   virtual void decode_chain(std::vector<std::string>& tokens) const = 0;
+
+  // Rewrites one token into the raw bytes it contributes in the middle of a decoded sequence:
+  // no UTF-8 repair (a lone byte of a multi-byte character stays that byte) and no handling of
+  // the text's first or last token (Strip after a fusing step, Metaspace's dropped prefix).
+  // `fused` says whether an earlier step of the chain has joined the tokens into one text
+  // (ByteLevel, Fuse); steps that then act only on the ends of that text do nothing. This is the
+  // byte string a grammar matches a token against (constrain/grammar_vocabulary.h).
+  virtual void decode_token_bytes(std::string& token, bool& fused) const = 0;
 };
 
 // Builds the decoder described by `j` (located at `where`). A JSON null gives nullptr.

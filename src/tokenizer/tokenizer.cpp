@@ -124,6 +124,11 @@ absl::StatusOr<std::shared_ptr<Tokenizer>> Tokenizer::load(const std::filesystem
   tok->decoder_ = std::move(*decoder);
   tok->byte_fallback_decoder_ =
       has_decoder_type(tj->value("decoder", nlohmann::json()), "ByteFallback");
+  if (has_decoder_type(tj->value("decoder", nlohmann::json()), "ByteLevel")) {
+    tok->token_encoding_ = TokenEncoding::kByteLevel;
+  } else if (tok->byte_fallback_decoder_) {
+    tok->token_encoding_ = TokenEncoding::kByteFallback;
+  }
   auto added = AddedVocabulary::from_json(tj->value("added_tokens", nlohmann::json()),
                                           root.child("added_tokens"), tok->normalizer_.get());
   if (!added.ok()) return added.status();
@@ -228,6 +233,14 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
   if (const AddedToken* t = added_.by_id(id)) return t->content;
   if (const std::string* s = model_->id_to_token(id)) return *s;
   return std::nullopt;
+}
+
+std::optional<std::string> Tokenizer::token_bytes(int32_t id) const {
+  std::optional<std::string> token = id_to_token(id);
+  if (!token || !decoder_) return token;
+  bool fused = false;
+  decoder_->decode_token_bytes(*token, fused);
+  return token;
 }
 
 bool Tokenizer::is_fallback_byte(int32_t id) const {

@@ -32,6 +32,10 @@ class Normalizer;
 class PostProcessor;
 class PreTokenizer;
 
+// How vocabulary strings encode text, as the decoder chain says: GPT-2 byte-level alphabet
+// (ByteLevel decoder), sentencepiece-style with "<0xHH>" byte tokens (ByteFallback), or plain text.
+enum class TokenEncoding { kRaw, kByteLevel, kByteFallback };
+
 class Tokenizer {
  public:
   // Limits load() enforces on each file: the largest published tokenizer.json files are tens of
@@ -72,6 +76,14 @@ class Tokenizer {
   // ends up invalid UTF-8 decodes to one U+FFFD per byte.
   bool is_fallback_byte(int32_t id) const;
 
+  TokenEncoding token_encoding() const { return token_encoding_; }
+  // The raw bytes `id` contributes to decoded text in the middle of a sequence (the decoder
+  // chain's per-token view, Decoder::decode_token_bytes): "Ġthe" -> " the", "<0xE2>" -> one
+  // byte 0xE2, "▁the" -> " the"; not UTF-8-repaired, no start-of-text stripping. Added tokens
+  // give their content through the same chain, as decode() does. nullopt for ids without a
+  // token (holes in the vocabulary, ids >= vocab_size()).
+  std::optional<std::string> token_bytes(int32_t id) const;
+
   // Special tokens named in tokenizer_config.json (bos_token, eos_token, ...), if any.
   const std::optional<std::string>& bos_token() const { return bos_token_; }
   const std::optional<std::string>& eos_token() const { return eos_token_; }
@@ -103,6 +115,7 @@ class Tokenizer {
   std::unique_ptr<PostProcessor> post_processor_;
   std::unique_ptr<Decoder> decoder_;
   bool byte_fallback_decoder_ = false;
+  TokenEncoding token_encoding_ = TokenEncoding::kRaw;
   AddedVocabulary added_;
   int32_t vocab_size_ = 0;
   std::optional<std::string> bos_token_;

@@ -1,0 +1,25 @@
+#include "constrain/compiled_grammar.h"
+
+#include <utility>
+
+#include "constrain/xgrammar_bridge.h"
+
+namespace weft {
+
+CompiledGrammar::CompiledGrammar(std::unique_ptr<Impl> impl,
+                                 std::shared_ptr<const GrammarVocabulary> vocabulary,
+                                 GrammarKind kind, double compile_seconds)
+    : impl_(std::move(impl)),
+      vocabulary_(std::move(vocabulary)),
+      kind_(kind),
+      compile_seconds_(compile_seconds) {}
+
+CompiledGrammar::~CompiledGrammar() = default;
+
+size_t CompiledGrammar::memory_bytes() const { return impl_->compiled.MemorySizeBytes(); }
+
+std::string CompiledGrammar::grammar_text() const {
+  return impl_->compiled.GetGrammar().ToString();
+}
+
+}  // namespace weft
