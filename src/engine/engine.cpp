@@ -69,6 +69,7 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
       s.detokenizer = detokenizers_(request.prompt_ids, info.params.skip_special_tokens);
     }
     s.stop = std::make_unique<StopChecker>(info.params, config_.eos_token_ids);
+    if (request.constraint) s.constraint = request.constraint->start();
     info.seq_ids.push_back(seq.id);
     if (i == 0) {
       scheduler_.add(std::move(seq));
@@ -122,6 +123,11 @@ void Engine::choose_sampling_output(StepPlan& plan) const {
     if (seq == nullptr) continue;
     const SamplingParams& p = requests_.at(sequences_.at(seq->id).request_id).params;
     const bool min_tokens_met = static_cast<int64_t>(seq->output_ids.size()) >= p.min_tokens;
+    // A constraint may rule out any candidate: it needs the whole row (and a fork's, too).
+    if (sequences_.at(seq->id).constraint) return;
+    for (const Sequence& child : requests_.at(sequences_.at(seq->id).request_id).forks) {
+      if (sequences_.at(child.id).constraint) return;
+    }
     if (!p.logit_bias.empty() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f ||
         p.frequency_penalty != 0.0f || !min_tokens_met) {
       return;
@@ -191,17 +197,51 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
   // The rows to sample from: copies of full logits rows, or candidates spread over rows that are
   // -inf elsewhere (exact for the plans choose_sampling_output makes).
   const Tensor picked = picked_rows(output, rows);
+  std::vector<uint32_t> masks;
   if (states.empty()) {
     std::vector<int32_t> unused;
+    std::vector<int64_t> seq_ids;
     for (size_t i = 0; i < rows.size(); ++i) {
       SequenceSamplingState state = sampling_state(*seqs[i], {}, unused);
       if (!output.logits.defined() && !output.candidates.logsumexp.empty()) {
         state.raw_logsumexp = output.candidates.logsumexp[rows[i]];
       }
       states.push_back(state);
+      seq_ids.push_back(seqs[i]->id);
     }
+    WEFT_RETURN_IF_ERROR(apply_constraints(states, seq_ids, masks));
   }
   return sampler_.sample(picked.view(), states, pool_);
+}
+
+absl::Status Engine::apply_constraints(std::vector<SequenceSamplingState>& states,
+                                       const std::vector<int64_t>& seq_ids, std::vector<uint32_t>& masks) {
+  std::vector<size_t> constrained;
+  for (size_t i = 0; i < seq_ids.size(); ++i) {
+    if (sequences_.at(seq_ids[i]).constraint) constrained.push_back(i);
+  }
+  if (constrained.empty()) return absl::OkStatus();
+  const int32_t words = mask_words(config_.vocab_size);
+  masks.assign(constrained.size() * static_cast<size_t>(words), 0);
+  std::vector<absl::Status> errors(constrained.size());
+  std::vector<char> restricts(constrained.size(), 0);
+  // Distinct sequences' constraints on distinct rows: safe to fill in parallel.
+  pool_.parallel_for(static_cast<int64_t>(constrained.size()), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      TokenConstraint& constraint = *sequences_.at(seq_ids[constrained[c]]).constraint;
+      auto filled = constraint.fill_next_allowed(std::span<uint32_t>(masks.data() + c * words, words));
+      if (!filled.ok()) {
+        errors[c] = filled.status();
+      } else {
+        restricts[c] = *filled;
+      }
+    }
+  });
+  for (size_t c = 0; c < constrained.size(); ++c) {
+    WEFT_RETURN_IF_ERROR(errors[c]);
+    if (restricts[c]) states[constrained[c]].allowed = std::span<const uint32_t>(masks.data() + c * words, words);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Engine::add_proposals(InFlight& step) {
@@ -210,8 +250,10 @@ absl::Status Engine::add_proposals(InFlight& step) {
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const PlannedChunk& chunk = plan.chunks[i];
     const Sequence* seq = scheduler_.find(chunk.seq_id);
+    // Constrained sequences do not speculate (yet): each guess would need the mask of the state
+    // after the guesses before it.
     if (seq != nullptr && chunk.token_ids.size() == 1 && chunk.logits == LogitsWanted::kLast &&
-        !seq->is_prefilling() && !seq->output_ids.empty()) {
+        !seq->is_prefilling() && !seq->output_ids.empty() && !sequences_.at(seq->id).constraint) {
       decoding.push_back(i);
     }
   }
@@ -500,6 +542,12 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     const int64_t before = scheduler_.find(seq_id)->num_tokens() - static_cast<int64_t>(e.samples.size());
     for (size_t j = 0; j < e.samples.size(); ++j) {
       const int32_t token = e.samples[j].token;
+      if (info.constraint && !info.constraint->accept(token)) {
+        // The mask left nothing the processors allowed, and nothing the grammar allows was
+        // drawn: the constrained output cannot go on.
+        out.finish_reason = FinishReason::kError;
+        break;
+      }
       out.token_ids.push_back(token);
       out.samples.push_back(e.samples[j]);
       const std::string delta = info.detokenizer ? info.detokenizer->append(token) : "";

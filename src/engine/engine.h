@@ -37,6 +37,7 @@
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
 #include "sampling/stop_checker.h"
+#include "sampling/token_constraint.h"
 
 namespace weft {
 
@@ -76,6 +77,9 @@ struct SpeculationStats {
 struct Request {
   std::vector<int32_t> prompt_ids;
   SamplingParams params;
+  // A constraint on the output (a grammar, src/constrain/); each sequence starts its own. The
+  // engine masks every sampled row with it and advances it with every token taken.
+  std::shared_ptr<const TokenConstraintSource> constraint;
   int priority = 0;  // lower runs first
 };
 
@@ -152,6 +156,7 @@ class Engine {
     uint64_t seed = 0;
     std::unique_ptr<IncrementalDetokenizer> detokenizer;
     std::unique_ptr<StopChecker> stop;
+    std::unique_ptr<TokenConstraint> constraint;  // null: unconstrained
   };
   struct RequestInfo {
     SamplingParams params;
@@ -187,6 +192,10 @@ class Engine {
   absl::StatusOr<std::vector<Emission>> verify(const InFlight& step, const StepOutput& output,
                                                const std::vector<const PlannedChunk*>& chunks,
                                                const std::vector<int64_t>& first_rows);
+  // Fills the constraint masks of the rows whose sequences have one into `masks` (one row of
+  // mask_words(vocab) words per state) and points each such state's `allowed` at its row.
+  absl::Status apply_constraints(std::vector<SequenceSamplingState>& states,
+                                 const std::vector<int64_t>& seq_ids, std::vector<uint32_t>& masks);
   // Output rows `rows` as F32 [rows.size(), vocab] to sample from (candidates expanded to
   // -inf rows); counts them in sampled_from_.
   Tensor picked_rows(const StepOutput& output, const std::vector<int64_t>& rows);

@@ -298,10 +298,33 @@ void fill_logprobs(std::span<const float> raw, int n_top, float given_lse, RowSc
   for (int32_t id : s.ids) r.top_logprobs.emplace_back(id, static_cast<float>(raw[id] - lse));
 }
 
+// Disallowed tokens (state.allowed) to -inf; ids past the mask are disallowed too.
+void apply_allowed(std::span<float> logits, std::span<const uint32_t> allowed) {
+  if (allowed.empty()) return;
+  const size_t n = std::min(logits.size(), allowed.size() * 32);
+  for (size_t i = 0; i < n; ++i) {
+    if (!((allowed[i >> 5] >> (i & 31)) & 1u)) logits[i] = kNegInf;
+  }
+  for (size_t i = n; i < logits.size(); ++i) logits[i] = kNegInf;
+}
+
+// The fallback when every processed logit is -inf: the raw argmax among the allowed tokens (the
+// processors suppressed them all, e.g. min_tokens holding back the only token a grammar allows),
+// else the raw argmax.
+int32_t fallback_token(std::span<const float> raw, const SequenceSamplingState& state, RowScratch& s) {
+  if (!state.allowed.empty()) {
+    s.logits.assign(raw.begin(), raw.end());
+    apply_allowed(s.logits, state.allowed);
+    if (const int32_t t = argmax(s.logits); t >= 0) return t;
+  }
+  return std::max(argmax(raw), 0);
+}
+
 SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState& state,
                         RowScratch& s) {
   const SamplingParams& p = *state.params;
   s.logits.assign(raw.begin(), raw.end());
+  apply_allowed(s.logits, state.allowed);
   apply_logits_processors(s.logits, state, s.penalties);
   SampleResult r;
   int32_t token = -1;
@@ -312,7 +335,7 @@ SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState&
     const double u = SamplingRng(state.seed, state.seq_index, state.output_ids.size()).uniform(0);
     token = draw(p, u, s);
   }
-  if (token < 0) token = std::max(argmax(raw), 0);
+  if (token < 0) token = fallback_token(raw, state, s);
   r.token = token;
   if (p.logprobs.has_value()) {
     fill_logprobs(raw, *p.logprobs, state.raw_logsumexp, s, r);
@@ -326,6 +349,7 @@ TokenDistribution distribution_row(std::span<const float> raw, const SequenceSam
                                    RowScratch& s) {
   const SamplingParams& p = *state.params;
   s.logits.assign(raw.begin(), raw.end());
+  apply_allowed(s.logits, state.allowed);
   apply_logits_processors(s.logits, state, s.penalties);
   TokenDistribution d;
   int32_t only = -1;  // the token of a one-point distribution
@@ -342,7 +366,7 @@ TokenDistribution distribution_row(std::span<const float> raw, const SequenceSam
       return d;
     }
   }
-  if (only < 0) only = std::max(argmax(raw), 0);  // as sample_row: everything suppressed
+  if (only < 0) only = fallback_token(raw, state, s);  // as sample_row: everything suppressed
   d.ids = {only};
   d.probs = {1.0f};
   return d;

@@ -11,7 +11,9 @@
 //      renormalise the survivors and draw by inverse CDF over the survivors in ascending token-id
 //      order with one uniform u = SamplingRng(seed, seq_index, output_ids.size()).uniform(0).
 //      The token is the first survivor whose cumulative (renormalised) mass exceeds u.
-//   If every processed logit is -inf (all tokens suppressed), the token is the raw argmax.
+//   0. (state.allowed, a constraint's mask) disallowed tokens are set to -inf first.
+//   If every processed logit is -inf (all tokens suppressed), the token is the raw argmax among
+//   the allowed tokens (the raw argmax when there is no mask or it allows none).
 //
 // Logprobs (vLLM's default, "raw logprobs"): when params.logprobs is set, `logprob` is the
 // sampled token's log_softmax of the RAW row (before bias, penalties, temperature, filtering;

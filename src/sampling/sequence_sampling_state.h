@@ -26,6 +26,9 @@ struct SequenceSamplingState {
   // The engine sets it when the row it passes holds only the best candidates (-inf elsewhere,
   // engine/sample_candidates.h); NaN: computed from the row.
   float raw_logsumexp = std::numeric_limits<float>::quiet_NaN();
+  // When not empty: the tokens allowed next, a bit row (token_constraint.h); every other token
+  // is set to -inf before the logits processors. Logprobs stay the raw row's.
+  std::span<const uint32_t> allowed;
 };
 
 }  // namespace weft
