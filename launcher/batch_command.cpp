@@ -5,6 +5,9 @@
 //   flight get no record and are redone by the next run (Slurm's requeue path).
 // Progress goes to stderr: a bar on a terminal, a line every --progress-interval seconds
 // otherwise, and a summary at the end.
+#ifdef WEFT_HAVE_CONSTRAIN
+#include "constrain/grammar_constraint.h"
+#endif
 #include <signal.h>
 #include <unistd.h>
 
@@ -176,6 +179,16 @@ int run_batch_command(const std::vector<std::string>& args) {
     auto sampling_defaults = model_sampling_defaults(cli, session.model().generation);
     if (!sampling_defaults.ok()) return fail(sampling_defaults.status());
     options.sampling_defaults = *sampling_defaults;
+#ifdef WEFT_HAVE_CONSTRAIN
+    if (tokenizer) {
+      auto grammars = model_grammar_compiler(*tokenizer, session.model().config.vocab_size,
+                                             model_eos_ids(session.model()));
+      if (!grammars.ok()) return fail(grammars.status());
+      options.constraints = [compiler = *grammars](const nlohmann::json& body) {
+        return request_constraint(body, *compiler);
+      };
+    }
+#endif
     ProgressPrinter printer(*interval);
     auto result = run_batch(session.engine(), encoder, options, g_stop, std::ref(printer));
     if (!result.ok()) {

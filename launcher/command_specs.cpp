@@ -36,6 +36,11 @@ std::vector<CommandSpec> make_specs() {
              auto flags = prompt_flag_specs();
              flags.push_back(
                  {"json", "", "print one JSON object (ids, text, per-step logprobs) at the end"});
+             flags.push_back({"json-schema", "FILE", "constrain the output to JSON valid under this schema"});
+             flags.push_back({"json-object", "", "constrain the output to any JSON object or array"});
+             flags.push_back({"regex", "R", "constrain the output to match this regular expression"});
+             flags.push_back({"grammar", "FILE", "constrain the output to this EBNF (GBNF) grammar (root rule: root)"});
+             flags.push_back({"choice", "A|B|C", "constrain the output to one of these strings"});
              return flags;
            }())
       .add("chat template flags (with --chat)", chat_template_flag_specs())

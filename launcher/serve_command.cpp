@@ -5,6 +5,9 @@
 // watcher and gRPC's own pool run beside it. SIGTERM / SIGINT drain: /ready turns 503, new
 // requests get 503, running ones finish (those still running after --drain-timeout seconds are
 // aborted), then the process exits 0.
+#ifdef WEFT_HAVE_CONSTRAIN
+#include "constrain/grammar_constraint.h"
+#endif
 #include <pthread.h>
 #include <signal.h>
 
@@ -97,6 +100,11 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   auto tmpl = chat_template_from_flags(cli, *tokenizer, ChatTemplateNeed::kOptional);
   if (!tmpl.ok()) return fail(tmpl.status());
   model.chat_template = *std::move(tmpl);
+#ifdef WEFT_HAVE_CONSTRAIN
+  auto grammars = model_grammar_compiler(*tokenizer, model.vocab_size, model_eos_ids(session.model()));
+  if (!grammars.ok()) return fail(grammars.status());
+  model.grammars = *std::move(grammars);
+#endif
   Engine& core = session.engine();
 
   AsyncEngine engine(nullptr, core, {max_waiting});

@@ -98,6 +98,16 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
                                                    " (the default) is supported by weft batch"));
   }
   WEFT_ASSIGN_OR_RETURN(p.request.params, sampling_params_from_json(body, options.sampling_defaults));
+  if (const char* asked = constraint_field(body)) {
+    if (!options.constraints) {
+      return absl::InvalidArgumentError(absl::StrCat("body.", asked, ": constrained output is not available in this build"));
+    }
+    auto constraint = options.constraints(body);
+    if (!constraint.ok()) {
+      return absl::Status(constraint.status().code(), absl::StrCat("body.", constraint.status().message()));
+    }
+    p.request.constraint = *std::move(constraint);
+  }
   WEFT_ASSIGN_OR_RETURN(p.request.prompt_ids, prompt_ids_of(line, encoder));
   const int64_t prompt_len = static_cast<int64_t>(p.request.prompt_ids.size());
   const bool has_max = body.contains("max_tokens") || body.contains("max_completion_tokens");

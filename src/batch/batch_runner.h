@@ -53,6 +53,9 @@ struct BatchOptions {
   // What a line's absent sampling fields take (engine/generation_defaults.h); chat without
   // max_tokens still runs to the context end.
   SamplingParams sampling_defaults;
+  // Compiles the output constraint a line's body asks for (response_format, structured_outputs,
+  // guided_*; src/constrain/request_grammar.h); null: such lines fail naming the field.
+  std::function<absl::StatusOr<std::shared_ptr<const TokenConstraintSource>>(const nlohmann::json& body)> constraints;
 };
 
 enum BatchStop : int { kBatchRun = 0, kBatchDrain = 1, kBatchAbandon = 2 };

@@ -39,17 +39,10 @@ struct Refused {
 
 // Common to both APIs.
 constexpr Refused kRefused[] = {
-    {"response_format", [](const json& v) { return v.is_object() && v.value("type", json()) == "text"; },
-     "structured output is not supported yet; only {\"type\": \"text\"}"},
     {"tools", is_empty_array, "tool calling is not supported"},
     {"tool_choice", is_none_or_auto, "tool calling is not supported; only \"none\" or \"auto\""},
     {"functions", is_empty_array, "function calling is not supported"},
     {"function_call", is_none_or_auto, "function calling is not supported; only \"none\" or \"auto\""},
-    {"guided_json", nullptr, "structured output is not supported yet"},
-    {"guided_regex", nullptr, "structured output is not supported yet"},
-    {"guided_choice", nullptr, "structured output is not supported yet"},
-    {"guided_grammar", nullptr, "structured output is not supported yet"},
-    {"structured_outputs", nullptr, "structured output is not supported yet"},
     {"bad_words", is_empty_array, "banned words are not supported yet"},
     {"allowed_token_ids", nullptr, "not supported"},
     {"logits_processors", is_empty_array, "not supported"},
@@ -150,6 +143,18 @@ std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::st
   if (last.value("role", std::string()) != role) return "";
   auto it = last.find("content");
   return it != last.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+const char* constraint_field(const json& body) {
+  if (!body.is_object()) return nullptr;
+  for (const char* name : {"response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice",
+                           "guided_grammar", "guided_whitespace_pattern"}) {
+    auto it = body.find(name);
+    if (it == body.end() || it->is_null()) continue;
+    if (std::string(name) == "response_format" && it->is_object() && it->value("type", json()) == "text") continue;
+    return name;
+  }
+  return nullptr;
 }
 
 std::optional<FieldError> unsupported_field(const json& body, bool chat) {

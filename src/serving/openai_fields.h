@@ -53,15 +53,18 @@ std::string chat_reply_role(const nlohmann::ordered_json& messages, const ChatOp
 std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::string& role);
 
 // Fields weft does not implement and that would change the result, each refused by name unless
-// it holds its no-op value: response_format other than text, tools / functions (non-empty),
-// tool_choice / function_call other than "none" / "auto", suffix (completions), best_of other
-// than n, vLLM's structured-output fields (guided_json / guided_regex / guided_choice /
-// guided_grammar / structured_outputs), bad_words, allowed_token_ids, logits_processors,
+// it holds its no-op value: tools / functions (non-empty), tool_choice / function_call other
+// than "none" / "auto", suffix (completions), best_of other than n, bad_words,
+// allowed_token_ids, logits_processors,
 // use_beam_search, include_stop_str_in_output, prompt_logprobs, truncate_prompt_tokens,
 // return_tokens_as_token_ids, chat_template (a per-request template), modalities other than
 // ["text"], audio, web_search_options, reasoning_effort, spaces_between_special_tokens false,
 // stream_options.continuous_usage_stats, and (completions) echo together with logprobs, which
 // needs the prompt's logprobs.
 std::optional<FieldError> unsupported_field(const nlohmann::json& body, bool chat);
+
+// The first field of `body` asking for constrained output (response_format other than text,
+// structured_outputs, guided_json / regex / choice / grammar / whitespace_pattern), or null.
+const char* constraint_field(const nlohmann::json& body);
 
 }  // namespace weft

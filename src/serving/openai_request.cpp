@@ -4,6 +4,9 @@
 #include "core/bounded_json.h"
 #include "serving/openai_fields.h"
 #include "sampling/sampling_params_json.h"
+#ifdef WEFT_HAVE_CONSTRAIN
+#include "constrain/grammar_constraint.h"
+#endif
 
 namespace weft {
 namespace {
@@ -291,9 +294,22 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
     return bad(max_param, absl::StrCat("max_tokens: must be at least 1 (or 0 with echo), got ", requested_max));
   }
   out.generate = requested_max > 0 || !has_max;
+  // The output constraint, compiled once for every prompt and choice.
+  std::shared_ptr<const TokenConstraintSource> constraint;
+  if (const char* asked = constraint_field(body)) {
+#ifdef WEFT_HAVE_CONSTRAIN
+    if (model.grammars == nullptr) return bad(asked, absl::StrCat(asked, ": this server has no grammar compiler"));
+    auto compiled = request_constraint(body, *model.grammars);
+    if (!compiled.ok()) return api_error_from_status(compiled.status());
+    constraint = *std::move(compiled);
+#else
+    return bad(asked, absl::StrCat(asked, ": this weft was built without constrained output (WEFT_CONSTRAIN=OFF)"));
+#endif
+  }
   for (size_t i = 0; i < prompt_ids.size(); ++i) {
     GenerationPrompt prompt;
     prompt.engine_request.params = *params;
+    prompt.engine_request.constraint = constraint;
     prompt.engine_request.priority = priority;
     prompt.engine_request.prompt_ids = std::move(prompt_ids[i]);
     prompt.echo = std::move(echo[i]);

@@ -41,6 +41,8 @@
 
 namespace weft {
 
+class GrammarCompiler;
+
 struct ServedModel {
   std::string name;
   int64_t max_model_len = 0;
@@ -50,6 +52,9 @@ struct ServedModel {
   // What a request's absent sampling fields take: generation_config.json's values over weft's
   // defaults (engine/generation_defaults.h). Chat without max_tokens still runs to the context end.
   SamplingParams sampling_defaults;
+  // Compiles the grammars of constrained requests (response_format, structured_outputs,
+  // guided_*); null: such requests are refused (a build without src/constrain).
+  std::shared_ptr<GrammarCompiler> grammars;
 };
 
 struct ApiError {

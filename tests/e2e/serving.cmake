@@ -27,6 +27,13 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_speculative_serving.py
                    --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
   set_tests_properties(e2e_speculative_serving PROPERTIES LABELS e2e TIMEOUT 600)
+  if(TARGET weft_constrain)
+    # Constrained output (JSON schema corpus, openai .parse(), LangChain, vLLM's fields, errors).
+    add_test(NAME e2e_constrained_output
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_constrained_output.py
+                     --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+    set_tests_properties(e2e_constrained_output PROPERTIES LABELS e2e TIMEOUT 600)
+  endif()
 endif()
 
 if(TARGET weft_serving_proto)

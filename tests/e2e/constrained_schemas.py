@@ -1,0 +1,61 @@
+"""A corpus of JSON schemas for the constrained-output tests: nested objects, arrays, enums,
+anyOf, string formats and patterns, numeric ranges, additionalProperties false, $defs/$ref."""
+
+STR = {"type": "string", "maxLength": 24}
+
+
+def obj(props, required=None, extra=False):
+    return {"type": "object", "properties": props, "required": list(required if required is not None else props),
+            "additionalProperties": extra}
+
+
+SCHEMAS = [
+    obj({"name": STR}),
+    obj({"name": STR, "age": {"type": "integer", "minimum": 0, "maximum": 150}}),
+    obj({"ok": {"type": "boolean"}}),
+    obj({"score": {"type": "number", "minimum": -10, "maximum": 10}}),
+    obj({"color": {"enum": ["red", "green", "blue"]}}),
+    obj({"status": {"type": "string", "enum": ["open", "closed"]}, "count": {"type": "integer"}}),
+    obj({"tags": {"type": "array", "items": STR, "maxItems": 4}}),
+    obj({"tags": {"type": "array", "items": STR, "minItems": 1, "maxItems": 3}}),
+    obj({"point": obj({"x": {"type": "integer"}, "y": {"type": "integer"}})}),
+    obj({"a": obj({"b": obj({"c": STR})})}),
+    obj({"when": {"type": "string", "format": "date"}}),
+    obj({"at": {"type": "string", "format": "date-time"}}),
+    obj({"mail": {"type": "string", "format": "email"}}),
+    obj({"id": {"type": "string", "format": "uuid"}}),
+    obj({"zip": {"type": "string", "pattern": "^[0-9]{5}$"}}),
+    obj({"code": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3}$"}}),
+    obj({"value": {"anyOf": [{"type": "integer"}, STR]}}),
+    obj({"value": {"anyOf": [{"type": "null"}, {"type": "boolean"}]}}),
+    obj({"name": STR, "nick": STR}, required=["name"]),
+    obj({"items": {"type": "array", "items": obj({"id": {"type": "integer"}, "label": STR}), "maxItems": 3}}),
+    {"type": "array", "items": {"type": "integer"}, "maxItems": 5},
+    {"type": "array", "items": STR, "minItems": 2, "maxItems": 2},
+    {"type": "string", "maxLength": 30},
+    {"type": "integer", "minimum": 1, "maximum": 1000},
+    {"type": "boolean"},
+    {"enum": ["yes", "no", "maybe"]},
+    {"const": "fixed"},
+    obj({"kind": {"const": "user"}, "name": STR}),
+    obj({"lat": {"type": "number", "minimum": -90, "maximum": 90}, "lon": {"type": "number", "minimum": -180,
+                                                                            "maximum": 180}}),
+    obj({"matrix": {"type": "array", "items": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+                    "maxItems": 2}}),
+    obj({"meta": {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 2}}),
+    obj({"title": STR, "year": {"type": "integer", "minimum": 1000, "maximum": 2100}, "genre": {"enum": ["a", "b"]}}),
+    {"$defs": {"person": obj({"name": STR})}, "type": "object",
+     "properties": {"author": {"$ref": "#/$defs/person"}}, "required": ["author"], "additionalProperties": False},
+    {"$defs": {"node": obj({"v": {"type": "integer"}})}, "type": "array", "items": {"$ref": "#/$defs/node"},
+     "maxItems": 3},
+    obj({"user": obj({"id": {"type": "integer"}, "roles": {"type": "array", "items": {"enum": ["admin", "dev"]},
+                                                          "maxItems": 2}})}),
+    obj({"price": {"type": "number", "exclusiveMinimum": 0, "maximum": 100}}),
+    obj({"text": {"type": "string", "minLength": 3, "maxLength": 12}}),
+    obj({"n": {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 100}}),
+    obj({"either": {"oneOf": [obj({"a": {"type": "integer"}}), obj({"b": {"type": "boolean"}})]}}),
+    obj({"name": STR, "address": obj({"street": STR, "city": STR, "zip": {"type": "string", "pattern": "^[0-9]{5}$"}}),
+         "phones": {"type": "array", "items": STR, "maxItems": 2}}),
+    {"type": "object", "properties": {"k": STR}, "required": ["k"]},
+    obj({"flag": {"type": "boolean"}, "note": {"anyOf": [STR, {"type": "null"}]}}),
+]

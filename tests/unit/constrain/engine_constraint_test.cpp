@@ -1,0 +1,151 @@
+// Constrained requests through the whole Engine on the default model: the output is accepted by
+// the grammar token by token (and complete when the sequence stopped), for greedy and sampled
+// requests, n > 1, beside unconstrained and speculating sequences in one batch, and under a KV
+// budget small enough to preempt; logprobs stay the raw model's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+
+#include "constrain/grammar_constraint.h"
+#include "constrain/request_grammar.h"
+#include "constrain_test_util.h"
+#include "engine/local_engine.h"
+
+namespace weft {
+namespace {
+
+std::unique_ptr<LocalEngine> make_engine(SpeculativeMethod speculative, int64_t max_blocks = 0) {
+  LocalEngineOptions options;
+  options.model_dir = testing::tokenizer_dir("default-model");
+  options.num_threads = 2;
+  options.kv.block_size = 4;
+  options.kv.max_blocks = max_blocks;
+  options.kv.memory_bytes = 64ll << 20;
+  options.seed = 9;
+  options.speculative.method = speculative;
+  options.speculative.engine.adaptive = false;
+  auto e = LocalEngine::create(options);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+struct Outcome {
+  std::vector<int32_t> ids;
+  FinishReason finish = FinishReason::kNone;
+  std::vector<float> logprobs;
+};
+
+std::map<std::pair<int64_t, int>, Outcome> run(Engine& engine, std::vector<Request> requests) {
+  std::map<std::pair<int64_t, int>, Outcome> out;
+  std::vector<int64_t> ids;
+  for (Request& r : requests) {
+    auto id = engine.add_request(r);
+    EXPECT_TRUE(id.ok()) << id.status();
+    ids.push_back(id.ok() ? *id : -1);
+  }
+  while (engine.has_unfinished()) {
+    auto step = engine.step();
+    EXPECT_TRUE(step.ok()) << step.status();
+    if (!step.ok()) break;
+    for (const SequenceOutput& o : *step) {
+      Outcome& r = out[{o.request_id, o.index}];
+      r.ids.insert(r.ids.end(), o.token_ids.begin(), o.token_ids.end());
+      for (const SampleResult& s : o.samples) r.logprobs.push_back(s.logprob);
+      if (o.finished) r.finish = o.finish_reason;
+    }
+  }
+  return out;
+}
+
+class EngineConstraintTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tokenizer_ = testing::load_tokenizer("default-model");
+    auto compiler = model_grammar_compiler(*tokenizer_, 4096, {0});
+    ASSERT_TRUE(compiler.ok()) << compiler.status();
+    compiler_ = *compiler;
+  }
+  std::shared_ptr<const TokenConstraintSource> constraint(const nlohmann::json& body) {
+    auto c = request_constraint(body, *compiler_);
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *c : nullptr;
+  }
+  // The grammar accepts every token, and is complete when the sequence stopped on eos.
+  void expect_accepted(const nlohmann::json& body, const Outcome& o) {
+    auto compiled = compiler_->compile(**grammar_spec_from_request(body));
+    ASSERT_TRUE(compiled.ok());
+    GrammarMatcher matcher(*compiled);
+    EXPECT_EQ(matcher.accept_tokens(o.ids), o.ids.size()) << tokenizer_->decode(o.ids, false);
+    if (o.finish == FinishReason::kStop) {
+      EXPECT_TRUE(matcher.is_terminated());
+    }
+  }
+  Request request(const std::string& prompt, int max_tokens, float temperature) {
+    Request r;
+    r.prompt_ids = *tokenizer_->encode(prompt, true);
+    r.params.max_tokens = max_tokens;
+    r.params.temperature = temperature;
+    return r;
+  }
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<GrammarCompiler> compiler_;
+};
+
+TEST_F(EngineConstraintTest, OutputsFollowTheGrammarBesideUnconstrainedAndSpeculatingSequences) {
+  const nlohmann::json regex = {{"guided_regex", "(Amen|Selah)(, (Amen|Selah)){0,3}\\."}};
+  const nlohmann::json schema = nlohmann::json::parse(R"({"guided_json": {"type": "object",
+      "properties": {"n": {"type": "integer"}, "who": {"type": "string", "maxLength": 12}},
+      "required": ["n", "who"]}})");
+  const nlohmann::json choice = {{"guided_choice", {"light", "darkness"}}};
+  for (SpeculativeMethod method : {SpeculativeMethod::kNone, SpeculativeMethod::kNgram}) {
+    for (int64_t blocks : {0, 40}) {  // 40 blocks of 4: tight for this batch
+      auto local = make_engine(method, blocks);
+      std::vector<Request> requests;
+      std::vector<nlohmann::json> bodies;
+      for (int i = 0; i < 3; ++i) {
+        for (const nlohmann::json& body : {regex, schema, choice}) {
+          Request r = request("And God said unto Moses,", 120, i == 0 ? 0.0f : 0.9f);
+          r.params.seed = i;
+          r.params.n = i == 2 ? 2 : 1;
+          r.constraint = constraint(body);
+          requests.push_back(r);
+          bodies.push_back(body);
+        }
+        requests.push_back(request("And it came to pass", 40, 0.0f));  // unconstrained
+        bodies.push_back(nullptr);
+      }
+      auto outcomes = run(local->engine(), requests);
+      int64_t request_id = 0;
+      for (size_t i = 0; i < requests.size(); ++i, ++request_id) {
+        for (int j = 0; j < requests[i].params.n; ++j) {
+          const Outcome& o = outcomes.at({request_id, j});
+          EXPECT_NE(o.finish, FinishReason::kError);
+          if (!bodies[i].is_null()) expect_accepted(bodies[i], o);
+        }
+      }
+      EXPECT_EQ(local->engine().blocks().num_free_blocks(), local->engine().blocks().num_blocks());
+    }
+  }
+}
+
+TEST_F(EngineConstraintTest, LogprobsStayTheRawModels) {
+  auto local = make_engine(SpeculativeMethod::kNone);
+  Request constrained = request("And God said", 6, 0.0f);
+  constrained.params.logprobs = 3;
+  constrained.params.ignore_eos = true;
+  Request plain = constrained;
+  constrained.constraint = constraint({{"guided_regex", "[0-9]+"}});
+  auto out = run(local->engine(), {constrained, plain});
+  const Outcome& c = out.at({0, 0});
+  const Outcome& p = out.at({1, 0});
+  // The first token: both rows are the same model row; the constrained token's raw logprob is
+  // at most the unconstrained argmax's.
+  ASSERT_FALSE(c.logprobs.empty());
+  EXPECT_LE(c.logprobs[0], p.logprobs[0] + 1e-6);
+  EXPECT_TRUE(std::regex_match(tokenizer_->decode(c.ids, true), std::regex("[0-9]+")));
+}
+
+}  // namespace
+}  // namespace weft
