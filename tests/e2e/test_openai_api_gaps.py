@@ -235,7 +235,7 @@ class CompletionsTest(unittest.TestCase):
         refused("echo", "echo with logprobs", echo=True, logprobs=0, max_tokens=4)
         refused("max_tokens", max_tokens=0)
         refused("suffix", suffix="Amen", max_tokens=2)
-        refused("guided_regex", max_tokens=2, extra_body={"guided_regex": "[a-z]+"})
+        refused("guided_regex", "invalid regular expression", max_tokens=2, extra_body={"guided_regex": "[a-z"})
         refused("bad_words", max_tokens=2, extra_body={"bad_words": ["God"]})
         refused("prompt_logprobs", max_tokens=2, extra_body={"prompt_logprobs": 1})
         status, _, body = SERVER.request("POST", "/v1/completions",

@@ -268,8 +268,8 @@ class ErrorTest(unittest.TestCase):
         self.assertError(s, b, 400, param="top_logprobs")
         s, _, b = SERVER.request("POST", "/v1/chat/completions",
                                  {"messages": [{"role": "user", "content": "x"}],
-                                  "response_format": {"type": "json_object"}})
-        self.assertError(s, b, 400, param="response_format")
+                                  "response_format": {"type": "yaml"}})
+        self.assertError(s, b, 400, param="response_format.type")
 
     def test_prompt_past_the_context(self):
         s, _, b = SERVER.request("POST", "/v1/completions", {"prompt": "hello " * 400, "max_tokens": 4})
