@@ -58,14 +58,14 @@ void SpeculationPolicy::record(int batch, int k, int64_t tokens, double seconds)
   if (it == arms_.end()) return;
   Bucket& b = bucket(batch);
   Arm& arm = b.arms[it - arms_.begin()];
-  const double r = static_cast<double>(tokens) / seconds / batch;
-  arm.rate = arm.samples == 0 ? r : 0.7 * arm.rate + 0.3 * r;
+  arm.tokens = kDecay * arm.tokens + static_cast<double>(tokens) / batch;
+  arm.seconds = kDecay * arm.seconds + seconds;
   ++arm.samples;
   // Climb: the best measured of the current arm and its neighbours.
   const size_t c = b.current;
   size_t best = c;
   for (size_t n : {c > 0 ? c - 1 : c, c + 1 < arms_.size() ? c + 1 : c}) {
-    if (b.arms[n].samples > 0 && b.arms[n].rate > b.arms[best].rate) best = n;
+    if (b.arms[n].samples > 0 && b.arms[n].rate() > b.arms[best].rate()) best = n;
   }
   b.current = best;
 }
@@ -74,7 +74,7 @@ double SpeculationPolicy::rate(int batch, int k) const {
   auto b = buckets_.find(bucket_of(batch));
   auto it = std::find(arms_.begin(), arms_.end(), k);
   if (b == buckets_.end() || it == arms_.end()) return 0.0;
-  return b->second.arms[it - arms_.begin()].rate;
+  return b->second.arms[it - arms_.begin()].rate();
 }
 
 int SpeculationPolicy::current(int batch) const {

@@ -6,8 +6,8 @@
 // compute-bound) and what the proposer costs. So the policy measures instead of modelling.
 //
 // Candidate ks ("arms"): 0, then powers of two below K, and K. For each batch-size bucket
-// (powers of two) it keeps a decayed mean of the decode rate obtained with each arm (tokens
-// emitted per second per decoding sequence) and a current arm, and climbs: the current arm and
+// (powers of two) it keeps the decode rate obtained with each arm (tokens emitted per second per
+// decoding sequence, as a ratio of decayed sums) and a current arm, and climbs: the current arm and
 // its two neighbours are each measured kWarmupSamples times, the current arm moves to the best
 // measured of the three after every measurement, and a neighbour is re-measured every
 // kExploreEvery steps. So arms far from the best are not tried again (a bad k at batch 64 can
@@ -28,8 +28,10 @@ namespace weft {
 
 class SpeculationPolicy {
  public:
-  static constexpr int kWarmupSamples = 2;
-  static constexpr int kExploreEvery = 16;
+  static constexpr int kWarmupSamples = 3;
+  static constexpr int kExploreEvery = 24;
+  // Weight of the older samples in each arm's decayed sums (about 1 / (1 - kDecay) samples).
+  static constexpr double kDecay = 0.85;
 
   SpeculationPolicy(int max_tokens, bool adaptive);
 
@@ -49,8 +51,12 @@ class SpeculationPolicy {
 
  private:
   struct Arm {
-    double rate = 0.0;  // tokens / s / sequence, decayed mean
+    // Decayed sums of tokens per sequence and of seconds: the rate is their ratio (steady under
+    // the noise of single step times, unlike a mean of per-step rates).
+    double tokens = 0.0;
+    double seconds = 0.0;
     int samples = 0;
+    double rate() const { return seconds > 0.0 ? tokens / seconds : 0.0; }
   };
   struct Bucket {
     std::vector<Arm> arms;
