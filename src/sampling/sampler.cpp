@@ -320,18 +320,24 @@ int32_t fallback_token(std::span<const float> raw, const SequenceSamplingState& 
   return std::max(argmax(raw), 0);
 }
 
-SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState& state,
-                        RowScratch& s) {
+// s.logits = the row masked (state.allowed) and processed (logits_processors.h); temperature
+// applied too unless greedy. Returns the argmax for greedy, -1 otherwise.
+int32_t prepare_row(std::span<const float> raw, const SequenceSamplingState& state, RowScratch& s) {
   const SamplingParams& p = *state.params;
   s.logits.assign(raw.begin(), raw.end());
   apply_allowed(s.logits, state.allowed);
   apply_logits_processors(s.logits, state, s.penalties);
+  if (p.is_greedy()) return argmax(s.logits);
+  apply_temperature(s.logits, p.temperature);
+  return -1;
+}
+
+SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState& state,
+                        RowScratch& s) {
+  const SamplingParams& p = *state.params;
   SampleResult r;
-  int32_t token = -1;
-  if (p.is_greedy()) {
-    token = argmax(s.logits);
-  } else {
-    apply_temperature(s.logits, p.temperature);
+  int32_t token = prepare_row(raw, state, s);
+  if (!p.is_greedy()) {
     const double u = SamplingRng(state.seed, state.seq_index, state.output_ids.size()).uniform(0);
     token = draw(p, u, s);
   }
@@ -348,15 +354,9 @@ SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState&
 TokenDistribution distribution_row(std::span<const float> raw, const SequenceSamplingState& state,
                                    RowScratch& s) {
   const SamplingParams& p = *state.params;
-  s.logits.assign(raw.begin(), raw.end());
-  apply_allowed(s.logits, state.allowed);
-  apply_logits_processors(s.logits, state, s.penalties);
   TokenDistribution d;
-  int32_t only = -1;  // the token of a one-point distribution
-  if (p.is_greedy()) {
-    only = argmax(s.logits);
-  } else {
-    apply_temperature(s.logits, p.temperature);
+  int32_t only = prepare_row(raw, state, s);  // the token of a one-point distribution
+  if (!p.is_greedy()) {
     if (filter_survivors(p, s)) {
       double total = 0.0;
       for (int32_t id : s.ids) total += s.weights[id];

@@ -1,12 +1,16 @@
 """What the weft serve end-to-end tests share: a `weft serve` child process on a free loopback
 port, raw-socket HTTP helpers, and the OpenAI error-shape check. `configure(weft)` must be called
 before a Server is started (the test scripts do it from their --weft flag)."""
+import argparse
 import http.client
+import importlib
 import json
+import os
 import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 
 API_KEY = "e2e-secret"
@@ -149,3 +153,26 @@ def assert_openai_error_shape(test, body):
     test.assertTrue(err["code"] is None or isinstance(err["code"], str), body)
     test.assertTrue(err["param"] is None or isinstance(err["param"], str), body)
     return err
+
+
+def require(*modules):
+    """Imports `modules`, installing tests/e2e/requirements.txt with pip first when one is missing."""
+    try:
+        return [importlib.import_module(m) for m in modules]
+    except ImportError:
+        here = os.path.dirname(os.path.abspath(__file__))
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-r",
+                               os.path.join(here, "requirements.txt")])
+        importlib.invalidate_caches()
+        return [importlib.import_module(m) for m in modules]
+
+
+def parse_args(*flags):
+    """The test script's required flags (--weft and `flags`); configures the fixture with --weft.
+    Returns (args, the argv left for unittest.main)."""
+    parser = argparse.ArgumentParser()
+    for flag in ("--weft",) + flags:
+        parser.add_argument(flag, required=True)
+    args, rest = parser.parse_known_args()
+    configure(args.weft)
+    return args, [sys.argv[0]] + rest

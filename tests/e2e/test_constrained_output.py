@@ -10,31 +10,18 @@ Run by ctest (label e2e) as:
   python3 test_constrained_output.py --weft WEFT_BINARY --model DEFAULT_MODEL_DIR
 Installs tests/e2e/requirements.txt with pip when a package is missing.
 """
-import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-try:
-    import jsonschema
-    import langchain_openai
-    import openai
-    import pydantic
-except ImportError:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-r",
-                           os.path.join(HERE, "requirements.txt")])
-    import jsonschema
-    import langchain_openai
-    import openai
-    import pydantic
 
 sys.path.insert(0, HERE)
 import serve_fixture  # noqa: E402
+jsonschema, langchain_openai, openai, pydantic = serve_fixture.require("jsonschema", "langchain_openai", "openai", "pydantic")
 from constrained_schemas import SCHEMAS  # noqa: E402
 from serve_fixture import API_KEY, MODEL, Server, assert_openai_error_shape  # noqa: E402
 
@@ -169,9 +156,5 @@ class BadInputTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--weft", required=True)
-    parser.add_argument("--model", required=True)
-    ARGS, rest = parser.parse_known_args()
-    serve_fixture.configure(ARGS.weft)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    ARGS, argv = serve_fixture.parse_args("--model")
+    unittest.main(argv=argv, verbosity=2)

@@ -8,24 +8,17 @@ Run by ctest (label e2e) as:
   python3 test_openai_api_gaps.py --weft WEFT_BINARY --model MODEL_DIR
 Installs tests/e2e/requirements.txt with pip when `openai` is missing.
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-try:
-    import openai
-except ImportError:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-r",
-                           os.path.join(HERE, "requirements.txt")])
-    import openai
 
 sys.path.insert(0, HERE)
 import serve_fixture  # noqa: E402
+openai, = serve_fixture.require("openai")
 from serve_fixture import API_KEY, MODEL, Server, assert_openai_error_shape  # noqa: E402
 
 ARGS = None
@@ -247,9 +240,5 @@ class CompletionsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--weft", required=True)
-    parser.add_argument("--model", required=True)
-    ARGS, rest = parser.parse_known_args()
-    serve_fixture.configure(ARGS.weft)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    ARGS, argv = serve_fixture.parse_args("--model")
+    unittest.main(argv=argv, verbosity=2)

@@ -6,7 +6,6 @@ Greedy and seeded sampled completions (streamed and not) are the same with and w
 speculation (draft model and n-gram lookup); /metrics reports the speculation counters under
 weft's and vLLM's names; `weft batch` writes the same records and reports acceptance.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -16,15 +15,10 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-try:
-    import openai
-except ImportError:
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-r",
-                           os.path.join(HERE, "requirements.txt")])
-    import openai
 
 sys.path.insert(0, HERE)
 import serve_fixture  # noqa: E402
+openai, = serve_fixture.require("openai")
 from serve_fixture import API_KEY, MODEL, Server  # noqa: E402
 
 ARGS = None
@@ -121,9 +115,5 @@ class SpeculativeBatchTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--weft", required=True)
-    parser.add_argument("--model", required=True)
-    ARGS, rest = parser.parse_known_args()
-    serve_fixture.configure(ARGS.weft)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    ARGS, argv = serve_fixture.parse_args("--model")
+    unittest.main(argv=argv, verbosity=2)
