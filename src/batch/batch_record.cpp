@@ -102,6 +102,7 @@ nlohmann::ordered_json output_record(const BatchResult& result, int64_t created)
                          : c.logprobs.is_null() ? nlohmann::ordered_json(empty_openai_logprobs(chat))
                                                 : nlohmann::ordered_json(c.logprobs);
     choice["finish_reason"] = c.finish_reason;
+    if (result.prompt_logprobs && !chat) choice["prompt_logprobs"] = nlohmann::ordered_json(result.prompt_logprobs_list);
     choices.push_back(std::move(choice));
   }
   const std::string suffix = request_id.substr(std::string("batch_req_").size());
@@ -116,6 +117,7 @@ nlohmann::ordered_json output_record(const BatchResult& result, int64_t created)
         {"completion_tokens", completion_tokens},
         {"total_tokens", result.prompt_tokens + completion_tokens}}},
   };
+  if (result.prompt_logprobs && chat) body["prompt_logprobs"] = nlohmann::ordered_json(result.prompt_logprobs_list);
   return {{"id", request_id},
           {"custom_id", result.custom_id},
           {"response", {{"status_code", 200}, {"request_id", request_id}, {"body", std::move(body)}}},

@@ -52,6 +52,10 @@ struct BatchResult {
   std::vector<BatchChoice> choices;
   bool include_token_ids = false;  // "token_ids" in each choice (token-id mode or asked for)
   bool logprobs = false;           // the request asked for logprobs: each choice reports them
+  // vLLM's prompt_logprobs N: the list (serving/openai_logprobs.h vllm_prompt_logprobs), per choice
+  // for completions and beside the choices for chat, as vLLM answers.
+  std::optional<int> prompt_logprobs;
+  nlohmann::json prompt_logprobs_list;  // null until the engine reported them
 };
 
 // "batch_req_<16 hex digits>" from a hash of the custom_id.

@@ -97,6 +97,12 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
     return absl::InvalidArgumentError(absl::StrCat("body.add_special_tokens: only ", chat ? "false" : "true",
                                                    " (the default) is supported by weft batch"));
   }
+  std::optional<int> prompt_logprobs;
+  if (auto err = prompt_logprobs_field(body, prompt_logprobs)) {
+    return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+  }
+  p.request.prompt_logprobs = prompt_logprobs;
+  p.result.prompt_logprobs = prompt_logprobs;
   WEFT_ASSIGN_OR_RETURN(p.request.params, sampling_params_from_json(body, options.sampling_defaults));
   if (const char* asked = constraint_field(body)) {
     if (!options.constraints) {
@@ -290,6 +296,9 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
       if (it == in_flight.end()) continue;
       BatchResult& result = it->second.result;
       BatchChoice& choice = result.choices.at(static_cast<size_t>(out.index));
+      if (result.prompt_logprobs && out.prompt_logprobs && result.prompt_logprobs_list.is_null()) {
+        result.prompt_logprobs_list = vllm_prompt_logprobs(*out.prompt_logprobs, *result.prompt_logprobs, token_text);
+      }
       if (result.logprobs && !out.token_ids.empty()) {
         append_openai_logprobs(choice.logprobs,
                                openai_logprobs(result.endpoint == BatchEndpoint::kChatCompletions, out.token_ids,

@@ -31,7 +31,23 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
                                                      config_.vocab_size, ")"));
     }
   }
-  WEFT_RETURN_IF_ERROR(request.params.validate(config_.vocab_size));
+  if (request.prompt_logprobs &&
+      (*request.prompt_logprobs < 0 || *request.prompt_logprobs > SamplingParams::kMaxLogprobs)) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt_logprobs: must be in [0, ", SamplingParams::kMaxLogprobs,
+                                                   "], got ", *request.prompt_logprobs));
+  }
+  if (request.params.max_tokens == 0 && request.prompt_logprobs) {
+    // Prefill only: the prompt's logprobs are the whole answer; nothing is sampled.
+    if (request.params.min_tokens > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("min_tokens: must be <= max_tokens (0), got ", request.params.min_tokens));
+    }
+    SamplingParams checked = request.params;
+    checked.max_tokens = 1;
+    WEFT_RETURN_IF_ERROR(checked.validate(config_.vocab_size));
+  } else {
+    WEFT_RETURN_IF_ERROR(request.params.validate(config_.vocab_size));
+  }
   const int64_t total = prompt_len + request.params.max_tokens;
   if (total > config_.max_model_len) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -54,6 +70,11 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
   const int64_t request_id = next_request_id_++;
   RequestInfo& info = requests_[request_id];
   info.params = std::move(request.params);
+  if (request.prompt_logprobs) {
+    info.prompt_logprobs = request.prompt_logprobs;
+    info.prompt_logprob_params.logprobs = *request.prompt_logprobs;
+    info.prompt_logprobs_partial.resize(prompt_len);
+  }
   const uint64_t seed = info.params.seed ? *info.params.seed : seeds_.next();
   for (int i = 0; i < info.params.n; ++i) {
     Sequence seq;
@@ -72,6 +93,8 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
     if (request.constraint) s.constraint = request.constraint->start();
     info.seq_ids.push_back(seq.id);
     if (i == 0) {
+      // Every prefill row is wanted (and the prompt is never taken from the prefix cache).
+      if (info.prompt_logprobs) scheduler_.set_return_all_logits(seq.id, true);
       scheduler_.add(std::move(seq));
     } else {
       info.forks.push_back(std::move(seq));
@@ -246,7 +269,10 @@ absl::Status Engine::apply_constraints(std::vector<SequenceSamplingState>& state
 
 absl::Status Engine::add_proposals(InFlight& step) {
   StepPlan& plan = step.plan;
-  std::vector<size_t> decoding;  // chunks running one known token of a generating sequence
+  // Chunks running one known token of a generating sequence. A chunk that wants every row (a
+  // prefill of a prompt-logprobs request, even of one token) is never one: its rows are read as
+  // they are, and guesses appended to it would be taken for prompt tokens.
+  std::vector<size_t> decoding;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const PlannedChunk& chunk = plan.chunks[i];
     const Sequence* seq = scheduler_.find(chunk.seq_id);
@@ -463,6 +489,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   std::vector<const Sequence*> sample_seqs;
   std::vector<const PlannedChunk*> spec_chunks;
   std::vector<int64_t> spec_first_rows;
+  std::vector<std::pair<const PlannedChunk*, int64_t>> prompt_logprob_chunks;  // with their first rows
+  std::vector<int64_t> prefill_only;  // max_tokens 0: sequences whose prompt this step completes
   int64_t row = 0;
   for (const PlannedChunk& chunk : plan.chunks) {
     const Sequence* seq = scheduler_.find(chunk.seq_id);
@@ -478,11 +506,18 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       spec_first_rows.push_back(first_row);
       continue;
     }
+    const RequestInfo& request = requests_.at(sequences_.at(seq->id).request_id);
+    if (request.prompt_logprobs && !request.prompt_logprobs_done && chunk.logits == LogitsWanted::kAll) {
+      prompt_logprob_chunks.emplace_back(&chunk, first_row);
+    }
     if (chunk.start_position + len == seq->num_tokens() && rows > 0) {
+      if (request.params.max_tokens == 0) {  // prefill only: nothing to sample
+        prefill_only.push_back(seq->id);
+        continue;
+      }
       sample_rows.push_back(row - 1);
       sample_seqs.push_back(seq);
       // The prompt is done: the request's other sequences fork here, sampling from this row.
-      const RequestInfo& request = requests_.at(sequences_.at(seq->id).request_id);
       if (seq->output_ids.empty()) {
         for (const Sequence& child : request.forks) {
           sample_rows.push_back(row - 1);
@@ -494,6 +529,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   if (row != output.rows()) {
     return absl::InternalError(absl::StrCat("executor returned ", output.rows(),
                                             " logits rows, the plan wants ", row));
+  }
+  for (const auto& [chunk, first_row] : prompt_logprob_chunks) {
+    WEFT_RETURN_IF_ERROR(collect_prompt_logprobs(*chunk, *scheduler_.find(chunk->seq_id), output, first_row));
   }
   std::vector<Emission> emissions;
   if (!sample_rows.empty()) {
@@ -538,6 +576,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     SequenceOutput out;
     out.request_id = info.request_id;
     out.index = info.index;
+    if (const RequestInfo& request = requests_.at(info.request_id);
+        request.prompt_logprobs_done && !info.prompt_logprobs_sent) {
+      out.prompt_logprobs = request.prompt_logprobs_done;
+      info.prompt_logprobs_sent = true;
+    }
     // The sequence's length before this step's tokens (all of them already appended).
     const int64_t before = scheduler_.find(seq_id)->num_tokens() - static_cast<int64_t>(e.samples.size());
     for (size_t j = 0; j < e.samples.size(); ++j) {
@@ -576,6 +619,25 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       sequences_.erase(seq_id);
     }
     outputs.push_back(std::move(out));
+  }
+  // Prefill-only requests end with their prompt: every sequence of the request, forks included
+  // (they never joined the scheduler), finishes with "length" and the prompt's logprobs.
+  for (int64_t seq_id : prefill_only) {
+    const int64_t request_id = sequences_.at(seq_id).request_id;
+    RequestInfo& request = requests_.at(request_id);
+    for (int64_t id : request.seq_ids) {
+      SequenceOutput out;
+      out.request_id = request_id;
+      out.index = sequences_.at(id).index;
+      out.finished = true;
+      out.finish_reason = FinishReason::kLength;
+      out.prompt_logprobs = request.prompt_logprobs_done;
+      scheduler_.remove(id);
+      if (proposer_) proposer_->forget(id);
+      sequences_.erase(id);
+      outputs.push_back(std::move(out));
+    }
+    requests_.erase(request_id);
   }
   if (proposer_ && step.decode_only) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

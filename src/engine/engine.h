@@ -15,6 +15,12 @@
 // sampling (sampling/speculative_verifier.h): greedy output is token for token that of plain
 // decoding and sampled output follows the target's distribution exactly. A sequence may then
 // produce several tokens in one step.
+//
+// Prompt logprobs (Request::prompt_logprobs): the request's prefill chunks want every row
+// (Scheduler::set_return_all_logits, so its prompt skips the prefix cache: cached tokens have no
+// logits), and when its prompt is done the engine puts every prompt token's raw logprob given the
+// tokens before it on the first SequenceOutput of each of its sequences. Such a request may have
+// max_tokens 0: it finishes (finish reason length) when its prompt is done, sampling nothing.
 #pragma once
 
 #include <cstdint>
@@ -81,7 +87,22 @@ struct Request {
   // engine masks every sampled row with it and advances it with every token taken.
   std::shared_ptr<const TokenConstraintSource> constraint;
   int priority = 0;  // lower runs first
+  // vLLM's prompt_logprobs: when set, N in [0, SamplingParams::kMaxLogprobs] alternatives per
+  // prompt position (SequenceOutput::prompt_logprobs). params.max_tokens may then be 0.
+  std::optional<int> prompt_logprobs;
 };
+
+// The logprob of prompt token p given prompt tokens [0, p), with the sampler's conventions for
+// raw logprobs (sampler.h: log_softmax of the raw logits row; top_logprobs the N most likely
+// tokens, descending, ties to the lower id, the prompt token not added). Position 0 has no
+// context: logprob NaN, rank 0, no alternatives.
+struct PromptLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+  int64_t rank = 0;  // 1 + the number of tokens with a strictly larger logit (vLLM's rank)
+  std::vector<std::pair<int32_t, float>> top_logprobs;
+};
+using PromptLogprobs = std::vector<PromptLogprob>;  // one per prompt position
 
 // What one sequence produced in one step.
 struct SequenceOutput {
@@ -94,6 +115,9 @@ struct SequenceOutput {
   FinishReason finish_reason = FinishReason::kNone;
   std::optional<std::string> stop_string;
   std::optional<int32_t> stop_token;
+  // Request::prompt_logprobs: set on the first output of each sequence of the request (shared by
+  // its sequences), one entry per prompt token; null otherwise.
+  std::shared_ptr<const PromptLogprobs> prompt_logprobs;
 };
 
 class Engine {
@@ -103,7 +127,8 @@ class Engine {
          StepExecutor& executor, ThreadPool& pool, DetokenizerFactory detokenizers = {});
 
   // Validates and queues a request; returns its id. Errors: empty prompt, a token id outside the
-  // vocabulary, invalid sampling parameters (naming the field), a prompt + max_tokens past
+  // vocabulary, invalid sampling parameters (naming the field; max_tokens 0 is valid only with
+  // prompt_logprobs), prompt_logprobs outside [0, kMaxLogprobs], a prompt + max_tokens past
   // max_model_len or past the whole KV cache (stating the limits).
   absl::StatusOr<int64_t> add_request(Request request);
   // Ends every sequence of the request (finish reason "abort") and frees its blocks.
@@ -157,11 +182,18 @@ class Engine {
     std::unique_ptr<IncrementalDetokenizer> detokenizer;
     std::unique_ptr<StopChecker> stop;
     std::unique_ptr<TokenConstraint> constraint;  // null: unconstrained
+    bool prompt_logprobs_sent = false;
   };
   struct RequestInfo {
     SamplingParams params;
     std::vector<int64_t> seq_ids;
     std::vector<Sequence> forks;  // n > 1: sequences 1..n-1 until sequence 0's prompt is done
+    // Request::prompt_logprobs: N, the positions filled so far (chunk by chunk; a preempted
+    // prefill refills them) and, once the prompt is done, the finished list.
+    std::optional<int> prompt_logprobs;
+    SamplingParams prompt_logprob_params;  // logprobs = N: what the sampler's raw logprobs read
+    PromptLogprobs prompt_logprobs_partial;
+    std::shared_ptr<const PromptLogprobs> prompt_logprobs_done;
   };
 
   // Sets plan.sample_candidates and plan.candidate_logsumexp: the least the last stage may return
@@ -203,6 +235,11 @@ class Engine {
   // (`storage` keeps the concatenation alive).
   SequenceSamplingState sampling_state(const Sequence& seq, std::span<const int32_t> extra,
                                        std::vector<int32_t>& storage) const;
+  // Prompt logprobs from the rows of `chunk` (a prefill chunk of `seq` that wants every row,
+  // starting at output row `first_row`); when the chunk completes the prompt, the request's list
+  // is finished and the sequence's later chunks want only their last row again.
+  absl::Status collect_prompt_logprobs(const PlannedChunk& chunk, const Sequence& seq, const StepOutput& output,
+                                       int64_t first_row);
   // One token per row of `output` named by `rows`, for the sequences `seqs` (or, when given,
   // under `states`, one per row, with seqs unused).
   absl::StatusOr<std::vector<SampleResult>> sample(const StepOutput& output,

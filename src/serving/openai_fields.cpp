@@ -1,6 +1,7 @@
 #include "serving/openai_fields.h"
 
 #include "absl/strings/str_cat.h"
+#include "sampling/sampling_params.h"
 
 namespace weft {
 namespace {
@@ -48,7 +49,6 @@ constexpr Refused kRefused[] = {
     {"logits_processors", is_empty_array, "not supported"},
     {"use_beam_search", is_false, "beam search is not supported"},
     {"include_stop_str_in_output", is_false, "not supported; the stop string is never included"},
-    {"prompt_logprobs", nullptr, "prompt logprobs are not supported yet"},
     {"truncate_prompt_tokens", nullptr, "prompt truncation is not supported"},
     {"return_tokens_as_token_ids", is_false, "not supported"},
     {"modalities", [](const json& v) { return v == json::array({"text"}); }, "only [\"text\"] is supported"},
@@ -172,12 +172,6 @@ std::optional<FieldError> unsupported_field(const json& body, bool chat) {
     }
   } else {
     if (field(body, "suffix") != nullptr) return FieldError{"suffix", "suffix: not supported"};
-    const json* echo = field(body, "echo");
-    if (echo != nullptr && *echo == true && field(body, "logprobs") != nullptr) {
-      return FieldError{"echo",
-                        "echo: echo with logprobs is not yet supported (it needs the prompt's logprobs, which the "
-                        "engine does not compute while serving); drop logprobs or echo"};
-    }
   }
   if (const json* so = field(body, "stream_options"); so != nullptr && so->is_object()) {
     if (const json* cu = field(*so, "continuous_usage_stats"); cu != nullptr && *cu != false) {
@@ -190,6 +184,20 @@ std::optional<FieldError> unsupported_field(const json& body, bool chat) {
       return FieldError{"best_of", "best_of: only best_of == n is supported"};
     }
   }
+  return std::nullopt;
+}
+
+std::optional<FieldError> prompt_logprobs_field(const json& body, std::optional<int>& out) {
+  out.reset();
+  const json* v = field(body, "prompt_logprobs");
+  if (v == nullptr) return std::nullopt;
+  constexpr int kMax = SamplingParams::kMaxLogprobs;  // vLLM's --max-logprobs default, 20
+  if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > kMax ||
+      (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(kMax))) {
+    return FieldError{"prompt_logprobs",
+                      absl::StrCat("prompt_logprobs: expected an integer in [0, ", kMax, "], got ", v->dump())};
+  }
+  out = static_cast<int>(v->get<int64_t>());
   return std::nullopt;
 }
 

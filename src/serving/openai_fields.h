@@ -56,15 +56,19 @@ std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::st
 // it holds its no-op value: tools / functions (non-empty), tool_choice / function_call other
 // than "none" / "auto", suffix (completions), best_of other than n, bad_words,
 // allowed_token_ids, logits_processors,
-// use_beam_search, include_stop_str_in_output, prompt_logprobs, truncate_prompt_tokens,
+// use_beam_search, include_stop_str_in_output, truncate_prompt_tokens,
 // return_tokens_as_token_ids, chat_template (a per-request template), modalities other than
 // ["text"], audio, web_search_options, reasoning_effort, spaces_between_special_tokens false,
-// stream_options.continuous_usage_stats, and (completions) echo together with logprobs, which
-// needs the prompt's logprobs.
+// and stream_options.continuous_usage_stats. (prompt_logprobs and echo with logprobs are read by
+// each front end: prompt_logprobs_field.)
 std::optional<FieldError> unsupported_field(const nlohmann::json& body, bool chat);
 
 // The first field of `body` asking for constrained output (response_format other than text,
 // structured_outputs, guided_json / regex / choice / grammar / whitespace_pattern), or null.
 const char* constraint_field(const nlohmann::json& body);
+
+// vLLM's prompt_logprobs: absent / null, or an integer N in [0, 20] (the alternatives per prompt
+// position; vLLM's -1, the whole vocabulary, is refused).
+std::optional<FieldError> prompt_logprobs_field(const nlohmann::json& body, std::optional<int>& out);
 
 }  // namespace weft

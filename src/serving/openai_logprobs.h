@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "nlohmann/json.hpp"
+#include "engine/engine.h"
 #include "sampling/sampler.h"
 
 namespace weft {
@@ -24,6 +25,19 @@ namespace weft {
 // counts them.
 nlohmann::json openai_logprobs(bool chat, std::span<const int32_t> token_ids, std::span<const SampleResult> samples,
                                const std::function<std::string(int32_t)>& token_text, int64_t text_offset);
+
+// The completions-form logprobs of a prompt (Engine's PromptLogprobs, one entry per prompt token):
+// the first token's token_logprobs and top_logprobs are null; each top_logprobs keeps the `top`
+// most likely alternatives. text_offset starts at 0 and adds each token string's length;
+// `*end_offset` gets the offset after the last token (where generated tokens continue).
+nlohmann::json openai_prompt_logprobs(const PromptLogprobs& prompt, int top,
+                                      const std::function<std::string(int32_t)>& token_text, int64_t* end_offset);
+
+// vLLM's prompt_logprobs list: null for the first token, then per token an object keyed by token
+// id (as a string) holding the prompt token and its `top` most likely alternatives, each
+// {"logprob", "rank", "decoded_token"}. Logprobs below -9999 (-inf) are written as -9999, as vLLM.
+nlohmann::json vllm_prompt_logprobs(const PromptLogprobs& prompt, int top,
+                                    const std::function<std::string(int32_t)>& token_text);
 
 // Appends `piece` to `into` (both one form); a null `into` becomes `piece`.
 void append_openai_logprobs(nlohmann::json& into, const nlohmann::json& piece);

@@ -256,6 +256,11 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
     return bad(name, absl::StrCat(name, ": must be in [0, ", SamplingParams::kMaxLogprobs, "], got ", *params->logprobs));
   }
   out.logprobs = params->logprobs.has_value();
+  out.top_logprobs = params->logprobs.value_or(0);
+  if (auto err = prompt_logprobs_field(body, out.prompt_logprobs)) return bad(err->param, err->message);
+  if (out.prompt_logprobs && out.stream) {
+    return bad("prompt_logprobs", "prompt_logprobs: not supported with stream (as vLLM); use echo with logprobs");
+  }
   int priority = 0;
   if (const json* pr = field(body, "priority")) {
     if (!pr->is_number_integer() || (pr->is_number_unsigned() && pr->get<uint64_t>() > (1u << 30)) ||
@@ -293,7 +298,11 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
   if (requested_max < 0 || (requested_max == 0 && !(want_echo && has_max))) {
     return bad(max_param, absl::StrCat("max_tokens: must be at least 1 (or 0 with echo), got ", requested_max));
   }
-  out.generate = requested_max > 0 || !has_max;
+  // The engine computes prompt logprobs for echo + logprobs (completions) and prompt_logprobs.
+  out.echo_logprobs = kind == ApiKind::kCompletion && want_echo && out.logprobs;
+  std::optional<int> engine_prompt_logprobs = out.prompt_logprobs;
+  if (out.echo_logprobs) engine_prompt_logprobs = std::max(engine_prompt_logprobs.value_or(0), out.top_logprobs);
+  out.generate = requested_max > 0 || !has_max || engine_prompt_logprobs.has_value();
   // The output constraint, compiled once for every prompt and choice.
   std::shared_ptr<const TokenConstraintSource> constraint;
   if (const char* asked = constraint_field(body)) {
@@ -312,11 +321,12 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
     prompt.engine_request.constraint = constraint;
     prompt.engine_request.priority = priority;
     prompt.engine_request.prompt_ids = std::move(prompt_ids[i]);
+    prompt.engine_request.prompt_logprobs = engine_prompt_logprobs;
     prompt.echo = std::move(echo[i]);
     const int64_t prompt_len = static_cast<int64_t>(prompt.engine_request.prompt_ids.size());
     const std::string which = prompt_ids.size() > 1 ? absl::StrCat(" (prompt[", i, "])") : std::string();
     int& max_tokens = prompt.engine_request.params.max_tokens;
-    if (out.generate) {
+    if (out.generate && max_tokens > 0) {
       if (prompt_len >= model.max_model_len) {
         return bad(prompt_param,
                    absl::StrCat("This model's maximum context length is ", model.max_model_len,
@@ -335,7 +345,10 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
                  "context_length_exceeded");
     }
     if (out.generate) {
-      if (auto v = prompt.engine_request.params.validate(model.vocab_size); !v.ok()) return api_error_from_status(v);
+      // max_tokens 0 (prompt logprobs only) is the engine's to allow; the other fields are checked here.
+      SamplingParams checked = prompt.engine_request.params;
+      checked.max_tokens = std::max(checked.max_tokens, 1);
+      if (auto v = checked.validate(model.vocab_size); !v.ok()) return api_error_from_status(v);
     }
     out.prompts.push_back(std::move(prompt));
   }

@@ -17,12 +17,17 @@
 //   ignore_eos, skip_special_tokens), logprobs (completions: an integer; chat: a boolean, with
 //   top_logprobs an integer), chat_template_kwargs and documents (chat: template variables).
 //   Chat requests without max_tokens may use the rest of the context; completions default to 16.
-//   max_tokens 0 is accepted with echo only: the reply is the echo, finish_reason "length", and
-//   nothing runs on the engine.
+//   Prompt logprobs: completions echo with logprobs N puts the prompt tokens' logprobs (null for
+//   the first token) before the generated ones in each choice's logprobs, as vLLM and OpenAI's
+//   legacy completions do; vLLM's prompt_logprobs N (completions and chat, not with stream) adds
+//   vLLM's prompt_logprobs list (per choice for completions, top-level for chat). Either makes the
+//   engine compute them (Request::prompt_logprobs, the larger N of the two).
+//   max_tokens 0 is accepted with echo only: the reply is the echo, finish_reason "length"; the
+//   engine runs (the prompt only) when prompt logprobs are wanted, and not at all otherwise.
 // Refused with a 400 naming the field: the fields of unsupported_field (openai_fields.h: among
-// them response_format other than text, tools, suffix, best_of other than n, echo with
-// logprobs), stream_options without stream, and a prompt that with max_tokens does not fit
-// max_model_len (stating both limits, code "context_length_exceeded").
+// them response_format other than text, tools, suffix, best_of other than n), prompt_logprobs
+// outside [0, 20] or with stream, stream_options without stream, and a prompt that with
+// max_tokens does not fit max_model_len (stating both limits, code "context_length_exceeded").
 #pragma once
 
 #include <cstdint>
@@ -90,8 +95,13 @@ struct GenerationRequest {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;  // format logprobs in the response
-  // false: max_tokens 0 with echo; every choice is its echo, finished with "length", and no
-  // engine request is submitted.
+  int top_logprobs = 0;    // with logprobs: the alternatives per token (the request's N)
+  // Completions echo + logprobs: the choices' logprobs start with the prompt's.
+  bool echo_logprobs = false;
+  // vLLM's prompt_logprobs N: the response carries vLLM's prompt_logprobs list.
+  std::optional<int> prompt_logprobs;
+  // false: max_tokens 0 with echo and no prompt logprobs; every choice is its echo, finished
+  // with "length", and no engine request is submitted.
   bool generate = true;
   std::string role = "assistant";  // chat: the reply's role (chat_reply_role)
 

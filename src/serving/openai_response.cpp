@@ -44,6 +44,20 @@ ResponseBuilder::ResponseBuilder(ApiKind kind, std::string model_name, std::vect
   for (size_t i = 0; i < echo.size(); ++i) choices_[i].echo = std::move(echo[i]);
 }
 
+void ResponseBuilder::set_prompt_logprobs(bool echo_logprobs, int top, std::optional<int> prompt_logprobs) {
+  echo_logprobs_ = echo_logprobs;
+  top_logprobs_ = top;
+  prompt_logprobs_ = prompt_logprobs;
+}
+
+json ResponseBuilder::prompt_logprobs_for(const StreamEvent& e, Choice& c) const {
+  if (!e.output.prompt_logprobs) return json();
+  auto text = [this](int32_t id) { return token_text(id); };
+  if (prompt_logprobs_) c.prompt_logprobs = vllm_prompt_logprobs(*e.output.prompt_logprobs, *prompt_logprobs_, text);
+  if (!echo_logprobs_ || kind_ != ApiKind::kCompletion) return json();
+  return openai_prompt_logprobs(*e.output.prompt_logprobs, top_logprobs_, text, &c.text_offset);
+}
+
 std::vector<StreamEvent> ResponseBuilder::finish_all_events() const {
   std::vector<StreamEvent> events(choices_.size());
   for (size_t i = 0; i < events.size(); ++i) {
@@ -99,10 +113,14 @@ std::string ResponseBuilder::stream_events(const std::vector<StreamEvent>& event
         c.echo.clear();
       }
     }
-    // Completions: the echo goes before the choice's first text.
+    // Completions: the echo goes before the choice's first text (and the prompt's logprobs
+    // before the first tokens' logprobs).
     std::string text = std::move(c.echo) + e.output.text;
     c.echo.clear();
-    const bool has_logprobs = logprobs_ && !e.output.token_ids.empty();
+    json logprobs = prompt_logprobs_for(e, c);
+    const bool after_prompt = !logprobs.is_null();
+    if (logprobs_ && !e.output.token_ids.empty()) append_openai_logprobs(logprobs, logprobs_for(e, c));
+    const bool has_logprobs = !logprobs.is_null();
     if (text.empty() && !has_logprobs && !e.output.finished) continue;
     json choice = {{"index", index}};
     if (kind_ == ApiKind::kChat) {
@@ -110,8 +128,9 @@ std::string ResponseBuilder::stream_events(const std::vector<StreamEvent>& event
     } else {
       choice["text"] = text;
     }
-    choice["logprobs"] = has_logprobs ? logprobs_for(e, c) : json();
-    c.text_offset += utf8_code_points(text);
+    choice["logprobs"] = logprobs;
+    // After the prompt's logprobs, offsets continue from their tokens' text (vLLM's count).
+    c.text_offset += utf8_code_points(after_prompt ? e.output.text : text);
     if (e.output.finished) {
       c.finish_reason = std::string(finish_reason_name(e.output.finish_reason));
       if (any_finish_reason_.empty()) any_finish_reason_ = c.finish_reason;
@@ -153,6 +172,7 @@ void ResponseBuilder::add_events(const std::vector<StreamEvent>& events) {
     if (index >= choices_.size()) continue;
     Choice& c = choices_[index];
     completion_tokens_ += static_cast<int64_t>(e.output.token_ids.size());
+    if (json prompt = prompt_logprobs_for(e, c); !prompt.is_null()) append_openai_logprobs(c.logprobs, prompt);
     if (logprobs_ && !e.output.token_ids.empty()) append_openai_logprobs(c.logprobs, logprobs_for(e, c));
     c.text += e.output.text;
     c.text_offset += utf8_code_points(e.output.text);
@@ -178,6 +198,7 @@ std::string ResponseBuilder::full_response() const {
                          {"text", c.echo + c.text},
                          {"logprobs", lp},
                          {"finish_reason", c.finish_reason.empty() ? json() : json(c.finish_reason)}});
+      if (prompt_logprobs_) choices.back()["prompt_logprobs"] = c.prompt_logprobs;
     }
   }
   json body = {{"id", id_},
@@ -186,6 +207,8 @@ std::string ResponseBuilder::full_response() const {
                {"model", model_},
                {"choices", choices},
                {"usage", usage()}};
+  // Chat has one prompt: vLLM puts its list beside the choices.
+  if (kind_ == ApiKind::kChat && prompt_logprobs_) body["prompt_logprobs"] = choices_.front().prompt_logprobs;
   return dump(body);
 }
 

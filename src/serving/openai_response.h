@@ -13,10 +13,16 @@
 // the role delta (as vLLM), and puts it before the message content otherwise.
 // A request of several prompts is one builder: events come with their choice index already
 // offset (prompt_index * n + index).
+// Prompt logprobs (set_prompt_logprobs), from the event that carries them
+// (SequenceOutput::prompt_logprobs): with echo_logprobs, a completion choice's logprobs start
+// with the prompt tokens' (openai_prompt_logprobs; generated tokens' text_offset continues after
+// them); with vLLM's prompt_logprobs N, a completion choice gets "prompt_logprobs" and a chat
+// response a top-level "prompt_logprobs" (vllm_prompt_logprobs; not streamed).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +39,9 @@ class ResponseBuilder {
   // `role`: the chat reply's role.
   ResponseBuilder(ApiKind kind, std::string model_name, std::vector<std::string> echo, bool logprobs,
                   std::shared_ptr<const Tokenizer> tokenizer, int64_t prompt_tokens, std::string role = "assistant");
+
+  // What the prompt logprobs of events go to (see above); `top`: echo's alternatives per token.
+  void set_prompt_logprobs(bool echo_logprobs, int top, std::optional<int> prompt_logprobs);
 
   // Events that finish every choice at once with "length" and no tokens (max_tokens 0 with echo).
   std::vector<StreamEvent> finish_all_events() const;
@@ -63,14 +72,22 @@ class ResponseBuilder {
     nlohmann::json logprobs;   // accumulated (non-streaming)
     int64_t text_offset = 0;   // completions logprobs: code points of text so far
     bool role_sent = false;
+    nlohmann::json prompt_logprobs;  // vLLM's list, once the event carrying it came
   };
   nlohmann::json logprobs_for(const StreamEvent& e, Choice& c) const;
+  // The prompt part of a choice's logprobs from `e` (null when the event has none or echo
+  // logprobs are off); sets c.text_offset to where generated tokens continue. Records vLLM's
+  // prompt_logprobs list in `c` when asked for.
+  nlohmann::json prompt_logprobs_for(const StreamEvent& e, Choice& c) const;
   nlohmann::json usage() const;
   std::string token_text(int32_t id) const;
 
   ApiKind kind_;
   std::string model_;
   bool logprobs_;
+  bool echo_logprobs_ = false;
+  int top_logprobs_ = 0;
+  std::optional<int> prompt_logprobs_;
   std::string role_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   int64_t prompt_tokens_;

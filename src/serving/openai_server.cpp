@@ -269,6 +269,7 @@ void OpenAiServer::start_generation(ConnectionId conn, ApiKind kind,
   }
   a->builder = std::make_unique<ResponseBuilder>(kind, model_.name, std::move(echo), req.logprobs, model_.tokenizer,
                                                  prompt_tokens, req.role);
+  a->builder->set_prompt_logprobs(req.echo_logprobs, req.top_logprobs, req.prompt_logprobs);
   // One pump task in flight per request at most, however many steps the engine runs meanwhile.
   for (auto& part : a->parts) {
     part.stream->set_notify([this, conn, flag = a->pump_scheduled] {

@@ -1,6 +1,7 @@
 """End-to-end tests of the chat and completions fields weft serve took over from vLLM / OpenAI:
 assistant prefill (continue_final_message, add_generation_prompt), chat echo, text parts, lists of
-prompts, completions echo (with max_tokens 0), /v1/models/{id}, and the refusals that go with them,
+prompts, completions echo (with max_tokens 0), prompt logprobs (echo + logprobs, vLLM's
+prompt_logprobs; summed, equal to `weft perplexity`'s scoring), /v1/models/{id}, and the refusals that go with them,
 through the official `openai` client against a real `weft serve` on configs/default-model (a small
 Llama trained on the KJV Bible, with a chat template of its own).
 
@@ -223,20 +224,141 @@ class CompletionsTest(unittest.TestCase):
             self.assertEqual(ctx.exception.body["param"], param, ctx.exception.body)
             if contains:
                 self.assertIn(contains, ctx.exception.body["message"])
-        # Prompt logprobs are not computed while serving: echo + logprobs is named, not faked.
-        refused("echo", "echo with logprobs", echo=True, logprobs=1, max_tokens=0)
-        refused("echo", "echo with logprobs", echo=True, logprobs=0, max_tokens=4)
         refused("max_tokens", max_tokens=0)
+        refused("max_tokens", max_tokens=0, logprobs=1)  # max_tokens 0 needs echo
         refused("suffix", suffix="Amen", max_tokens=2)
         refused("guided_regex", "invalid regular expression", max_tokens=2, extra_body={"guided_regex": "[a-z"})
         refused("bad_words", max_tokens=2, extra_body={"bad_words": ["God"]})
-        refused("prompt_logprobs", max_tokens=2, extra_body={"prompt_logprobs": 1})
+        refused("prompt_logprobs", max_tokens=2, extra_body={"prompt_logprobs": 21})
+        refused("prompt_logprobs", "stream", max_tokens=2, stream=True, extra_body={"prompt_logprobs": 1})
         status, _, body = SERVER.request("POST", "/v1/completions",
                                          {"model": MODEL, "prompt": ["In the beginning", 3], "max_tokens": 2})
         self.assertEqual(status, 400, body)
         err = assert_openai_error_shape(self, body)
         self.assertEqual(err["param"], "prompt")
         self.assertIn("prompt[1]", err["message"])
+
+
+class PromptLogprobsTest(unittest.TestCase):
+    """Completions echo + logprobs (+ max_tokens 0: lm-eval-harness's loglikelihood) and vLLM's
+    prompt_logprobs: the engine scores every prompt token given the ones before it."""
+    TEXTS = ["In the beginning God created the heaven and the earth.",
+             "And the earth was without form, and void; and darkness was upon the face of the deep."]
+
+    def score_with_perplexity(self, text):
+        """-NLL of the text's tokens after the first, from `weft perplexity` (Engine::score)."""
+        import tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write(text)
+        try:
+            out = subprocess.run([ARGS.weft, "perplexity", "--model", ARGS.model, "--text", f.name,
+                                  "--context", "512", "--threads", "2"],
+                                 check=True, capture_output=True, text=True).stdout
+        finally:
+            os.unlink(f.name)
+        got = json.loads(out.strip().splitlines()[-1])
+        self.assertEqual(got["windows"], 1)
+        return -got["nll_per_token"] * got["tokens"], got["tokens"]
+
+    def test_echo_logprobs_with_max_tokens_zero_equal_scoring(self):
+        r = CLIENT.completions.create(model=MODEL, prompt=self.TEXTS, max_tokens=0, echo=True, logprobs=1)
+        self.assertEqual(len(r.choices), 2)
+        self.assertEqual(r.usage.completion_tokens, 0)
+        for text, choice in zip(self.TEXTS, r.choices):
+            self.assertEqual(choice.text, text)
+            self.assertEqual(choice.finish_reason, "length")
+            lp = choice.logprobs
+            ids = tokenize({"prompt": text})
+            self.assertEqual(len(lp.tokens), len(ids))
+            self.assertIsNone(lp.token_logprobs[0])
+            self.assertIsNone(lp.top_logprobs[0])
+            self.assertTrue(all(x <= 0 for x in lp.token_logprobs[1:]))
+            self.assertTrue(all(len(t) == 1 for t in lp.top_logprobs[1:]))
+            # The best alternative is at least as likely as the prompt token.
+            for got, top in zip(lp.token_logprobs[1:], lp.top_logprobs[1:]):
+                self.assertGreaterEqual(max(top.values()), got - 1e-6)
+            self.assertEqual(lp.text_offset[0], 0)
+            self.assertEqual(lp.text_offset, sorted(lp.text_offset))
+            total, scored = self.score_with_perplexity(text)
+            self.assertEqual(scored, len(ids) - 1)
+            self.assertAlmostEqual(sum(lp.token_logprobs[1:]), total, delta=1e-3 * max(1.0, abs(total)))
+
+    def test_echo_logprobs_before_the_generated_ones(self):
+        text = self.TEXTS[0]
+        plain = CLIENT.completions.create(prompt=text, max_tokens=5, logprobs=2, **GREEDY).choices[0]
+        prompt_only = CLIENT.completions.create(model=MODEL, prompt=text, max_tokens=0, echo=True,
+                                                logprobs=2).choices[0].logprobs
+        r = CLIENT.completions.create(prompt=text, max_tokens=5, logprobs=2, echo=True, **GREEDY).choices[0]
+        self.assertEqual(r.text, text + plain.text)
+        n = len(prompt_only.tokens)
+        self.assertEqual(r.logprobs.tokens, prompt_only.tokens + plain.logprobs.tokens)
+        self.assertEqual(r.logprobs.token_logprobs[:n], prompt_only.token_logprobs)
+        for a, b in zip(r.logprobs.token_logprobs[n:], plain.logprobs.token_logprobs):
+            self.assertAlmostEqual(a, b, places=5)
+        # Generated tokens' offsets continue after the prompt tokens' text.
+        self.assertEqual(r.logprobs.text_offset[n], prompt_only.text_offset[-1] + len(prompt_only.tokens[-1]))
+        # Streamed: the first chunk carries the prompt's logprobs, then the generated ones follow.
+        chunks = list(CLIENT.completions.create(prompt=text, max_tokens=5, logprobs=2, echo=True, stream=True,
+                                                **GREEDY))
+        tokens, logprobs = [], []
+        for c in chunks:
+            if c.choices and c.choices[0].logprobs:
+                tokens += c.choices[0].logprobs.tokens
+                logprobs += c.choices[0].logprobs.token_logprobs
+        self.assertEqual(tokens, r.logprobs.tokens)
+        self.assertIsNone(logprobs[0])
+        for a, b in zip(logprobs[1:], r.logprobs.token_logprobs[1:]):
+            self.assertAlmostEqual(a, b, places=5)
+
+    def test_vllm_prompt_logprobs(self):
+        text = self.TEXTS[1]
+        echoed = CLIENT.completions.create(model=MODEL, prompt=text, max_tokens=0, echo=True,
+                                           logprobs=0).choices[0].logprobs
+        ids = tokenize({"prompt": text})
+        r = CLIENT.completions.create(prompt=text, max_tokens=2, n=2, extra_body={"prompt_logprobs": 2, "seed": 1},
+                                      model=MODEL)
+        for choice in r.choices:
+            plp = choice.model_extra["prompt_logprobs"]
+            self.assertEqual(len(plp), len(ids))
+            self.assertIsNone(plp[0])
+            for p in range(1, len(ids)):
+                entry = plp[p]
+                self.assertIn(str(ids[p]), entry)
+                self.assertAlmostEqual(entry[str(ids[p])]["logprob"], echoed.token_logprobs[p], places=5)
+                self.assertGreaterEqual(entry[str(ids[p])]["rank"], 1)
+                self.assertIn(len(entry), (2, 3))  # the prompt token and the 2 best (it may be one)
+                # The alternatives are ranks 1 and 2 (one of them may be the prompt token itself).
+                self.assertTrue({v["rank"] for k, v in entry.items() if k != str(ids[p])} <= {1, 2})
+                self.assertTrue({1, 2} <= {v["rank"] for v in entry.values()})
+            self.assertIsNone(choice.logprobs)
+        # Chat: one list beside the choices, for the rendered prompt.
+        messages = [{"role": "user", "content": "Tell me of the creation."}]
+        chat = CLIENT.chat.completions.create(model=MODEL, messages=messages, max_tokens=2,
+                                              extra_body={"prompt_logprobs": 0})
+        plp = chat.model_extra["prompt_logprobs"]
+        self.assertEqual(len(plp), len(tokenize({"messages": messages})))
+        self.assertIsNone(plp[0])
+        self.assertTrue(all(len(e) == 1 for e in plp[1:]))
+
+    def test_matches_transformers(self):
+        try:
+            import torch
+            import transformers
+        except ImportError:
+            self.skipTest("torch / transformers not installed")
+        text = self.TEXTS[0]
+        ids = tokenize({"prompt": text})
+        lp = CLIENT.completions.create(model=MODEL, prompt=text, max_tokens=0, echo=True,
+                                       logprobs=0).choices[0].logprobs
+        model = transformers.AutoModelForCausalLM.from_pretrained(ARGS.model, torch_dtype=torch.float32)
+        with torch.no_grad():
+            logits = model(torch.tensor([ids])).logits[0].double()
+        ref = torch.log_softmax(logits, dim=-1)
+        # The server's default KV cache and matmul settings, not the golden tests' F32 ones.
+        expected = [ref[p - 1, ids[p]].item() for p in range(1, len(ids))]
+        for got, want in zip(lp.token_logprobs[1:], expected):
+            self.assertAlmostEqual(got, want, delta=1e-2)
+        self.assertAlmostEqual(sum(lp.token_logprobs[1:]), sum(expected), delta=1e-3 * abs(sum(expected)))
 
 
 if __name__ == "__main__":

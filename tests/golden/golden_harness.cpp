@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 
 #include "engine/local_executor.h"
@@ -216,6 +217,85 @@ std::vector<float> log_softmax_row(const Tensor& logits, int64_t row) {
   std::vector<float> out(vocab);
   for (int64_t v = 0; v < vocab; ++v) out[v] = static_cast<float>(p[v] - lse);
   return out;
+}
+
+PromptLogprobRun run_prompt_logprobs(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int top,
+                                     SamplingParams params) {
+  PromptLogprobRun run;
+  const size_t n = static_cast<size_t>(params.n);
+  run.prompt_logprobs.assign(prompts.size(), std::vector<std::shared_ptr<const PromptLogprobs>>(n));
+  run.times_carried.assign(prompts.size(), std::vector<int>(n, 0));
+  run.carried_first.assign(prompts.size(), std::vector<bool>(n, false));
+  run.ids.assign(prompts.size(), std::vector<std::vector<int32_t>>(n));
+  run.finish_reasons.assign(prompts.size(), std::vector<FinishReason>(n, FinishReason::kNone));
+  std::vector<std::vector<int>> outputs_seen(prompts.size(), std::vector<int>(n, 0));
+  std::map<int64_t, size_t> index_of;
+  params.ignore_eos = true;
+  const std::optional<uint64_t> seed = params.seed;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Request request;
+    request.prompt_ids = prompts[i];
+    request.params = params;
+    request.prompt_logprobs = top;
+    if (seed) request.params.seed = *seed + i;
+    auto id = engine.add_request(request);
+    if (!id.ok()) throw std::runtime_error(std::string(id.status().message()));
+    index_of[*id] = i;
+  }
+  while (engine.has_unfinished()) {
+    auto outputs = engine.step();
+    if (!outputs.ok()) throw std::runtime_error(std::string(outputs.status().message()));
+    for (const SequenceOutput& o : *outputs) {
+      auto known = index_of.find(o.request_id);
+      if (known == index_of.end()) continue;  // another caller's request
+      const size_t i = known->second;
+      const size_t s = static_cast<size_t>(o.index);
+      if (o.prompt_logprobs) {
+        run.prompt_logprobs[i][s] = o.prompt_logprobs;
+        ++run.times_carried[i][s];
+        run.carried_first[i][s] = outputs_seen[i][s] == 0;
+      }
+      ++outputs_seen[i][s];
+      run.ids[i][s].insert(run.ids[i][s].end(), o.token_ids.begin(), o.token_ids.end());
+      if (o.finished) run.finish_reasons[i][s] = o.finish_reason;
+    }
+  }
+  return run;
+}
+
+std::string check_prompt_logprobs(const PromptLogprobs& got, const std::vector<int32_t>& prompt, const Tensor& logits,
+                                  int top, float tolerance) {
+  if (got.size() != prompt.size()) {
+    return "got " + std::to_string(got.size()) + " positions for a prompt of " + std::to_string(prompt.size());
+  }
+  if (got[0].token != prompt[0] || !std::isnan(got[0].logprob) || got[0].rank != 0 || !got[0].top_logprobs.empty()) {
+    return "position 0 is not empty";
+  }
+  for (size_t p = 1; p < prompt.size(); ++p) {
+    const std::vector<float> ref = log_softmax_row(logits, static_cast<int64_t>(p) - 1);
+    const PromptLogprob& e = got[p];
+    const std::string at = "position " + std::to_string(p) + ": ";
+    if (e.token != prompt[p]) return at + "token " + std::to_string(e.token);
+    if (!(std::fabs(e.logprob - ref[prompt[p]]) < tolerance)) {
+      return at + "logprob " + std::to_string(e.logprob) + ", reference " + std::to_string(ref[prompt[p]]);
+    }
+    int64_t surely_larger = 0, maybe_larger = 0;
+    for (float v : ref) {
+      surely_larger += v > ref[prompt[p]] + tolerance;
+      maybe_larger += v > ref[prompt[p]] - tolerance;
+    }
+    if (e.rank < surely_larger + 1 || e.rank > maybe_larger + 1) return at + "rank " + std::to_string(e.rank);
+    if (static_cast<int>(e.top_logprobs.size()) != top) return at + std::to_string(e.top_logprobs.size()) + " alternatives";
+    std::vector<float> sorted = ref;
+    std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+    for (size_t j = 0; j < e.top_logprobs.size(); ++j) {
+      const auto& [id, lp] = e.top_logprobs[j];
+      if (!(std::fabs(lp - ref[id]) < tolerance)) return at + "alternative " + std::to_string(id) + " logprob";
+      if (!(std::fabs(lp - sorted[j]) < tolerance)) return at + "alternative " + std::to_string(j) + " is not the next most likely";
+      if (j > 0 && lp > e.top_logprobs[j - 1].second) return at + "alternatives not in descending order";
+    }
+  }
+  return "";
 }
 
 }  // namespace weft::golden

@@ -71,6 +71,26 @@ SamplingParams greedy_logprobs_params();
 // otherwise what differs first.
 std::string compare_runs(const GreedyRun& a, const GreedyRun& b, float tolerance);
 
+// Runs each prompt as one request with Request::prompt_logprobs = `top` and `params` (max_tokens as
+// given, 0 for prefill only; ignore_eos set; prompt i gets seed params.seed + i), all submitted
+// together. Per prompt and sequence: the prompt logprobs its outputs carried (the first output),
+// how many outputs carried them, and its generated tokens.
+struct PromptLogprobRun {
+  std::vector<std::vector<std::shared_ptr<const PromptLogprobs>>> prompt_logprobs;  // [prompt][seq]
+  std::vector<std::vector<int>> times_carried;                                       // [prompt][seq]
+  std::vector<std::vector<bool>> carried_first;  // [prompt][seq]: on the sequence's first output
+  std::vector<std::vector<std::vector<int32_t>>> ids;                                // [prompt][seq]
+  std::vector<std::vector<FinishReason>> finish_reasons;                             // [prompt][seq]
+};
+PromptLogprobRun run_prompt_logprobs(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int top,
+                                     SamplingParams params);
+// Empty when `got` holds, for each position p >= 1 of `prompt`, log_softmax(logits[p - 1])[prompt[p]]
+// within `tolerance`, a rank consistent with it, and the `top` most likely alternatives (their
+// logprobs within `tolerance`, none missing beyond near-ties); position 0 empty. Otherwise what
+// differs first.
+std::string check_prompt_logprobs(const PromptLogprobs& got, const std::vector<int32_t>& prompt, const Tensor& logits,
+                                  int top, float tolerance);
+
 // max |a - b| over two F32 tensors of the same shape.
 float max_abs_diff(const Tensor& a, const Tensor& b);
 // Row r of a [rows, vocab] F32 tensor, log-softmaxed.

@@ -28,6 +28,28 @@ struct Checks {
   }
 };
 
+// Prompt logprobs (Request::prompt_logprobs) of the four prompts batched, prefill only and then
+// followed by greedy tokens, against log_softmax of transformers' prompt logits.
+void check_prompt_logprobs(Engine& engine, const Reference& ref, const std::string& what, Checks& checks) {
+  for (int max_tokens : {0, 8}) {
+    SamplingParams params;
+    params.temperature = 0.0f;
+    params.max_tokens = max_tokens;
+    const golden::PromptLogprobRun run = golden::run_prompt_logprobs(engine, ref.prompts, 3, params);
+    for (int i = 0; i < golden::kNumPrompts; ++i) {
+      const std::string where = what + " prompt " + std::to_string(i) + " prompt logprobs, max_tokens " +
+                                std::to_string(max_tokens);
+      const auto& got = run.prompt_logprobs[i][0];
+      const std::string diff = got == nullptr ? "none reported"
+                                              : golden::check_prompt_logprobs(*got, ref.prompts[i], ref.prompt_logits[i],
+                                                                              3, 2 * kTolerance);
+      checks.expect(diff.empty(), where + ": " + diff);
+      const std::vector<int32_t> expected(ref.greedy_ids[i].begin(), ref.greedy_ids[i].begin() + max_tokens);
+      checks.expect(run.ids[i][0] == expected, where + ": greedy tokens after them");
+    }
+  }
+}
+
 int run(int argc, char** argv) {
   if (argc < 4 || argc > 6) {
     std::fprintf(stderr, "usage: mpi_golden_check MODEL TP PP [EP [ngram|draft]]\n");
@@ -100,6 +122,9 @@ int run(int argc, char** argv) {
                                                              " greedy tokens, speculating (" + speculative + ")");
         }
       }
+      // A prompt-logprobs request's prefill chunks (every row wanted) never carry guesses; its
+      // decode steps do, and its tokens stay the greedy ones.
+      check_prompt_logprobs(engine.engine(), ref, name + " speculating", checks);
       const SpeculationStats& stats = engine.engine().speculation_stats();
       checks.expect(stats.num_drafts > 0 || speculative == "ngram", "no guesses were verified");
       checks.expect(speculative != "draft" || stats.acceptance_rate() > 0.9,
@@ -134,6 +159,8 @@ int run(int argc, char** argv) {
                           (with_logprobs ? "" : " (argmax on the last stage)"));
       }
     }
+    // Prompt logprobs: every row of the prefill chunks gathered from the last stage.
+    check_prompt_logprobs(engine.engine(), ref, name, checks);
     // Seeded top-k sampling and greedy with logprobs: the last stage returns each row's
     // candidates (and log-sum-exp) merged over its TP group, and tokens and logprobs equal those
     // from the full gathered logits.

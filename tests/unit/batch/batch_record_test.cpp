@@ -79,6 +79,29 @@ TEST(BatchRecordTest, OutputRecordsFollowTheOpenAiBatchFormat) {
   EXPECT_EQ(comp["response"]["body"]["choices"][0]["token_ids"], nlohmann::json({5, 6}));
 }
 
+TEST(BatchRecordTest, PromptLogprobsGoWhereVllmPutsThem) {
+  BatchResult r;
+  r.endpoint = BatchEndpoint::kCompletions;
+  r.custom_id = "req-2";
+  r.model = "m";
+  r.prompt_tokens = 2;
+  r.choices = {{"a", {5}, "length"}, {"b", {6}, "length"}};
+  r.prompt_logprobs = 0;
+  r.prompt_logprobs_list = nlohmann::json::array({nullptr, {{"7", {{"logprob", -1.0}, {"rank", 2}}}}});
+  nlohmann::json body = nlohmann::json::parse(record_line(output_record(r, 1)))["response"]["body"];
+  EXPECT_EQ(body["choices"][0]["prompt_logprobs"], r.prompt_logprobs_list);
+  EXPECT_EQ(body["choices"][1]["prompt_logprobs"], r.prompt_logprobs_list);
+  EXPECT_FALSE(body.contains("prompt_logprobs"));
+  r.endpoint = BatchEndpoint::kChatCompletions;
+  body = nlohmann::json::parse(record_line(output_record(r, 1)))["response"]["body"];
+  EXPECT_EQ(body["prompt_logprobs"], r.prompt_logprobs_list);
+  EXPECT_FALSE(body["choices"][0].contains("prompt_logprobs"));
+  // Not asked for: absent.
+  r.prompt_logprobs.reset();
+  body = nlohmann::json::parse(record_line(output_record(r, 1)))["response"]["body"];
+  EXPECT_FALSE(body.contains("prompt_logprobs"));
+}
+
 TEST(BatchRecordTest, ErrorRecordsCarryTheLineAndNeverThrowOnBadUtf8) {
   const std::string line = record_line(error_record(std::nullopt, 12, "invalid_request", "bad \xff byte"));
   ASSERT_EQ(line.back(), '\n');

@@ -171,13 +171,62 @@ TEST(OpenAiRequestTest, MaxTokensZeroOnlyWithEcho) {
   EXPECT_FALSE(g.generate);
 }
 
-TEST(OpenAiRequestTest, EchoWithLogprobsIsRefusedByName) {
-  ApiError e = error_of({{"prompt", "x"}, {"echo", true}, {"logprobs", 1}, {"max_tokens", 0}});
-  EXPECT_EQ(e.status, 400);
-  EXPECT_EQ(e.param, "echo");
-  EXPECT_NE(e.message.find("echo with logprobs"), std::string::npos) << e.message;
+TEST(OpenAiRequestTest, EchoWithLogprobsAsksTheEngineForPromptLogprobs) {
+  // lm-eval-harness's loglikelihood request: prefill only, on the engine.
+  GenerationRequest g = parsed({{"prompt", {"a b", "c"}}, {"echo", true}, {"logprobs", 1}, {"max_tokens", 0}});
+  EXPECT_TRUE(g.generate);
+  EXPECT_TRUE(g.echo_logprobs);
+  EXPECT_TRUE(g.logprobs);
+  EXPECT_EQ(g.top_logprobs, 1);
+  EXPECT_FALSE(g.prompt_logprobs.has_value());
+  ASSERT_EQ(g.prompts.size(), 2u);
+  for (const GenerationPrompt& p : g.prompts) {
+    EXPECT_EQ(p.engine_request.prompt_logprobs, 1);
+    EXPECT_EQ(p.engine_request.params.max_tokens, 0);
+  }
+  EXPECT_EQ(g.prompts[0].echo, "a b");
+  // With generation: the prompt's logprobs and then the generated ones.
+  g = parsed({{"prompt", "x"}, {"echo", true}, {"logprobs", 0}, {"max_tokens", 3}});
+  EXPECT_TRUE(g.echo_logprobs);
+  EXPECT_EQ(g.prompts[0].engine_request.prompt_logprobs, 0);
+  EXPECT_EQ(g.prompts[0].engine_request.params.max_tokens, 3);
+  // A prompt that fills the context can be scored (nothing is generated).
+  ServedModel small = qwen_model();
+  small.max_model_len = 2;
+  g = parsed({{"prompt", {1, 2}}, {"echo", true}, {"logprobs", 2}, {"max_tokens", 0}}, ApiKind::kCompletion, small);
+  EXPECT_TRUE(g.generate);
+  EXPECT_EQ(g.prompts[0].engine_request.prompt_logprobs, 2);
   // echo false with logprobs is an ordinary request.
-  EXPECT_TRUE(parsed({{"prompt", "x"}, {"echo", false}, {"logprobs", 1}}).logprobs);
+  g = parsed({{"prompt", "x"}, {"echo", false}, {"logprobs", 1}});
+  EXPECT_TRUE(g.logprobs);
+  EXPECT_FALSE(g.echo_logprobs);
+  EXPECT_FALSE(g.prompts[0].engine_request.prompt_logprobs.has_value());
+  // max_tokens 0 without echo is still refused, logprobs or not.
+  EXPECT_EQ(error_of({{"prompt", "x"}, {"logprobs", 1}, {"max_tokens", 0}}).param, "max_tokens");
+}
+
+TEST(OpenAiRequestTest, VllmPromptLogprobs) {
+  // Completions: the larger N of logprobs (with echo) and prompt_logprobs goes to the engine.
+  GenerationRequest g = parsed({{"prompt", "x y"}, {"prompt_logprobs", 2}, {"max_tokens", 1}});
+  EXPECT_EQ(g.prompt_logprobs, 2);
+  EXPECT_FALSE(g.echo_logprobs);
+  EXPECT_EQ(g.prompts[0].engine_request.prompt_logprobs, 2);
+  g = parsed({{"prompt", "x y"}, {"prompt_logprobs", 1}, {"echo", true}, {"logprobs", 4}, {"max_tokens", 0}});
+  EXPECT_EQ(g.prompt_logprobs, 1);
+  EXPECT_EQ(g.prompts[0].engine_request.prompt_logprobs, 4);
+  // Chat, prefill only with echo.
+  const json chat = {{{"role", "user"}, {"content", "hi"}}};
+  g = parsed({{"messages", chat}, {"prompt_logprobs", 0}, {"echo", true}, {"max_tokens", 0}}, ApiKind::kChat);
+  EXPECT_TRUE(g.generate);
+  EXPECT_EQ(g.prompt_logprobs, 0);
+  EXPECT_EQ(g.prompts[0].engine_request.prompt_logprobs, 0);
+  EXPECT_EQ(g.prompts[0].engine_request.params.max_tokens, 0);
+  // Chat's echo with logprobs is not completions' prompt-logprobs echo.
+  g = parsed({{"messages", chat}, {"echo", true}, {"logprobs", true}, {"max_tokens", 2}}, ApiKind::kChat);
+  EXPECT_FALSE(g.echo_logprobs);
+  EXPECT_FALSE(g.prompts[0].engine_request.prompt_logprobs.has_value());
+  ApiError e = error_of({{"prompt", "x"}, {"prompt_logprobs", 1}, {"stream", true}});
+  EXPECT_NE(e.message.find("stream"), std::string::npos) << e.message;
 }
 
 const json kPrefill = {{{"role", "user"}, {"content", "Write a haiku."}},
@@ -300,7 +349,10 @@ TEST(OpenAiRequestTest, FieldsThatWouldChangeTheResultAreRefusedByName) {
       {{{"prompt", "x"}, {"allowed_token_ids", {1, 2}}}, ApiKind::kCompletion, "allowed_token_ids"},
       {{{"prompt", "x"}, {"use_beam_search", true}}, ApiKind::kCompletion, "use_beam_search"},
       {{{"prompt", "x"}, {"include_stop_str_in_output", true}}, ApiKind::kCompletion, "include_stop_str_in_output"},
-      {{{"prompt", "x"}, {"prompt_logprobs", 1}}, ApiKind::kCompletion, "prompt_logprobs"},
+      {{{"prompt", "x"}, {"prompt_logprobs", 21}}, ApiKind::kCompletion, "prompt_logprobs"},
+      {{{"prompt", "x"}, {"prompt_logprobs", -1}}, ApiKind::kCompletion, "prompt_logprobs"},
+      {{{"messages", chat}, {"prompt_logprobs", true}}, ApiKind::kChat, "prompt_logprobs"},
+      {{{"prompt", "x"}, {"prompt_logprobs", 1}, {"stream", true}}, ApiKind::kCompletion, "prompt_logprobs"},
       {{{"prompt", "x"}, {"truncate_prompt_tokens", 5}}, ApiKind::kCompletion, "truncate_prompt_tokens"},
       {{{"prompt", "x"}, {"return_tokens_as_token_ids", true}}, ApiKind::kCompletion, "return_tokens_as_token_ids"},
       {{{"prompt", "x"}, {"suffix", "end"}}, ApiKind::kCompletion, "suffix"},
