@@ -11,6 +11,7 @@ Installs tests/e2e/requirements.txt with pip when `openai` is missing.
 """
 import json
 import os
+import subprocess
 import sys
 import unittest
 
