@@ -9,6 +9,7 @@
 // run (prefill included; it is small next to the decode of --max-tokens tokens per request).
 //   speculative_bench [--batches 1,16,64] [--max-tokens 128] [--k 4] [--threads N] [--rounds R]
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -93,6 +94,13 @@ Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std:
       for (const SequenceOutput& out : *outputs) tokens += static_cast<int64_t>(out.token_ids.size());
     }
     best = std::max(best, tokens / std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  if (const SpeculationPolicy* policy = engine.speculation_policy(); policy && std::getenv("SPEC_DEBUG")) {
+    const int b = static_cast<int>(prompts.size());
+    std::fprintf(stderr, "batch %d: current k %d; rates", b, policy->current(b));
+    for (int k : policy->arms()) std::fprintf(stderr, " k=%d:%.0f", k, policy->rate(b, k));
+    std::fprintf(stderr, "; k>0 in %lld of %lld steps\n", (long long)engine.speculation_stats().num_steps_speculating,
+                 (long long)engine.speculation_stats().num_steps);
   }
   Result r;
   r.tokens_per_s = best;

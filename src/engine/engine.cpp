@@ -540,6 +540,13 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   }
   if (!spec_chunks.empty()) {
     WEFT_ASSIGN_OR_RETURN(std::vector<Emission> verified, verify(step, output, spec_chunks, spec_first_rows));
+    int64_t accepted_all = 0, rejected = 0;
+    for (size_t c = 0; c < verified.size(); ++c) {
+      const int64_t accepted = static_cast<int64_t>(verified[c].samples.size()) - 1;
+      accepted_all += accepted;
+      rejected += accepted < spec_chunks[c]->num_draft_tokens;
+    }
+    policy_->record_acceptance(step.num_decoding, static_cast<int>(spec_chunks.size()), accepted_all, rejected);
     for (size_t c = 0; c < verified.size(); ++c) {
       const int64_t accepted = static_cast<int64_t>(verified[c].samples.size()) - 1;
       ++spec_stats_.num_drafts;
@@ -569,7 +576,6 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     scheduler_.fork(request.seq_ids.front(), std::move(child));
   }
 
-  int64_t emitted = 0;
   for (const Emission& e : emissions) {
     const int64_t seq_id = e.seq_id;
     SequenceInfo& info = sequences_.at(seq_id);
@@ -605,7 +611,6 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       }
       if (out.finish_reason != FinishReason::kNone) break;  // later tokens are dropped
     }
-    emitted += static_cast<int64_t>(out.token_ids.size());
     out.finished = out.finish_reason != FinishReason::kNone;
     if (out.finished && !out.stop_string && !out.stop_token && info.detokenizer) {
       out.text += info.detokenizer->finish();
@@ -639,9 +644,15 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     }
     requests_.erase(request_id);
   }
-  if (proposer_ && step.decode_only) {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    policy_->record(step.num_decoding, step.k, emitted, seconds);
+  if (proposer_) {
+    // A model proposer idle while k was 0 catches up on its next proposal: that step's time is
+    // not what its k costs.
+    const bool catching_up = proposer_->runs_a_model() && last_k_ == 0 && step.k > 0;
+    if (step.decode_only && !catching_up) {
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      policy_->record_time(step.num_decoding, step.k, seconds);
+    }
+    if (step.num_decoding > 0) last_k_ = step.k;
   }
   return outputs;
 }

@@ -262,6 +262,7 @@ class Engine {
   std::unique_ptr<Proposer> proposer_;
   std::unique_ptr<SpeculationPolicy> policy_;
   SpeculationStats spec_stats_;
+  int last_k_ = 0;  // the k of the last collected step that had decoding sequences
   int64_t next_request_id_ = 0;
   int64_t next_seq_id_ = 0;
   int64_t num_prefilled_tokens_ = 0;

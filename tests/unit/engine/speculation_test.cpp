@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 #include <vector>
 
 #include "engine/speculative/ngram_proposer.h"
@@ -56,17 +58,44 @@ TEST(SpeculationPolicyTest, FixedWhenNotAdaptive) {
   EXPECT_EQ(policy.arms(), (std::vector<int>{0, 1, 2, 4, 5}));
 }
 
-// Decode rates that fall with k (a compute-bound batch) make it settle on 0; rates that rise
-// make it settle on K. Exploration re-measures the other arms now and then.
+// One simulated step of `batch` sequences with k guesses each, accepted with probability `a`
+// each (given the ones before), on a step time `seconds`.
+void simulate(SpeculationPolicy& policy, int batch, int k, double a, double seconds, std::mt19937& rng) {
+  if (k > 0) {
+    std::bernoulli_distribution stands(a);
+    int64_t accepted = 0, rejected = 0;
+    for (int s = 0; s < batch; ++s) {
+      int j = 0;
+      while (j < k && stands(rng)) ++j;
+      accepted += j;
+      rejected += j < k;
+    }
+    policy.record_acceptance(batch, batch, accepted, rejected);
+  }
+  policy.record_time(batch, k, seconds);
+}
+
+TEST(SpeculationPolicyTest, EstimatesThePerGuessAcceptance) {
+  SpeculationPolicy policy(4, true);
+  std::mt19937 rng(1);
+  for (int i = 0; i < 400; ++i) simulate(policy, 8, 4, 0.7, 0.01, rng);
+  EXPECT_NEAR(policy.acceptance(), 0.7, 0.05);
+  EXPECT_NEAR(policy.tokens_per_step(4), (1 - std::pow(0.7, 5)) / 0.3, 0.15);
+  EXPECT_EQ(policy.tokens_per_step(0), 1.0);
+}
+
+// Cheap guesses that mostly stand make it settle on K; dear guesses that mostly fail on 0.
+// Exploration re-times the neighbouring arm now and then.
 TEST(SpeculationPolicyTest, SettlesOnTheArmThatDecodesFastest) {
   for (bool speculation_pays : {false, true}) {
     SpeculationPolicy policy(4, true);
+    std::mt19937 rng(7);
     std::vector<int> chosen;
     for (int step = 0; step < 400; ++step) {
       const int k = policy.choose(16);
-      const double tokens_per_seq = speculation_pays ? 1.0 + 0.6 * k : 1.0;
+      const double a = speculation_pays ? 0.8 : 0.3;
       const double seconds = speculation_pays ? 0.010 * (1.0 + 0.1 * k) : 0.010 * (1.0 + 0.5 * k);
-      policy.record(16, k, static_cast<int64_t>(tokens_per_seq * 16), seconds);
+      simulate(policy, 16, k, a, seconds, rng);
       if (step >= 100) chosen.push_back(k);
     }
     const int best = speculation_pays ? 4 : 0;
@@ -80,11 +109,12 @@ TEST(SpeculationPolicyTest, SettlesOnTheArmThatDecodesFastest) {
 // few steps, and the steps spent at k > 0 afterwards are the rare explorations of k = 1.
 TEST(SpeculationPolicyTest, ClimbsDownFromKQuicklyAndExploresOnlyNeighbours) {
   SpeculationPolicy policy(8, true);
+  std::mt19937 rng(3);
   int steps_to_zero = -1;
   int later_nonzero = 0, later_far = 0;
   for (int step = 0; step < 400; ++step) {
     const int k = policy.choose(64);
-    policy.record(64, k, 64, 0.01 * (1.0 + 0.3 * k));
+    simulate(policy, 64, k, 0.2, 0.01 * (1.0 + 0.3 * k), rng);
     if (steps_to_zero < 0 && policy.current(64) == 0) steps_to_zero = step;
     if (step >= 100) {
       later_nonzero += k > 0;
@@ -99,12 +129,13 @@ TEST(SpeculationPolicyTest, ClimbsDownFromKQuicklyAndExploresOnlyNeighbours) {
 
 TEST(SpeculationPolicyTest, BatchSizesLearnApart) {
   SpeculationPolicy policy(2, true);
-  // Batch 1: speculation doubles the rate; batch 64: it halves it.
+  std::mt19937 rng(5);
+  // Batch 1: a guess costs 10% more time; batch 64: it doubles the step.
   for (int step = 0; step < 300; ++step) {
     const int k1 = policy.choose(1);
-    policy.record(1, k1, 1 + k1, 0.001);
+    simulate(policy, 1, k1, 0.8, 0.001 * (1 + 0.1 * k1), rng);
     const int k64 = policy.choose(64);
-    policy.record(64, k64, 64, 0.01 * (1 + k64));
+    simulate(policy, 64, k64, 0.8, 0.01 * (1 + k64), rng);
   }
   EXPECT_GT(policy.rate(1, 2), policy.rate(1, 0));
   EXPECT_LT(policy.rate(64, 2), policy.rate(64, 0));
