@@ -598,6 +598,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
         break;
       }
       out.token_ids.push_back(token);
+      // A complete grammar output allows nothing after it (ignore_eos included): it ends here.
+      const bool grammar_done = info.constraint && info.constraint->is_terminated();
       out.samples.push_back(e.samples[j]);
       const std::string delta = info.detokenizer ? info.detokenizer->append(token) : "";
       StopChecker::Step stop = info.stop->append(token, delta);
@@ -605,6 +607,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       out.finish_reason = stop.finish;
       out.stop_string = stop.stop_string;
       out.stop_token = stop.stop_token;
+      if (out.finish_reason == FinishReason::kNone && grammar_done) out.finish_reason = FinishReason::kStop;
       if (out.finish_reason == FinishReason::kNone &&
           before + static_cast<int64_t>(j) + 1 >= config_.max_model_len) {
         out.finish_reason = FinishReason::kLength;

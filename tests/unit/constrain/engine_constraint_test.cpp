@@ -147,5 +147,17 @@ TEST_F(EngineConstraintTest, LogprobsStayTheRawModels) {
   EXPECT_TRUE(std::regex_match(tokenizer_->decode(c.ids, true), std::regex("[0-9]+")));
 }
 
+// A complete grammar output ends the sequence even with ignore_eos: nothing may follow it.
+TEST_F(EngineConstraintTest, ACompleteOutputEndsTheSequenceEvenIgnoringEos) {
+  auto local = make_engine(SpeculativeMethod::kNone);
+  Request r = request("And God said", 20, 0.0f);
+  r.params.ignore_eos = true;
+  r.constraint = constraint({{"guided_choice", {"yea", "nay"}}});
+  const Outcome o = run(local->engine(), {r}).at({0, 0});
+  EXPECT_EQ(o.finish, FinishReason::kStop);
+  const std::string text = tokenizer_->decode(o.ids, true);
+  EXPECT_TRUE(text == "yea" || text == "nay") << text;
+}
+
 }  // namespace
 }  // namespace weft
