@@ -104,25 +104,37 @@ GreedyRun greedy(Engine& engine, const std::vector<std::vector<int32_t>>& prompt
   return generate(engine, prompts, num_tokens, params);
 }
 
+namespace {
+
+// Submits one request per prompt (prompt i seeded params.seed + i when a seed is given); returns
+// request id -> prompt index. Throws on a refused request.
+std::map<int64_t, size_t> submit_all(Engine& engine, const std::vector<std::vector<int32_t>>& prompts,
+                                     const SamplingParams& params, std::optional<int> prompt_logprobs = {}) {
+  std::map<int64_t, size_t> index_of;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    Request request;
+    request.prompt_ids = prompts[i];
+    request.params = params;
+    request.prompt_logprobs = prompt_logprobs;
+    if (params.seed) request.params.seed = *params.seed + i;
+    auto id = engine.add_request(request);
+    if (!id.ok()) throw std::runtime_error(std::string(id.status().message()));
+    index_of[*id] = i;
+  }
+  return index_of;
+}
+
+}  // namespace
+
 GreedyRun generate(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int num_tokens,
                    SamplingParams params) {
   GreedyRun run;
   run.ids.resize(prompts.size());
   run.logprobs.resize(prompts.size());
   run.top_logprobs.resize(prompts.size());
-  std::map<int64_t, size_t> index_of;
   params.max_tokens = num_tokens;
   params.ignore_eos = true;
-  const std::optional<uint64_t> seed = params.seed;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    Request request;
-    request.prompt_ids = prompts[i];
-    request.params = params;
-    if (seed) request.params.seed = *seed + i;
-    auto id = engine.add_request(request);
-    if (!id.ok()) throw std::runtime_error(std::string(id.status().message()));
-    index_of[*id] = i;
-  }
+  const std::map<int64_t, size_t> index_of = submit_all(engine, prompts, params);
   while (engine.has_unfinished()) {
     auto outputs = engine.step();
     if (!outputs.ok()) throw std::runtime_error(std::string(outputs.status().message()));
@@ -229,19 +241,8 @@ PromptLogprobRun run_prompt_logprobs(Engine& engine, const std::vector<std::vect
   run.ids.assign(prompts.size(), std::vector<std::vector<int32_t>>(n));
   run.finish_reasons.assign(prompts.size(), std::vector<FinishReason>(n, FinishReason::kNone));
   std::vector<std::vector<int>> outputs_seen(prompts.size(), std::vector<int>(n, 0));
-  std::map<int64_t, size_t> index_of;
   params.ignore_eos = true;
-  const std::optional<uint64_t> seed = params.seed;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    Request request;
-    request.prompt_ids = prompts[i];
-    request.params = params;
-    request.prompt_logprobs = top;
-    if (seed) request.params.seed = *seed + i;
-    auto id = engine.add_request(request);
-    if (!id.ok()) throw std::runtime_error(std::string(id.status().message()));
-    index_of[*id] = i;
-  }
+  const std::map<int64_t, size_t> index_of = submit_all(engine, prompts, params, top);
   while (engine.has_unfinished()) {
     auto outputs = engine.step();
     if (!outputs.ok()) throw std::runtime_error(std::string(outputs.status().message()));
