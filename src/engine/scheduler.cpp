@@ -220,6 +220,12 @@ void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToke
   std::map<int64_t, int64_t> num_sampled;
   for (const SampledToken& s : sampled) ++num_sampled[s.seq_id];
   for (const PlannedChunk& chunk : plan.chunks) in_flight_.erase(chunk.seq_id);
+  // Tokens first: accepted guesses are computed tokens the prefix cache hashes below.
+  for (const SampledToken& s : sampled) {
+    auto it = sequences_.find(s.seq_id);
+    if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
+    it->second.output_ids.push_back(s.token);
+  }
   for (const PlannedChunk& chunk : plan.chunks) {
     auto it = sequences_.find(chunk.seq_id);
     if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
@@ -232,11 +238,6 @@ void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToke
     it->second.num_computed_tokens += computed;
     cache_computed_blocks(it->second);  // before any block is given back: it registers them
     release_blocks_outside_window(it->second);
-  }
-  for (const SampledToken& s : sampled) {
-    auto it = sequences_.find(s.seq_id);
-    if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
-    it->second.output_ids.push_back(s.token);
   }
   for (const PlannedChunk& chunk : plan.chunks) {
     if (chunk.num_draft_tokens == 0) continue;

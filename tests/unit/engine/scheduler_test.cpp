@@ -321,6 +321,25 @@ TEST(SchedulerTest, DraftTokensWidenADecodeAndRejectedOnesRollBack) {
   EXPECT_EQ(describe(s.schedule()), "0@9+1");  // the next step decodes the third token
 }
 
+// Accepted guesses that complete a block register it in the prefix cache under the right tokens:
+// a later sequence with the same tokens takes it.
+TEST(SchedulerTest, AcceptedGuessesFillingABlockAreCachedUnderTheirTokens) {
+  BlockManager blocks(16, 4, /*enable_prefix_caching=*/true);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 3));
+  step(s);  // tokens 100 101 102 | 7: 3 computed
+  StepPlan plan = s.schedule();
+  ASSERT_TRUE(s.add_draft_tokens(plan.chunks[0], std::vector<int32_t>{8, 9, 10}));
+  s.on_step_done(plan, {{0, 8}, {0, 9}, {0, 11}});  // 8, 9 accepted: 100 101 102 7 | 8 9 11
+  EXPECT_EQ(s.find(0)->num_computed_tokens, 6);
+  EXPECT_EQ(blocks.num_cached_blocks(), 1);
+  Sequence twin = make_seq(1, 0);
+  twin.prompt_ids = {100, 101, 102, 7, 8, 9};
+  s.add(twin);
+  const StepPlan next = s.schedule();
+  EXPECT_EQ(describe(next), "0@6+1 1@4+2");  // the twin's first block came from the cache
+}
+
 TEST(SchedulerTest, AllGuessesRejectedGivesTheirBlocksBack) {
   BlockManager blocks(16, 4);
   Scheduler s({8, 64, true}, blocks);
