@@ -36,6 +36,27 @@ absl::StatusOr<std::vector<std::string>> choices(const json& v, const std::strin
   return out;
 }
 
+// The spec of one vLLM constraint kind ("json", "regex", "choice", "grammar"), shared by
+// structured_outputs.<kind> and guided_<kind>; its errors and parameter are `param`.
+absl::StatusOr<GrammarSpec> kind_spec(const std::string& kind, const json& value, const std::string& param) {
+  std::optional<GrammarSpec> spec;
+  if (kind == "json") {
+    auto text = schema_text(value, param);
+    if (!text.ok()) return text.status();
+    spec = GrammarSpec::json_schema(*text);
+  } else if (kind == "choice") {
+    auto list = choices(value, param);
+    if (!list.ok()) return list.status();
+    spec = GrammarSpec::choice(*list);
+  } else {
+    auto text = string_field(value, param);
+    if (!text.ok()) return text.status();
+    spec = kind == "regex" ? GrammarSpec::regex(*text) : GrammarSpec::ebnf(*text);
+  }
+  spec->set_parameter(param);
+  return *spec;
+}
+
 absl::StatusOr<std::optional<GrammarSpec>> from_response_format(const json& v) {
   const std::string param = "response_format";
   if (!v.is_object()) return bad(param, absl::StrCat("expected an object, got ", v.type_name()));
@@ -74,29 +95,15 @@ absl::StatusOr<std::optional<GrammarSpec>> from_structured_outputs(const json& v
     const std::string p = param + "." + key;
     if (value.is_null()) continue;
     std::optional<GrammarSpec> one;
-    if (key == "json") {
-      auto text = schema_text(value, p);
-      if (!text.ok()) return text.status();
-      one = GrammarSpec::json_schema(*text);
-    } else if (key == "regex") {
-      auto text = string_field(value, p);
-      if (!text.ok()) return text.status();
-      one = GrammarSpec::regex(*text);
-    } else if (key == "choice") {
-      auto list = choices(value, p);
-      if (!list.ok()) return list.status();
-      one = GrammarSpec::choice(*list);
-    } else if (key == "grammar") {
-      auto text = string_field(value, p);
-      if (!text.ok()) return text.status();
-      one = GrammarSpec::ebnf(*text);
+    if (key == "json" || key == "regex" || key == "choice" || key == "grammar") {
+      auto parsed = kind_spec(key, value, p);
+      if (!parsed.ok()) return parsed.status();
+      one = *std::move(parsed);
     } else if (key == "json_object") {
       if (!value.is_boolean()) return bad(p, "expected a boolean");
       if (value.get<bool>()) one = GrammarSpec::any_json();
     } else if (key == "structural_tag") {
-      auto text = value.is_string() ? absl::StatusOr<std::string>(value.get<std::string>())
-                                    : absl::StatusOr<std::string>(value.dump());
-      one = GrammarSpec::structural_tag(*text);
+      one = GrammarSpec::structural_tag(value.is_string() ? value.get<std::string>() : value.dump());
     } else if (key == "disable_any_whitespace") {
       if (!value.is_boolean()) return bad(p, "expected a boolean");
       if (value.get<bool>()) options.whitespace = JsonWhitespace::kFixed;
@@ -148,37 +155,12 @@ absl::StatusOr<std::optional<GrammarSpec>> grammar_spec_from_request(const json&
   if (present("guided_whitespace_pattern")) {
     return bad("guided_whitespace_pattern", "not supported; JSON whitespace is bounded (at most 16 characters in each place)");
   }
-  if (present("guided_json")) {
-    auto text = schema_text(body["guided_json"], "guided_json");
-    if (!text.ok()) return text.status();
-    if (auto s = take(std::optional<GrammarSpec>(GrammarSpec::json_schema(*text).set_parameter("guided_json")), "guided_json");
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (present("guided_regex")) {
-    auto text = string_field(body["guided_regex"], "guided_regex");
-    if (!text.ok()) return text.status();
-    if (auto s = take(std::optional<GrammarSpec>(GrammarSpec::regex(*text).set_parameter("guided_regex")), "guided_regex");
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (present("guided_choice")) {
-    auto list = choices(body["guided_choice"], "guided_choice");
-    if (!list.ok()) return list.status();
-    if (auto s = take(std::optional<GrammarSpec>(GrammarSpec::choice(*list).set_parameter("guided_choice")), "guided_choice");
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (present("guided_grammar")) {
-    auto text = string_field(body["guided_grammar"], "guided_grammar");
-    if (!text.ok()) return text.status();
-    if (auto s = take(std::optional<GrammarSpec>(GrammarSpec::ebnf(*text).set_parameter("guided_grammar")), "guided_grammar");
-        !s.ok()) {
-      return s;
-    }
+  for (const char* kind : {"json", "regex", "choice", "grammar"}) {
+    const std::string param = std::string("guided_") + kind;
+    if (!present(param.c_str())) continue;
+    auto one = kind_spec(kind, body[param], param);
+    if (!one.ok()) return one.status();
+    if (auto s = take(std::optional<GrammarSpec>(*std::move(one)), param); !s.ok()) return s;
   }
   return spec;
 }
