@@ -1,12 +1,14 @@
 #include "core/dtype.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 
 namespace weft {
 
-size_t dtype_size(DType dtype) {
+size_t dtype_block_bytes(DType dtype) {
   switch (dtype) {
     case DType::kF32: return 4;
     case DType::kF16: return 2;
@@ -15,8 +17,46 @@ size_t dtype_size(DType dtype) {
     case DType::kI64: return 8;
     case DType::kI8: return 1;
     case DType::kU8: return 1;
+    case DType::kQ8_0: return 34;
+    case DType::kQ4_0: return 18;
+    case DType::kQ4_1: return 20;
+    case DType::kQ5_0: return 22;
+    case DType::kQ5_1: return 24;
+    case DType::kQ4_K: return 144;
+    case DType::kQ5_K: return 176;
+    case DType::kQ6_K: return 210;
   }
   return 0;
+}
+
+int64_t dtype_block_elems(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1: return 32;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: return 256;
+    default: return 1;
+  }
+}
+
+bool is_block_quantized(DType dtype) { return dtype_block_elems(dtype) > 1; }
+
+size_t dtype_size(DType dtype) {
+  if (is_block_quantized(dtype)) {
+    std::fprintf(stderr, "weft: internal error: dtype_size(%s) of a block-quantized dtype\n",
+                 dtype_name(dtype));
+    std::abort();
+  }
+  return dtype_block_bytes(dtype);
+}
+
+size_t dtype_nbytes(DType dtype, int64_t numel) {
+  const int64_t block = dtype_block_elems(dtype);
+  return static_cast<size_t>(numel / block) * dtype_block_bytes(dtype);
 }
 
 const char* dtype_name(DType dtype) {
@@ -28,6 +68,14 @@ const char* dtype_name(DType dtype) {
     case DType::kI64: return "i64";
     case DType::kI8: return "i8";
     case DType::kU8: return "u8";
+    case DType::kQ8_0: return "q8_0";
+    case DType::kQ4_0: return "q4_0";
+    case DType::kQ4_1: return "q4_1";
+    case DType::kQ5_0: return "q5_0";
+    case DType::kQ5_1: return "q5_1";
+    case DType::kQ4_K: return "q4_k";
+    case DType::kQ5_K: return "q5_k";
+    case DType::kQ6_K: return "q6_k";
   }
   return "?";
 }

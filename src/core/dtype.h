@@ -17,12 +17,34 @@ enum class DType : uint8_t {
   kI64,
   kI8,
   kU8,
+  // Block-quantized weights in GGUF's (ggml's) byte layouts, bit for bit: each run of
+  // dtype_block_elems() consecutive elements of a row is one block of dtype_block_bytes() bytes
+  // (scales, minimums and packed values). A tensor of these types has its logical element shape;
+  // its last dimension must be a multiple of the block's element count.
+  kQ8_0,  // 32 elements: f16 scale, 32 x int8                                  (34 bytes)
+  kQ4_0,  // 32: f16 scale, 32 x 4-bit (value - 8)                              (18 bytes)
+  kQ4_1,  // 32: f16 scale, f16 minimum, 32 x 4-bit                             (20 bytes)
+  kQ5_0,  // 32: f16 scale, 32 high bits, 32 x 4-bit low bits (value - 16)      (22 bytes)
+  kQ5_1,  // 32: f16 scale, f16 minimum, 32 high bits, 32 x 4-bit low bits      (24 bytes)
+  kQ4_K,  // 256: f16 super-scale and super-minimum, 8 x 6-bit sub-block scales
+          //      and minimums, 256 x 4-bit                                     (144 bytes)
+  kQ5_K,  // 256: as Q4_K plus 256 high bits                                    (176 bytes)
+  kQ6_K,  // 256: 256 x 4-bit low, 256 x 2-bit high, 16 x int8 scales, f16 scale (210 bytes)
 };
 
-// Bytes per element.
+// Bytes per element of a plain (not block-quantized) dtype. Aborts on a block-quantized one,
+// whose elements have no whole size: use dtype_nbytes().
 size_t dtype_size(DType dtype);
 
-// Short lower-case name: "f32", "f16", "bf16", "i32", "i64", "i8", "u8".
+// Elements per block: 1 for plain dtypes, 32 or 256 for block-quantized ones.
+int64_t dtype_block_elems(DType dtype);
+// Bytes per block (dtype_size() for plain dtypes).
+size_t dtype_block_bytes(DType dtype);
+bool is_block_quantized(DType dtype);
+// Bytes of `numel` elements; for block-quantized dtypes numel must be a whole number of blocks.
+size_t dtype_nbytes(DType dtype, int64_t numel);
+
+// Short lower-case name: "f32", "f16", "bf16", "i32", "i64", "i8", "u8", "q8_0", "q4_k", ...
 const char* dtype_name(DType dtype);
 
 // Parses a safetensors dtype string ("F32", "F16", "BF16", "I32", "I64", "I8", "U8").

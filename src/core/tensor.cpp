@@ -46,7 +46,7 @@ std::string Shape::to_string() const {
 TensorView TensorView::rows(int64_t begin, int64_t count) const {
   TensorView out = *this;
   const int64_t row_elems = shape.rank() > 0 ? numel() / shape[0] : 1;
-  out.data = static_cast<char*>(data) + begin * row_elems * dtype_size(dtype);
+  out.data = static_cast<char*>(data) + dtype_nbytes(dtype, begin * row_elems);
   out.shape[0] = count;
   return out;
 }
@@ -59,7 +59,7 @@ TensorView TensorView::reshaped(Shape new_shape) const {
 
 Tensor Tensor::empty(DType dtype, Shape shape) {
   Tensor t;
-  const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  const size_t bytes = dtype_nbytes(dtype, shape.numel());
   const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
   if (p == nullptr) throw std::bad_alloc();

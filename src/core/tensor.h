@@ -1,4 +1,5 @@
-// Tensors: a dense, contiguous, row-major block of elements of one dtype.
+// Tensors: a dense, contiguous, row-major block of elements of one dtype (for a block-quantized
+// dtype, rows of whole blocks: core/dtype.h).
 //
 // `TensorView` is a non-owning (pointer, dtype, shape) triple: what kernels take.
 // `Tensor` shares ownership of its storage (an aligned host allocation, a memory-mapped file,
@@ -47,7 +48,7 @@ struct TensorView {
   Device device = Device::kCpu;
 
   int64_t numel() const { return shape.numel(); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  size_t nbytes() const { return dtype_nbytes(dtype, numel()); }
   template <typename T>
   T* as() const { return static_cast<T*>(data); }
   // Rows [begin, begin + count) of dimension 0, as a view into the same memory.

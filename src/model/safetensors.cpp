@@ -38,8 +38,9 @@ const char* safetensors_dtype_name(DType dtype) {
       return "I8";
     case DType::kU8:
       return "U8";
+    default:  // block-quantized dtypes come only from GGUF files
+      return "?";
   }
-  return "?";
 }
 
 std::string errno_text() { return std::strerror(errno); }

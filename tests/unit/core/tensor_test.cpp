@@ -40,6 +40,22 @@ TEST(DTypeTest, SafetensorsNames) {
   EXPECT_NE(bad.status().message().find("F8_E4M3"), std::string_view::npos);
 }
 
+TEST(DTypeTest, BlockQuantizedTensorsAreRowsOfWholeBlocks) {
+  // ggml's block sizes: 32 elements in 34 (Q8_0) / 20 (Q4_1) bytes, 256 in 210 (Q6_K).
+  EXPECT_EQ(dtype_nbytes(DType::kQ8_0, 64), 68u);
+  EXPECT_EQ(dtype_nbytes(DType::kQ4_1, 32), 20u);
+  EXPECT_EQ(dtype_nbytes(DType::kQ6_K, 512), 420u);
+  EXPECT_EQ(dtype_nbytes(DType::kBF16, 3), 6u);
+  EXPECT_TRUE(is_block_quantized(DType::kQ4_K));
+  EXPECT_FALSE(is_block_quantized(DType::kU8));
+  Tensor t = Tensor::zeros(DType::kQ4_0, Shape{3, 64});  // 2 blocks of 18 bytes per row
+  EXPECT_EQ(t.nbytes(), 3u * 2u * 18u);
+  TensorView r = t.view().rows(1, 2);
+  EXPECT_EQ(static_cast<char*>(r.data) - static_cast<char*>(t.data()), 36);
+  EXPECT_EQ(r.nbytes(), 72u);
+  EXPECT_STREQ(dtype_name(DType::kQ5_K), "q5_k");
+}
+
 TEST(HalfTest, RoundTrips) {
   for (float f : {0.0f, 1.0f, -2.5f, 3.140625f, 65504.0f}) {
     EXPECT_EQ(f16_to_float(float_to_f16(f)), f);
