@@ -8,6 +8,7 @@
 #include "core/status_macros.h"
 #include "model/gemma_config.h"
 #include "model/json_reader.h"
+#include "model/model_files.h"
 #include "model/moe_config.h"
 
 namespace weft {
@@ -567,6 +568,11 @@ int64_t kv_window(const ModelConfig& config) {
 }
 
 absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {
+  if (gguf_model_file(model_dir)) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<std::string> text,
+                          read_model_file(model_dir, "config.json"));
+    return parse_model_config(text.value_or("{}"), model_file_label(model_dir, "config.json"));
+  }
   const std::filesystem::path path = model_dir / "config.json";
   WEFT_ASSIGN_OR_RETURN(std::string text, read_json_file(path));
   return parse_model_config(text, path.string());
@@ -597,7 +603,13 @@ absl::StatusOr<GenerationConfig> load_generation_config(const std::filesystem::p
   const std::filesystem::path path = model_dir / "generation_config.json";
   GenerationConfig generation;
   std::error_code ec;
-  if (std::filesystem::exists(path, ec)) {
+  if (gguf_model_file(model_dir)) {
+    WEFT_ASSIGN_OR_RETURN(std::optional<std::string> text,
+                          read_model_file(model_dir, "generation_config.json"));
+    WEFT_ASSIGN_OR_RETURN(generation,
+                          parse_generation_config(text.value_or("{}"),
+                                                  model_file_label(model_dir, path.filename())));
+  } else if (std::filesystem::exists(path, ec)) {
     WEFT_ASSIGN_OR_RETURN(std::string text, read_json_file(path));
     WEFT_ASSIGN_OR_RETURN(generation, parse_generation_config(text, path.string()));
   }

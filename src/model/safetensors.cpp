@@ -1,9 +1,5 @@
 #include "model/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -154,60 +150,21 @@ absl::Status check_overlaps(const std::string& file,
 
 }  // namespace
 
-bool SafetensorsFile::release_pages(const void* data, size_t bytes) const {
-  const uint8_t* begin = static_cast<const uint8_t*>(data);
-  if (map_ == nullptr || begin < map_ || bytes > map_size_ ||
-      begin - map_ > static_cast<ptrdiff_t>(map_size_ - bytes)) {
-    return false;
-  }
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
-  const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
-  // MADV_DONTNEED on a read-only private file mapping (never written, so no private copies):
-  // the pages leave the resident set and refault from the file's page cache if read again.
-  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
-  return true;
-}
-
-SafetensorsFile::~SafetensorsFile() {
-  if (map_ != nullptr) munmap(const_cast<uint8_t*>(map_), map_size_);
-}
-
 absl::StatusOr<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(
     const std::filesystem::path& path) {
   const std::string file = path.string();
   std::shared_ptr<SafetensorsFile> self(new SafetensorsFile());
-  self->path_ = path;
   self->self_ = self;
-
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open ", file, ": ", errno_text()));
-  struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    const std::string error = errno_text();
-    ::close(fd);
-    return absl::InternalError(absl::StrCat("cannot stat ", file, ": ", error));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return absl::InvalidArgumentError(absl::StrCat(file, ": not a regular file"));
-  }
-  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+  WEFT_ASSIGN_OR_RETURN(self->mapping_, MappedFile::open(path));
+  const uint64_t file_size = self->mapping_.size();
+  const uint8_t* map = self->mapping_.data();
   if (file_size < 8) {
-    ::close(fd);
     return absl::InvalidArgumentError(absl::StrCat(
         file, ": file is ", file_size, " bytes, shorter than the 8-byte header length prefix"));
   }
-  void* map = mmap(nullptr, file_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const std::string map_error = errno_text();
-  ::close(fd);
-  if (map == MAP_FAILED)
-    return absl::InternalError(absl::StrCat("cannot mmap ", file, ": ", map_error));
-  self->map_ = static_cast<const uint8_t*>(map);
-  self->map_size_ = file_size;
 
   uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | self->map_[i];
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map[i];
   if (header_len > kMaxHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         file, ": header length ", header_len, " exceeds the limit of ", kMaxHeaderBytes, " bytes"));
@@ -220,7 +177,7 @@ absl::StatusOr<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(
   self->data_offset_ = 8 + header_len;
   const uint64_t data_size = file_size - self->data_offset_;
 
-  const std::string_view header(reinterpret_cast<const char*>(self->map_ + 8), header_len);
+  const std::string_view header(reinterpret_cast<const char*>(map + 8), header_len);
   WEFT_ASSIGN_OR_RETURN(json root, parse_json_strict(header, absl::StrCat(file, " (header)"),
                                                           kMaxTensors + 1));  // + "__metadata__"
   if (!root.is_object()) {
@@ -242,11 +199,11 @@ absl::StatusOr<std::shared_ptr<SafetensorsFile>> SafetensorsFile::open(
 absl::StatusOr<Tensor> SafetensorsFile::tensor(const std::string& name) const {
   auto it = entries_.find(name);
   if (it == entries_.end()) {
-    return absl::NotFoundError(absl::StrCat(path_.string(), ": no tensor '", name, "'"));
+    return absl::NotFoundError(absl::StrCat(path().string(), ": no tensor '", name, "'"));
   }
   const SafetensorsEntry& entry = it->second;
   // The mapping is read-only: writing through this tensor faults.
-  void* data = const_cast<uint8_t*>(map_ + data_offset_ + entry.begin);
+  void* data = const_cast<uint8_t*>(mapping_.data() + data_offset_ + entry.begin);
   // The format allows any byte offset; reading elements through a misaligned pointer is
   // undefined behaviour (and faults in aligned vector loads), so such tensors are copied.
   if (reinterpret_cast<uintptr_t>(data) % dtype_size(entry.dtype) != 0) {

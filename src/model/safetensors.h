@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/mapped_file.h"
 #include "core/tensor.h"
 
 namespace weft {
@@ -37,9 +38,8 @@ class SafetensorsFile {
 
   // Maps the file read-only and validates its header.
   static absl::StatusOr<std::shared_ptr<SafetensorsFile>> open(const std::filesystem::path& path);
-  ~SafetensorsFile();
 
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return mapping_.path(); }
   const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
   bool contains(const std::string& name) const { return entries_.count(name) != 0; }
   // A Tensor viewing the mapped bytes (no copy); it keeps the mapping alive. The mapping is
@@ -49,18 +49,15 @@ class SafetensorsFile {
   // The object is immutable after open(), so any thread may call this.
   absl::StatusOr<Tensor> tensor(const std::string& name) const;
 
-  // Drops this process's resident pages of the whole pages inside [data, data + bytes) when that
-  // range lies in this file's mapping (else does nothing and returns false). For bytes already
-  // copied elsewhere (fused or sliced weights): a later read of them faults them back in from the
-  // page cache, so no data is lost, only residency. Not for ranges still read every step.
-  bool release_pages(const void* data, size_t bytes) const;
+  // MappedFile::release_pages: for bytes already copied elsewhere (fused or sliced weights).
+  bool release_pages(const void* data, size_t bytes) const {
+    return mapping_.release_pages(data, bytes);
+  }
 
  private:
   SafetensorsFile() = default;
-  std::filesystem::path path_;
+  MappedFile mapping_;
   std::map<std::string, SafetensorsEntry> entries_;
-  const uint8_t* map_ = nullptr;
-  size_t map_size_ = 0;
   uint64_t data_offset_ = 0;
   std::weak_ptr<const SafetensorsFile> self_;
 };

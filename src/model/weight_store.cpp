@@ -6,7 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "model/gguf_model_files.h"
 #include "model/json_reader.h"
+#include "model/model_files.h"
 
 namespace weft {
 namespace {
@@ -53,7 +55,52 @@ absl::StatusOr<std::map<std::string, std::string>> read_weight_map(
 
 }  // namespace
 
+absl::StatusOr<WeightStore> WeightStore::open_gguf(const std::filesystem::path& path) {
+  WeightStore store;
+  store.dir_ = path;
+  WEFT_ASSIGN_OR_RETURN(store.gguf_, GgufFile::open(path));
+  for (const auto& [name, info] : store.gguf_->tensors()) {
+    std::optional<std::string> hf = gguf_to_hf_tensor_name(name);
+    if (!hf) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path.string(), ": tensor '", name, "' is not one weft knows how to use"));
+    }
+    store.gguf_names_.emplace(*hf, name);
+    store.index_.emplace(*hf, 0);
+  }
+  return store;
+}
+
+absl::StatusOr<Tensor> WeightStore::gguf_tensor(const std::string& hf_name) const {
+  WEFT_ASSIGN_OR_RETURN(Tensor stored, gguf_->tensor(gguf_names_.at(hf_name)));
+  if (!gguf_rows_are_rope_permuted(*gguf_, hf_name)) return stored;
+  WEFT_ASSIGN_OR_RETURN(int64_t heads, gguf_permuted_heads(*gguf_, hf_name));
+  const int64_t rows = stored.dim(0);
+  if (heads <= 0 || rows % (2 * heads) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        gguf_->path().string(), ": tensor '", gguf_names_.at(hf_name), "' has ", rows,
+        " rows, not a whole number of rotary pairs for ", heads, " heads"));
+  }
+  const int64_t head_dim = rows / heads, half = head_dim / 2;
+  const size_t row_bytes = stored.nbytes() / static_cast<size_t>(rows);
+  Tensor out = Tensor::empty(stored.dtype(), stored.shape());
+  const char* src = static_cast<const char*>(stored.data());
+  char* dst = static_cast<char*>(out.data());
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t i = 0; i < half; ++i) {
+      for (int64_t j = 0; j < 2; ++j) {
+        const int64_t hf_row = h * head_dim + j * half + i;
+        const int64_t gguf_row = h * head_dim + 2 * i + j;
+        std::memcpy(dst + hf_row * row_bytes, src + gguf_row * row_bytes, row_bytes);
+      }
+    }
+  }
+  gguf_->release_pages(stored.data(), stored.nbytes());
+  return out;
+}
+
 absl::StatusOr<WeightStore> WeightStore::open(const std::filesystem::path& model_dir) {
+  if (auto gguf = gguf_model_file(model_dir)) return open_gguf(*gguf);
   std::error_code ec;
   if (!std::filesystem::is_directory(model_dir, ec)) {
     return absl::NotFoundError(
@@ -122,6 +169,17 @@ absl::StatusOr<Tensor> WeightStore::get(const std::string& name, const Shape& ex
   auto it = index_.find(name);
   if (it == index_.end()) {
     return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found in ", dir_.string()));
+  }
+  if (gguf_) {
+    const GgufTensorInfo& info = gguf_->tensors().at(gguf_names_.at(name));
+    const Shape actual = Shape::from_dims(info.shape);
+    if (!(actual == expected)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", gguf_names_.at(name), "' (", name, ") in ", gguf_->path().string(),
+          " has shape ", actual.to_string(), ", expected ", expected.to_string(),
+          " from its metadata"));
+    }
+    return gguf_tensor(name);
   }
   const SafetensorsFile& file = *files_[it->second];
   const Shape actual = Shape::from_dims(file.entries().at(name).shape);
@@ -194,6 +252,10 @@ absl::StatusOr<Tensor> WeightStore::get_slice(const std::string& name, const Sha
 
 void WeightStore::release(const Tensor& view) const {
   if (!view.defined()) return;
+  if (gguf_) {
+    gguf_->release_pages(view.data(), view.nbytes());
+    return;
+  }
   for (const auto& file : files_) {
     if (file->release_pages(view.data(), view.nbytes())) return;
   }

@@ -1,5 +1,8 @@
 // The weights of a Hugging Face model directory: model.safetensors, or the shards listed by
-// model.safetensors.index.json ({"weight_map": {tensor: file}}). Files are memory-mapped; only the
+// model.safetensors.index.json ({"weight_map": {tensor: file}}); or of a GGUF model
+// (model/model_files.h), whose tensors are found under their Hugging Face names, in Hugging Face
+// layout (llama's rope-permuted q/k rows are put back in order: a copy of those tensors), in the
+// file's dtype (block-quantized ones included, core/dtype.h). Files are memory-mapped; only the
 // pages a rank touches are read, so a rank that takes a slice reads only that slice.
 #pragma once
 
@@ -11,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "model/gguf_file.h"
 #include "model/safetensors.h"
 
 namespace weft {
@@ -18,7 +22,8 @@ namespace weft {
 class WeightStore {
  public:
   // Errors: no model.safetensors nor index; index malformed or naming a missing file; a shard
-  // that fails SafetensorsFile validation; the same tensor in two shards.
+  // that fails SafetensorsFile validation; the same tensor in two shards; a GGUF file that fails
+  // GgufFile validation or holds a tensor weft does not know (named).
   static absl::StatusOr<WeightStore> open(const std::filesystem::path& model_dir);
 
   bool contains(const std::string& name) const;
@@ -44,8 +49,14 @@ class WeightStore {
   void release(const Tensor& view) const;
 
  private:
+  static absl::StatusOr<WeightStore> open_gguf(const std::filesystem::path& file);
+  // A GGUF tensor in Hugging Face layout: the mapped bytes, or a row-reordered copy (rope).
+  absl::StatusOr<Tensor> gguf_tensor(const std::string& hf_name) const;
+
   std::filesystem::path dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::shared_ptr<GgufFile> gguf_;                    // set for a GGUF model (files_ empty)
+  std::map<std::string, std::string> gguf_names_;    // Hugging Face name -> GGUF name
   std::map<std::string, size_t> index_;  // tensor name -> files_ index
 };
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/bounded_json.h"
+#include "model/model_files.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/chat_template_source.h"
 #include "tokenizer/decoders.h"
@@ -77,20 +78,46 @@ Tokenizer::Tokenizer() = default;
 Tokenizer::~Tokenizer() = default;
 
 absl::StatusOr<std::shared_ptr<Tokenizer>> Tokenizer::load(const std::filesystem::path& model_dir) {
+  if (gguf_model_file(model_dir)) return load_from_model_files(model_dir);
   const std::filesystem::path tokenizer_path = model_dir / "tokenizer.json";
   const std::filesystem::path config_path = model_dir / "tokenizer_config.json";
   auto text = read_file(tokenizer_path);
   if (!text.ok()) return text.status();
+  std::optional<std::string> config_text;
+  std::error_code ec;
+  if (std::filesystem::exists(config_path, ec)) {
+    auto read = read_file(config_path);
+    if (!read.ok()) return read.status();
+    config_text = std::move(*read);
+  }
+  return from_texts(model_dir, *text, tokenizer_path, config_text, config_path);
+}
+
+absl::StatusOr<std::shared_ptr<Tokenizer>> Tokenizer::load_from_model_files(
+    const std::filesystem::path& model) {
+  auto text = read_model_file(model, "tokenizer.json");
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) {
+    return absl::NotFoundError(str_cat(model.string(), ": the model has no tokenizer"));
+  }
+  auto config_text = read_model_file(model, "tokenizer_config.json");
+  if (!config_text.ok()) return config_text.status();
+  return from_texts(model, **text, model_file_label(model, "tokenizer.json"), *config_text,
+                    model_file_label(model, "tokenizer_config.json"));
+}
+
+absl::StatusOr<std::shared_ptr<Tokenizer>> Tokenizer::from_texts(
+    const std::filesystem::path& model_dir, const std::string& tokenizer_text,
+    const std::filesystem::path& tokenizer_path, const std::optional<std::string>& config_text,
+    const std::filesystem::path& config_path) {
+  const std::string* text = &tokenizer_text;
   auto tj = parse_json(*text, tokenizer_path);
   if (!tj.ok()) return tj.status();
   if (!tj->is_object())
     return absl::InvalidArgumentError(str_cat(tokenizer_path.string(), ": expected a JSON object"));
 
   nlohmann::json config;
-  std::error_code ec;
-  if (std::filesystem::exists(config_path, ec)) {
-    auto config_text = read_file(config_path);
-    if (!config_text.ok()) return config_text.status();
+  if (config_text) {
     auto parsed = parse_json(*config_text, config_path);
     if (!parsed.ok()) return parsed.status();
     if (!parsed->is_object()) {

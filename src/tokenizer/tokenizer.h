@@ -50,6 +50,8 @@ class Tokenizer {
   // unsupported model ("unsupported tokenizer model type X in <file>"), unknown normalizer,
   // pre-tokenizer, decoder or post-processor type, invalid regex, a file larger than
   // kMaxFileBytes or nested deeper than kMaxJsonNestingDepth.
+  // `model_dir` may also be a GGUF model (model/model_files.h): its tokenizer.json and
+  // tokenizer_config.json are built from the file's metadata.
   static absl::StatusOr<std::shared_ptr<Tokenizer>> load(const std::filesystem::path& model_dir);
 
   ~Tokenizer();
@@ -106,6 +108,14 @@ class Tokenizer {
   const std::string& chat_template() const { return chat_template_; }
 
  private:
+  static absl::StatusOr<std::shared_ptr<Tokenizer>> load_from_model_files(
+      const std::filesystem::path& model);
+  // The rest of load(): the files' texts, and the paths their errors name.
+  static absl::StatusOr<std::shared_ptr<Tokenizer>> from_texts(
+      const std::filesystem::path& model_dir, const std::string& tokenizer_text,
+      const std::filesystem::path& tokenizer_path, const std::optional<std::string>& config_text,
+      const std::filesystem::path& config_path);
+
   Tokenizer();
   void encode_segment(std::string_view text, bool at_start, std::vector<int32_t>& ids) const;
 
