@@ -18,6 +18,7 @@ jobs="${WEFT_JOBS:-$(nproc)}"
 # Target -> libFuzzer -max_len (bytes): about twice the largest useful seed.
 declare -A max_len=(
   [safetensors]=4096
+  [gguf]=8192
   [weight_index]=4096
   [model_config]=4096
   [sampling_params]=2048
@@ -40,7 +41,7 @@ declare -A dict=(
   [http_request]=json.dict
   [batch_line]=json.dict
 )
-all_targets=(safetensors weight_index model_config sampling_params step_plan http_request batch_line tokenizer_load
+all_targets=(safetensors gguf weight_index model_config sampling_params step_plan http_request batch_line tokenizer_load
              tokenizer_encode chat_template chat_messages)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")

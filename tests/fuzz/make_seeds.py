@@ -283,7 +283,59 @@ def seeds_chat_messages():
         write(t, "seed-raw-%d" % tmpl, bytes([tmpl]) + b"raw {{ content }} {% if %} <|im_end|>")
 
 
+# --- gguf ------------------------------------------------------------------------------------------
+def gguf_string(text):
+    b = text.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf(metadata, tensors, data):
+    """metadata: [(key, type id, packed value bytes)]; tensors: [(name, ne list, ggml type, offset)]."""
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata))
+    for key, type_id, value in metadata:
+        out += gguf_string(key) + struct.pack("<I", type_id) + value
+    for name, ne, ggml_type, offset in tensors:
+        out += gguf_string(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+        out += struct.pack("<IQ", ggml_type, offset)
+    out += b"\0" * ((32 - len(out) % 32) % 32)
+    return out + data
+
+
+def gguf_strings(items):
+    return struct.pack("<IQ", 8, len(items)) + b"".join(gguf_string(t) for t in items)
+
+
+def seeds_gguf():
+    t = "gguf"
+    clear(t)
+    u32 = lambda v: struct.pack("<I", v)  # noqa: E731
+    f32 = lambda v: struct.pack("<f", v)  # noqa: E731
+    tokens = ["<|endoftext|>", "a", "b", "ab", "\u0120a"]
+    llama = [("general.architecture", 8, gguf_string("llama")), ("llama.block_count", 4, u32(1)),
+             ("llama.embedding_length", 4, u32(32)), ("llama.feed_forward_length", 4, u32(64)),
+             ("llama.attention.head_count", 4, u32(2)), ("llama.attention.head_count_kv", 4, u32(1)),
+             ("llama.attention.layer_norm_rms_epsilon", 6, f32(1e-5)),
+             ("llama.context_length", 4, u32(64)),
+             ("tokenizer.ggml.model", 8, gguf_string("gpt2")),
+             ("tokenizer.ggml.pre", 8, gguf_string("qwen2")),
+             ("tokenizer.ggml.tokens", 9, gguf_strings(tokens)),
+             ("tokenizer.ggml.merges", 9, gguf_strings(["a b"])),
+             ("tokenizer.ggml.token_type", 9, struct.pack("<IQ", 5, 5) + b"".join(u32(x) for x in [3, 1, 1, 1, 1])),
+             ("tokenizer.ggml.eos_token_id", 4, u32(0)),
+             ("tokenizer.chat_template", 8, gguf_string("{{ messages[0]['content'] }}"))]
+    norm = struct.pack("<32f", *([1.0] * 32))
+    write(t, "seed-llama-f32", gguf(llama, [("output_norm.weight", [32], 0, 0),
+                                            ("blk.0.attn_q.weight", [32, 32], 1, 128)],
+                                    norm + b"\0" * 2048))
+    q8_block = struct.pack("<e", 0.5) + bytes(range(32))
+    write(t, "seed-q8_0", gguf(llama[:1], [("token_embd.weight", [32, 3], 8, 0)], q8_block * 3))
+    q4k_block = bytes(144)
+    write(t, "seed-q4_k", gguf(llama[:1], [("blk.0.ffn_up.weight", [256, 2], 12, 0)], q4k_block * 2))
+    write(t, "seed-metadata-only", gguf(llama, [], b""))
+
+
 if __name__ == "__main__":
+    seeds_gguf()
     seeds_safetensors()
     seeds_weight_index()
     seeds_model_config()

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Writes the GGUF test models and their transformers reference dumps (run once; outputs committed).
+
+1. A small random Llama (2 layers, hidden 128, 4 heads / 2 kv heads) with configs/default-model's
+   byte-level BPE tokenizer and chat template, saved by transformers.
+2. llama.cpp's own converter (convert_hf_to_gguf.py from the llama.cpp tree bench/peers fetches)
+   writes it as GGUF F16 (rope-permuted q/k rows, tokenizer metadata, chat template). Its
+   pre-tokenizer check only knows published vocabularies, so it is told this one is "gpt-2"
+   (what the tokenizer.json says: GPT-2's ByteLevel split); nothing else is changed.
+3. gguf-py (llama.cpp's own Python package) re-quantizes that file's 2-D weights to each block type
+   weft reads (token_embd to Q8_0, like published files), writing one more file per type.
+4. transformers opens every file (`from_pretrained(dir, gguf_file=...)`, dequantized to F32) and
+   records, per prompt: the token ids, the greedy continuation and the top-5 logprobs of each step.
+
+  /work/refvenv/bin/python tests/golden/gguf/make_gguf.py [--llama-cpp DIR]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[2]
+DEFAULT_LLAMA_CPP = Path.home() / ".cache/weft-peers/src/llama_cpp_python-0.3.36/vendor/llama.cpp"
+PROMPTS = ["The capital of France is", "Hello world, 12345 tokens!", "<|user|>\nhi<|end|>\n"]
+STEPS = 8
+# file stem -> gguf-py quantization type of the 2-D weights (None: as converted, F16)
+# (the other block types are checked by the kernel tests against gguf-py's dequantization).
+VARIANTS = {"f16": None, "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1"}
+
+
+def make_hf_model(out: Path):
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=4096, hidden_size=128, intermediate_size=256,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         head_dim=32, max_position_embeddings=512, rms_norm_eps=1e-5,
+                         rope_theta=10000.0, tie_word_embeddings=True, bos_token_id=0,
+                         eos_token_id=0, pad_token_id=0)
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        for p in model.parameters():  # larger than the init's 0.02 so logits spread out
+            p.normal_(0, 0.08)
+        for layer in model.model.layers:
+            layer.input_layernorm.weight.uniform_(0.8, 1.2)
+            layer.post_attention_layernorm.weight.uniform_(0.8, 1.2)
+        model.model.norm.weight.uniform_(0.8, 1.2)
+    model.save_pretrained(out, safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(REPO / "configs/default-model" / name, out / name)
+
+
+def convert(llama_cpp: Path, hf_dir: Path, out: Path):
+    wrapper = (
+        "import sys; sys.path.insert(0, {gguf!r}); sys.path.insert(0, {root!r});\n"
+        "import conversion.base as base\n"
+        "base.TextModel.get_vocab_base_pre = lambda self, tokenizer: 'gpt-2'\n"
+        "import convert_hf_to_gguf; sys.argv = ['convert', {src!r}, '--outtype', 'f16', "
+        "'--outfile', {out!r}]; convert_hf_to_gguf.main()\n").format(
+            gguf=str(llama_cpp / "gguf-py"), root=str(llama_cpp), src=str(hf_dir), out=str(out))
+    subprocess.run([sys.executable, "-c", wrapper], check=True, cwd=llama_cpp)
+
+
+def requantize(llama_cpp: Path, source: Path, out: Path, qtype: str):
+    sys.path.insert(0, str(llama_cpp / "gguf-py"))
+    import numpy as np
+    import gguf
+    reader = gguf.GGUFReader(source)
+    arch = reader.fields["general.architecture"].contents()
+    writer = gguf.GGUFWriter(out, arch)
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name == "general.architecture":
+            continue
+        value_type = field.types[0]
+        if value_type == gguf.GGUFValueType.ARRAY:
+            writer.add_array(field.name, field.contents())
+        else:
+            writer.add_key_value(field.name, field.contents(), value_type)
+    for t in reader.tensors:
+        values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        shape = [int(d) for d in reversed(t.shape)]  # outermost first
+        values = values.reshape(shape)
+        if values.ndim == 2:
+            target = gguf.GGMLQuantizationType.Q8_0 if t.name == "token_embd.weight" else \
+                gguf.GGMLQuantizationType[qtype]
+            data = gguf.quants.quantize(values, target)
+            writer.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=target)
+        else:
+            writer.add_tensor(t.name, values)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def reference(gguf_path: Path) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
+                                                 dtype=torch.float32)
+    model.eval()
+    cases = []
+    for prompt in PROMPTS:
+        ids = tok.encode(prompt)
+        seq = list(ids)
+        steps = []
+        with torch.no_grad():
+            for _ in range(STEPS):
+                logits = model(torch.tensor([seq])).logits[0, -1].double()
+                logprobs = torch.log_softmax(logits, -1)
+                top = torch.topk(logprobs, 5)
+                token = int(top.indices[0])
+                steps.append({"token": token,
+                              "top5": [[int(i), float(v)] for v, i in zip(top.values, top.indices)]})
+                seq.append(token)
+        cases.append({"prompt": prompt, "ids": ids, "steps": steps})
+    return {"file": gguf_path.name, "cases": cases}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--llama-cpp", type=Path, default=DEFAULT_LLAMA_CPP)
+    parser.add_argument("--out", type=Path, default=HERE)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        hf_dir = Path(tmp) / "hf"
+        make_hf_model(hf_dir)
+        f16 = args.out / "tiny_llama.f16.gguf"
+        convert(args.llama_cpp, hf_dir, f16)
+        for stem, qtype in VARIANTS.items():
+            if qtype:
+                requantize(args.llama_cpp, f16, args.out / f"tiny_llama.{stem}.gguf", qtype)
+    refs = {}
+    for stem in VARIANTS:
+        path = args.out / f"tiny_llama.{stem}.gguf"
+        refs[stem] = reference(path)
+        print(stem, path.stat().st_size, "bytes", refs[stem]["cases"][0]["steps"][0]["top5"][:2])
+    (args.out / "reference.json").write_text(json.dumps(refs, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
