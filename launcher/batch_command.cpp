@@ -27,6 +27,7 @@
 #include "launcher/engine_session.h"
 #include "launcher/sampling_flags.h"
 #include "launcher/prompt_input.h"
+#include "model/model_files.h"
 
 namespace weft {
 namespace {
@@ -150,7 +151,7 @@ int run_batch_command(const std::vector<std::string>& args) {
   std::shared_ptr<const Tokenizer> tokenizer;
   BatchPromptEncoder encoder;
   if (session.is_coordinator() &&
-      std::filesystem::exists(session.options().model_dir / "tokenizer.json")) {
+      model_has_file(session.options().model_dir, "tokenizer.json")) {
     auto loaded = Tokenizer::load(session.options().model_dir);
     if (!loaded.ok()) return fail(loaded.status());
     tokenizer = *loaded;

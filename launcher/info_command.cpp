@@ -1,5 +1,6 @@
 // weft info: what weft sees in a model directory and on this machine.
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -8,7 +9,9 @@
 #include "core/cpu_features.h"
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
+#include "model/gguf_file.h"
 #include "model/model_config.h"
+#include "model/model_files.h"
 #include "model/stage_layout.h"
 #include "model/weight_plan.h"
 
@@ -123,6 +126,32 @@ ParameterCounts parameter_counts(const ModelConfig& c) {
   return n;
 }
 
+// A GGUF file's tensors by dtype: its weights stay in the file's (mixed) block types, so the
+// per-rank plan of model/weight_plan (one dtype for every weight) does not apply.
+int print_gguf_tensors(const std::filesystem::path& path) {
+  auto file = GgufFile::open(path);
+  if (!file.ok()) {
+    std::cerr << "weft info: " << file.status().message() << "\n";
+    return 1;
+  }
+  std::map<std::string, std::pair<int64_t, uint64_t>> by_dtype;  // name -> tensors, bytes
+  uint64_t total = 0;
+  for (const auto& [name, info] : (*file)->tensors()) {
+    auto& entry = by_dtype[dtype_name(info.dtype)];
+    entry.first += 1;
+    entry.second += info.bytes;
+    total += info.bytes;
+  }
+  std::cout << "GGUF file: " << path.string() << " (version " << (*file)->version() << ")\n"
+            << "weights: " << total << " bytes (" << total / 1048576.0 << " MiB) in "
+            << (*file)->tensors().size() << " tensors:";
+  for (const auto& [dtype, entry] : by_dtype) {
+    std::cout << " " << dtype << " " << entry.first << " (" << entry.second << " bytes)";
+  }
+  std::cout << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int run_info(const std::vector<std::string>& args) {
@@ -153,6 +182,7 @@ int run_info(const std::vector<std::string>& args) {
             << "attention: " << attention_windows(c) << "\n"
             << "experts: " << experts(c) << "\n"
             << gemma_lines(c);
+  if (auto gguf = gguf_model_file(*cli->get("model"))) return print_gguf_tensors(*gguf);
   const ParameterCounts params = parameter_counts(c);
   std::cout << "parameters: " << params.total << " (per token: " << params.active
             << " read, biases and q/k norms not counted)\n";

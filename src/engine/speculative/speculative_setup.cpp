@@ -7,6 +7,7 @@
 #include "engine/local_engine.h"
 #include "engine/speculative/draft_model_proposer.h"
 #include "engine/speculative/ngram_proposer.h"
+#include "model/model_files.h"
 #include "tokenizer/tokenizer.h"
 
 namespace weft {
@@ -20,9 +21,8 @@ absl::StatusOr<SpeculativeMethod> parse_speculative_method(const std::string& na
 }
 
 absl::Status check_same_tokenizer(const std::filesystem::path& target_dir, const std::filesystem::path& draft_dir) {
-  std::error_code ec;
-  const bool target_has = std::filesystem::exists(target_dir / "tokenizer.json", ec);
-  const bool draft_has = std::filesystem::exists(draft_dir / "tokenizer.json", ec);
+  const bool target_has = model_has_file(target_dir, "tokenizer.json");
+  const bool draft_has = model_has_file(draft_dir, "tokenizer.json");
   if (!target_has && !draft_has) return absl::OkStatus();  // token-id models: only vocab sizes
   const std::string what = absl::StrCat("--draft-model ", draft_dir.string(), ": ");
   if (target_has != draft_has) {

@@ -98,7 +98,12 @@ def requantize(llama_cpp: Path, source: Path, out: Path, qtype: str):
     writer.close()
 
 
-def reference(gguf_path: Path) -> dict:
+SMOLLM2_PROMPTS = ["The capital of France is",
+                   "<|im_start|>user\nWhat is 2+2? Answer in one word.<|im_end|>\n<|im_start|>assistant\n",
+                   "def fibonacci(n):\n    "]
+
+
+def reference(gguf_path: Path, prompts=PROMPTS, steps_per_prompt=STEPS) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
@@ -106,12 +111,12 @@ def reference(gguf_path: Path) -> dict:
                                                  dtype=torch.float32)
     model.eval()
     cases = []
-    for prompt in PROMPTS:
+    for prompt in prompts:
         ids = tok.encode(prompt)
         seq = list(ids)
         steps = []
         with torch.no_grad():
-            for _ in range(STEPS):
+            for _ in range(steps_per_prompt):
                 logits = model(torch.tensor([seq])).logits[0, -1].double()
                 logprobs = torch.log_softmax(logits, -1)
                 top = torch.topk(logprobs, 5)
@@ -127,7 +132,14 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--llama-cpp", type=Path, default=DEFAULT_LLAMA_CPP)
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--smollm2", type=Path,
+                        help="only write smollm2_reference.json for this file "
+                             "(scripts/fetch-smollm2-gguf.sh prints its path)")
     args = parser.parse_args()
+    if args.smollm2:
+        ref = reference(args.smollm2, SMOLLM2_PROMPTS, 16)
+        (args.out / "smollm2_reference.json").write_text(json.dumps({"q4_1": ref}, indent=1) + "\n")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         hf_dir = Path(tmp) / "hf"
         make_hf_model(hf_dir)
