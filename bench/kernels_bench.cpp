@@ -1,11 +1,12 @@
 // CPU kernel benchmarks (Google Benchmark): linear as GEMV (m = 1, bound by reading the weights)
 // and GEMM (m = 16, 128, bound by arithmetic) at Llama-100M-like shapes, and paged attention
 // decode. Counters: bytes_per_second counts weight bytes (+ x and y), FLOP/s counts 2*m*n*k.
-//   kernels_bench [--threads=N] [--isa=native|avx2|portable] [google benchmark flags]
+//   kernels_bench [--threads=N] [--isa=native|avx512-novnni|avx2|portable] [google benchmark flags]
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -17,6 +18,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "weft/kernels/attention.h"
+#include "weft/kernels/block_quant.h"
 #include "weft/kernels/cpu_isa.h"
 #include "weft/kernels/linear.h"
 
@@ -87,6 +89,43 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
   b->UseRealTime();
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs);
+
+// Block-quantized weights (linear_block_quantized: int8 activations per 16, integer dot
+// products). Args: m, n, k, dtype index into kBenchBlockDTypes. bytes_per_second counts the
+// weight bytes only: the GEMV (m = 1) figure to set against memory bandwidth.
+constexpr DType kBenchBlockDTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                                       DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
+                                       DType::kI4G64, DType::kI4G128};
+
+void BM_LinearBlock(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const DType dt = kBenchBlockDTypes[state.range(3)];
+  Tensor x = Tensor::zeros(DType::kF32, {m, k});
+  Tensor dense = Tensor::zeros(DType::kF32, {n, k});
+  fill_random(x, 1);
+  fill_random(dense, 2);
+  const Tensor w = quantize_rows(dense.view(), dt, false, pool());
+  Tensor y = Tensor::zeros(DType::kF32, {m, n});
+  for (auto _ : state) {
+    linear(x, w, nullptr, y, pool());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.nbytes()));
+  state.counters["FLOP/s"] = benchmark::Counter(
+      static_cast<double>(2 * m * n * k) * state.iterations(), benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(dt)) + " " + std::string(cpu_kernel_isa()) +
+                 (cpu_features().avx512vnni && cpu_kernel_isa() == "avx512" ? " vnni" : ""));
+}
+
+void LinearBlockArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "k", "dtype"});
+  for (int64_t dt = 0; dt < static_cast<int64_t>(std::size(kBenchBlockDTypes)); ++dt) {
+    for (int64_t m : {1, 16, 128}) b->Args({m, 2048, 768, dt});
+  }
+  b->UseRealTime();
+}
+BENCHMARK(BM_LinearBlock)->Apply(LinearBlockArgs);
 
 // Decode step: `seqs` sequences of one query each over `context` cached tokens.
 // Args: seqs, context, dtype. Llama-100M-like heads: 12 query heads, 4 kv heads, head_dim 64.

@@ -75,7 +75,7 @@ std::vector<CommandSpec> make_specs() {
             {"tp", "T", "weight bytes per rank for this tensor-parallel size (default 1)"},
             {"pp", "P", "... and this many pipeline stages (default 1)"},
             {"ep", "E", "... and this expert parallelism (default 1)"},
-            {"quantize", "none|int8", "... and this weight quantization (default none)"},
+            {"quantize", "none|int8|int4|...", "... and this weight quantization (default none)"},
             kHelp});
 
   add("bench", "measure prefill / decode throughput against memory bandwidth",

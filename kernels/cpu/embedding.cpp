@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "cpu/isa.h"
+#include "weft/kernels/block_quant.h"
 
 namespace weft::kernels {
 
@@ -13,12 +14,13 @@ void embedding_lookup(const TensorView& table, const TensorView& ids, int64_t vo
   const int64_t rows = table.shape[0];
   const int64_t h = table.shape[1];
   const int64_t tokens = ids.numel();
-  assert(table.shape.rank() == 2 && is_float_dtype(table.dtype));
+  assert(table.shape.rank() == 2 && (is_float_dtype(table.dtype) || is_block_quantized(table.dtype)));
   assert(ids.dtype == DType::kI32 && out.dtype == DType::kF32 && out.numel() == tokens * h);
   const cpu::VecOps& ops = cpu::vec_ops();
   const int32_t* id = ids.as<const int32_t>();
   const char* tp = static_cast<const char*>(table.data);
-  const size_t row_bytes = static_cast<size_t>(h) * dtype_size(table.dtype);
+  const size_t row_bytes = dtype_nbytes(table.dtype, h);
+  const bool block_quantized = is_block_quantized(table.dtype);
   float* op = out.as<float>();
   pool.parallel_for(
       tokens,
@@ -28,6 +30,8 @@ void embedding_lookup(const TensorView& table, const TensorView& ids, int64_t vo
           float* dst = op + t * h;
           if (local < 0 || local >= rows) {
             std::memset(dst, 0, static_cast<size_t>(h) * sizeof(float));
+          } else if (block_quantized) {
+            dequantize_row(table.dtype, tp + local * row_bytes, dst, h);
           } else {
             ops.widen(table.dtype, tp + local * row_bytes, dst, h);
           }

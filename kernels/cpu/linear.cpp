@@ -24,16 +24,16 @@ constexpr int64_t kMinParallelMacs = int64_t{1} << 17;
 
 std::atomic<MatmulPrecision> g_precision{MatmulPrecision::kF32};
 
-using BlockFn = std::function<void(int64_t i0, int64_t i1, int64_t j0, int64_t j1)>;
+}  // namespace
 
-// Runs `block` over the [m, n] output in tasks of weight-column blocks (and row blocks for large
-// m) sized for L2 and for the pool to balance.
-void run_tiled(int64_t m, int64_t n, int64_t k, int64_t weight_elem_bytes, ThreadPool& pool,
-               const BlockFn& block) {
+namespace cpu {
+
+void run_linear_tiles(int64_t m, int64_t n, int64_t k, int64_t weight_row_bytes, ThreadPool& pool,
+                      const LinearBlockFn& block) {
   // Column blocks: small enough to stay in L2, and at least a few per thread so the pool can
   // balance; multiples of 8 keep the micro-kernels on their widest tiles.
   const int64_t threads = pool.num_threads();
-  const int64_t cache_cols = kWeightBlockBytes / (k * weight_elem_bytes);
+  const int64_t cache_cols = kWeightBlockBytes / std::max<int64_t>(1, weight_row_bytes);
   const int64_t balance_cols = (n + threads * 4 - 1) / (threads * 4);
   int64_t nb = std::min(cache_cols, balance_cols);
   nb = std::max<int64_t>(8, (nb + 7) / 8 * 8);
@@ -59,7 +59,7 @@ void run_tiled(int64_t m, int64_t n, int64_t k, int64_t weight_elem_bytes, Threa
       min_chunk);
 }
 
-}  // namespace
+}  // namespace cpu
 
 void set_matmul_precision(MatmulPrecision precision) { g_precision.store(precision); }
 MatmulPrecision matmul_precision() { return g_precision.load(); }
@@ -120,7 +120,7 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
     });
     const cpu::Bf16LinearProblem bp{x_bf16.data(), static_cast<const uint16_t*>(w.data), p.bias,
                                     p.y, m, n, k};
-    run_tiled(m, n, k, 2, pool, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    cpu::run_linear_tiles(m, n, k, 2 * k, pool, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
       cpu::linear_block_avx512bf16(bp, i0, i1, j0, j1);
     });
     return;
@@ -141,7 +141,7 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
   }
 #endif
 
-  run_tiled(m, n, k, static_cast<int64_t>(dtype_size(w.dtype)), pool,
+  cpu::run_linear_tiles(m, n, k, k * static_cast<int64_t>(dtype_size(w.dtype)), pool,
             [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
 }
 
@@ -149,6 +149,7 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
 
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
             ThreadPool& pool) {
+  if (is_block_quantized(w.dtype)) return linear_block_quantized(x, w, bias, y, pool);
   linear_any(x, w, nullptr, bias, y, pool);
 }
 

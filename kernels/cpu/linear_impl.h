@@ -2,10 +2,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "core/dtype.h"
+#include "core/thread_pool.h"
 
 namespace weft::kernels::cpu {
+
+using LinearBlockFn = std::function<void(int64_t i0, int64_t i1, int64_t j0, int64_t j1)>;
+
+// Runs `block` over the [m, n] output in tasks of weight-row blocks (and x-row blocks for large
+// m) sized for L2 (weight rows of weight_row_bytes each) and for the pool to balance.
+void run_linear_tiles(int64_t m, int64_t n, int64_t k, int64_t weight_row_bytes, ThreadPool& pool,
+                      const LinearBlockFn& block);
 
 struct LinearProblem {
   const float* x = nullptr;  // [m, k]

@@ -20,7 +20,8 @@ CpuFeatures detect() {
   __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(1), "c"(0));
   f.f16c = (c >> 29) & 1u;
   __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
-  f.avx512fp16 = f.avx512f && ((d >> 23) & 1u);  // avx512f also implies OS support (XCR0)
+  f.avx512fp16 = f.avx512f && ((d >> 23) & 1u);
+  f.avx512vnni = f.avx512f && ((c >> 11) & 1u);  // avx512f also implies OS support (XCR0)
   f.amx_bf16 = (d >> 22) & 1u;
 #endif
   return f;
@@ -47,6 +48,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512bw, "avx512bw");
   add(avx512vl, "avx512vl");
   add(avx512bf16, "avx512bf16");
+  add(avx512vnni, "avx512vnni");
   add(avx512fp16, "avx512fp16");
   add(amx_bf16, "amx_bf16");
   return s.empty() ? "portable" : s;
@@ -60,9 +62,12 @@ absl::Status limit_cpu_features(std::string_view isa) {
     f = CpuFeatures{};
   } else if (isa == "avx2") {
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512bf16 = f.avx512fp16 = f.amx_bf16 = false;
+    f.avx512vnni = false;
+  } else if (isa == "avx512-novnni") {
+    f.avx512vnni = false;
   } else if (isa != "native") {
     return absl::InvalidArgumentError(
-        "unknown CPU ISA \"" + std::string(isa) + "\" (expected native, avx2 or portable)");
+        "unknown CPU ISA \"" + std::string(isa) + "\" (expected native, avx512-novnni, avx2 or portable)");
   }
   mutable_features() = f;
   return absl::OkStatus();

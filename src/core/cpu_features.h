@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512bf16 = false;
+  bool avx512vnni = false;  // vpdpbusd: the block-quantized linear's int8 dot products
   bool avx512fp16 = false;
   bool amx_bf16 = false;
 
@@ -26,7 +27,8 @@ struct CpuFeatures {
 // Detected once, on first call.
 const CpuFeatures& cpu_features();
 
-// Caps the features kernels may use: "native" (all detected), "avx2" (no AVX-512/AMX) or
+// Caps the features kernels may use: "native" (all detected), "avx512-novnni" (native without
+// AVX512-VNNI: the AVX-512 path's fallback for int8 dot products), "avx2" (no AVX-512/AMX) or
 // "portable" (scalar only). For tests and for the launcher's --cpu-isa flag; call it before the
 // first kernel runs. An unknown name is an InvalidArgument.
 absl::Status limit_cpu_features(std::string_view isa);

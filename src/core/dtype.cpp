@@ -25,6 +25,8 @@ size_t dtype_block_bytes(DType dtype) {
     case DType::kQ4_K: return 144;
     case DType::kQ5_K: return 176;
     case DType::kQ6_K: return 210;
+    case DType::kI4G64: return 36;
+    case DType::kI4G128: return 68;
   }
   return 0;
 }
@@ -39,6 +41,8 @@ int64_t dtype_block_elems(DType dtype) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K: return 256;
+    case DType::kI4G64: return 64;
+    case DType::kI4G128: return 128;
     default: return 1;
   }
 }
@@ -76,6 +80,8 @@ const char* dtype_name(DType dtype) {
     case DType::kQ4_K: return "q4_k";
     case DType::kQ5_K: return "q5_k";
     case DType::kQ6_K: return "q6_k";
+    case DType::kI4G64: return "i4g64";
+    case DType::kI4G128: return "i4g128";
   }
   return "?";
 }

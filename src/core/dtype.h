@@ -30,6 +30,12 @@ enum class DType : uint8_t {
           //      and minimums, 256 x 4-bit                                     (144 bytes)
   kQ5_K,  // 256: as Q4_K plus 256 high bits                                    (176 bytes)
   kQ6_K,  // 256: 256 x 4-bit low, 256 x 2-bit high, 16 x int8 scales, f16 scale (210 bytes)
+  // weft's group-wise int4 (--quantize int4-g64 / int4-g128; group 32 uses Q4_1 / Q4_0): Q4_1's
+  // layout with a longer group: f16 scale d, f16 minimum m, then g/2 bytes whose low nibbles are
+  // elements [0, g/2) and high nibbles elements [g/2, g); element = d * nibble + m. Symmetric
+  // quantization stores m = -8 d. Not a GGUF type.
+  kI4G64,   // 64 elements  (36 bytes)
+  kI4G128,  // 128 elements (68 bytes)
 };
 
 // Bytes per element of a plain (not block-quantized) dtype. Aborts on a block-quantized one,

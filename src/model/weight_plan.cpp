@@ -14,10 +14,9 @@ int64_t planned_weight_bytes(const ModelConfig& c, int tp, int expert_parallel,
   const int64_t kv = (c.num_key_value_heads >= t ? c.num_key_value_heads / t : 1) * d;
   const int64_t dtype_bytes = static_cast<int64_t>(dtype_size(c.torch_dtype));
   const int64_t norm_bytes = c.norm_weight_plus_one ? 4 : dtype_bytes;
-  const bool int8 = quantization == WeightQuantization::kInt8;
   // A linear weight of `rows` output rows by `cols` inputs, as this rank holds it.
   const auto linear = [&](int64_t rows, int64_t cols) {
-    return int8 ? rows * cols + rows * 4 : rows * cols * dtype_bytes;
+    return quantized_weight_bytes(quantization, rows, cols, dtype_bytes);
   };
 
   int64_t bytes = 0, other = 0, norm_elements = 0;  // other: elements kept in the dtype

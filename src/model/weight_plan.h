@@ -19,7 +19,9 @@ namespace weft {
 // embedding on the first stage (and the last when tied) and the LM head on the last. Every rank
 // of a stage holds the same amount.
 // With kInt8 the column- and row-parallel weights take one byte per element plus an F32 scale
-// per output row; biases, embeddings, the LM head, routers and norms keep their dtype.
+// per output row, with int4 / GGUF block types their blocks' bytes (quantized_weight_bytes, with
+// the same group fallback as the load); biases, embeddings, the LM head, routers and norms keep
+// their dtype.
 int64_t planned_weight_bytes(const ModelConfig& config, int tp, int expert_parallel,
                              const StageLayout& layout,
                              WeightQuantization quantization = WeightQuantization::kNone);

@@ -9,6 +9,7 @@
 #include "model/gguf_model_files.h"
 #include "model/json_reader.h"
 #include "model/model_files.h"
+#include "model/weight_slice.h"
 
 namespace weft {
 namespace {
@@ -194,60 +195,10 @@ absl::StatusOr<Tensor> WeightStore::get(const std::string& name, const Shape& ex
 absl::StatusOr<Tensor> WeightStore::get_slice(const std::string& name, const Shape& expected,
                                               int dim, int64_t begin, int64_t count) const {
   WEFT_ASSIGN_OR_RETURN(Tensor full, get(name, expected));
-  const std::string where = absl::StrCat("slice of tensor '", name, "'");
-  if (dim != 0 && dim != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": dim must be 0 or 1, got ", dim));
-  }
-  if (dim >= expected.rank()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": dim ", dim, " out of range for shape ", expected.to_string()));
-  }
-  if (begin < 0 || count < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": begin (", begin, ") and count (", count, ") must be non-negative"));
-  }
-  const int64_t size = expected[dim];
-  const int64_t available = std::clamp<int64_t>(size - begin, 0, count);
-  Shape out_shape = expected;
-  out_shape[dim] = count;
-  const size_t elem = dtype_size(full.dtype());
-
-  if (dim == 0) {
-    const int64_t row_elems = expected.numel() / std::max<int64_t>(size, 1);
-    const size_t row_bytes = static_cast<size_t>(row_elems) * elem;
-    const char* src = static_cast<const char*>(full.data()) +
-                      static_cast<size_t>(std::min(begin, size)) * row_bytes;
-    if (available == count) {
-      // `full` holds the mapping alive; the slice shares that ownership through a copy of it.
-      auto owner = std::make_shared<Tensor>(full);
-      return Tensor::wrap(const_cast<char*>(src), full.dtype(), out_shape,
-                          std::static_pointer_cast<const void>(owner));
-    }
-    Tensor out = Tensor::zeros(full.dtype(), out_shape);
-    if (available > 0) std::memcpy(out.data(), src, static_cast<size_t>(available) * row_bytes);
-    release(full);
-    return out;
-  }
-
-  const int64_t outer = expected[0];
-  int64_t inner = 1;
-  for (int i = 2; i < expected.rank(); ++i) inner *= expected[i];
-  const size_t src_row = static_cast<size_t>(size * inner) * elem;
-  const size_t dst_row = static_cast<size_t>(count * inner) * elem;
-  const size_t copy = static_cast<size_t>(available * inner) * elem;
-  Tensor out = Tensor::zeros(full.dtype(), out_shape);
-  const char* src = static_cast<const char*>(full.data());
-  char* dst = static_cast<char*>(out.data());
-  if (copy > 0) {
-    for (int64_t r = 0; r < outer; ++r) {
-      std::memcpy(
-          dst + static_cast<size_t>(r) * dst_row,
-          src + static_cast<size_t>(r) * src_row + static_cast<size_t>(begin * inner) * elem, copy);
-    }
-  }
-  // This rank's columns are copied out; the rest of each row belongs to other ranks.
-  release(full);
-  return out;
+  WEFT_ASSIGN_OR_RETURN(WeightSlice slice, slice_weight(full, name, expected, dim, begin, count));
+  // A copy holds this rank's part; the rest of the tensor belongs to other ranks.
+  if (slice.copied) release(full);
+  return std::move(slice.tensor);
 }
 
 void WeightStore::release(const Tensor& view) const {

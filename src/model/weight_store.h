@@ -38,7 +38,8 @@ class WeightStore {
   // dim 0 is a zero-copy view; dim 1 copies into a new tensor (only the rows' slices are read).
   // Rows past the tensor's end (padding for uneven tensor-parallel splits) are zero-filled, and
   // a dim-0 slice that runs past the end is a zero-padded copy rather than a view.
-  // Errors: those of get(); dim other than 0 or 1 or not below the rank; negative begin/count.
+  // Block-quantized tensors slice along dim 1 only at block edges (model/weight_slice.h).
+  // Errors: those of get() and of slice_weight().
   absl::StatusOr<Tensor> get_slice(const std::string& name, const Shape& expected, int dim,
                                    int64_t begin, int64_t count) const;
 

@@ -95,6 +95,12 @@ absl::Status convert(const void* src, DType src_dtype, int64_t n, DType dtype, u
       default: return bf16_to_float(static_cast<const uint16_t*>(src)[i]);
     }
   };
+  if (is_block_quantized(src_dtype)) {
+    // CUDA twins of the block-quantized kernels (kernels/cuda) do not exist yet.
+    return absl::UnimplementedError(absl::StrCat(
+        "--device cuda: tensor '", name, "' is block-quantized (", dtype_name(src_dtype),
+        "); block-quantized weights run on the CPU only for now (--device cpu)"));
+  }
   if (src_dtype != DType::kF32 && src_dtype != DType::kF16 && src_dtype != DType::kBF16) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has dtype ",
                                                    dtype_name(src_dtype),

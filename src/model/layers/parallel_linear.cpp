@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/half.h"
 #include "core/status_macros.h"
+#include "weft/kernels/block_quant.h"
 #include "weft/kernels/linear.h"
 #include "weft/kernels/quantize.h"
 
@@ -59,18 +60,8 @@ absl::StatusOr<Tensor> load_part_rows(const LoadContext& ctx, const ColumnPart& 
   return padded;
 }
 
-// --quantize int8: replaces `weight` (this rank's rows) by int8 values and per-row scales, and
-// drops the checkpoint's pages behind it. A no-op without quantization.
-void maybe_quantize(const LoadContext& ctx, Tensor& weight, Tensor& scale) {
-  if (ctx.quantization != WeightQuantization::kInt8) return;
-  ThreadPool pool(1);
-  kernels::QuantizedRows q = kernels::quantize_rows_int8(weight.view(), pool);
-  ctx.weights.release(weight);
-  weight = std::move(q.values);
-  scale = std::move(q.scales);
-}
-
-// y = x W^T (+ bias) for a weight in the checkpoint's dtype or quantized to int8.
+// y = x W^T (+ bias) for a weight in the checkpoint's dtype, quantized to int8, or
+// block-quantized (kernels::linear dispatches on the dtype).
 void apply(const TensorView& x, const Tensor& weight, const Tensor& scale, const TensorView* bias,
            const TensorView& y, ThreadPool& pool) {
   if (scale.defined()) {
@@ -81,6 +72,35 @@ void apply(const TensorView& x, const Tensor& weight, const Tensor& scale, const
 }
 
 }  // namespace
+
+absl::Status quantize_linear_weight(const LoadContext& ctx, const std::string& name,
+                                    Tensor& weight, Tensor& scale) {
+  if (ctx.quantization == WeightQuantization::kNone) return absl::OkStatus();
+  if (!is_float_dtype(weight.dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--quantize ", weight_quantization_name(ctx.quantization), ": tensor '", name,
+        ".weight' is already ", dtype_name(weight.dtype()),
+        "; --quantize applies to F32 / F16 / BF16 checkpoints (run this one without it)"));
+  }
+  ThreadPool pool(1);
+  if (ctx.quantization == WeightQuantization::kInt8) {
+    kernels::QuantizedRows q = kernels::quantize_rows_int8(weight.view(), pool);
+    ctx.weights.release(weight);
+    weight = std::move(q.values);
+    scale = std::move(q.scales);
+    return absl::OkStatus();
+  }
+  const absl::StatusOr<QuantizedLayout> layout = quantized_layout(ctx.quantization, weight.dim(1));
+  if (!layout.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", name, ".weight' (this rank's shard ", weight.shape().to_string(),
+        " under tensor parallelism of degree ", ctx.tp.size(), "): ", layout.status().message()));
+  }
+  Tensor q = kernels::quantize_rows(weight.view(), layout->dtype, layout->symmetric, pool);
+  ctx.weights.release(weight);
+  weight = std::move(q);
+  return absl::OkStatus();
+}
 
 Tensor concat_rows(const std::vector<Tensor>& parts) {
   if (parts.size() == 1) return parts[0];
@@ -124,7 +144,8 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
     for (const Tensor& w : weights) ctx.weights.release(w);
     for (const Tensor& b : biases) ctx.weights.release(b);
   }
-  maybe_quantize(ctx, layer.weight_, layer.weight_scale_);
+  WEFT_RETURN_IF_ERROR(
+      quantize_linear_weight(ctx, parts[0].name, layer.weight_, layer.weight_scale_));
   return layer;
 }
 
@@ -138,13 +159,21 @@ absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx
                                                           int64_t out_features, int64_t full_in,
                                                           ShardRange shard, bool has_bias) {
   RowParallelLinear layer;
-  WEFT_ASSIGN_OR_RETURN(layer.weight_,
-                        ctx.weights.get_slice(name + ".weight", Shape{out_features, full_in}, 1,
-                                              shard.begin, shard.count));
+  absl::StatusOr<Tensor> weight = ctx.weights.get_slice(name + ".weight",
+                                                        Shape{out_features, full_in}, 1,
+                                                        shard.begin, shard.count);
+  if (!weight.ok()) {
+    // A block-quantized checkpoint cuts only at block edges: say which TP layout asked otherwise.
+    return absl::Status(weight.status().code(),
+                        absl::StrCat(weight.status().message(), " (row-parallel shard ",
+                                     ctx.tp.rank(), " of tensor parallelism of degree ",
+                                     ctx.tp.size(), ")"));
+  }
+  layer.weight_ = *std::move(weight);
   if (has_bias) {
     WEFT_ASSIGN_OR_RETURN(layer.bias_, ctx.weights.get(name + ".bias", Shape{out_features}));
   }
-  maybe_quantize(ctx, layer.weight_, layer.weight_scale_);
+  WEFT_RETURN_IF_ERROR(quantize_linear_weight(ctx, name, layer.weight_, layer.weight_scale_));
   return layer;
 }
 

@@ -38,7 +38,8 @@ class ColumnParallelLinear {
   int64_t out_features() const { return weight_.dim(0); }  // local rows
   // x: F32 [m, in_features]; y: F32 [m, out_features()].
   void forward(const TensorView& x, const TensorView& y, ThreadPool& pool) const;
-  // The checkpoint's dtype, or I8 with weight_scale() under --quantize int8.
+  // The checkpoint's dtype, I8 with weight_scale() under --quantize int8, or a block-quantized
+  // dtype (a GGUF checkpoint's, or --quantize int4 / q*).
   const Tensor& weight() const { return weight_; }
   const Tensor& weight_scale() const { return weight_scale_; }
   size_t weight_bytes() const {
@@ -76,6 +77,15 @@ class RowParallelLinear {
   Tensor weight_scale_;  // F32 [out_features] when weight_ is I8
   Tensor bias_;
 };
+
+// --quantize at load: replaces `weight` (this rank's shard of tensor `name`, without ".weight")
+// by int8 values and per-row F32 scales in `scale` (int8), or by a block-quantized copy (int4,
+// GGUF types; model/weight_quantization.h chooses the layout from the shard's columns), and
+// drops the checkpoint's pages behind it. A no-op without quantization. Errors (naming the
+// tensor): a weight that is already block-quantized (a GGUF checkpoint: --quantize applies to
+// F32/F16/BF16 ones), or a shard whose columns fit no group of the layout.
+absl::Status quantize_linear_weight(const LoadContext& ctx, const std::string& name,
+                                    Tensor& weight, Tensor& scale);
 
 // Concatenates rows of several tensors of one dtype ([rows_i, cols] each) into a new tensor.
 Tensor concat_rows(const std::vector<Tensor>& parts);

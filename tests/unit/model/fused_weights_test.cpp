@@ -17,27 +17,7 @@
 namespace weft {
 namespace {
 
-// A TP group member that only knows its place; the reduce is left out (each rank's partial sums
-// are compared directly).
-class FakeGroup : public Communicator {
- public:
-  FakeGroup(int rank, int size) : rank_(rank), size_(size) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  absl::Status all_reduce_sum(const TensorView&) override { return absl::OkStatus(); }
-  absl::Status all_reduce_max(const TensorView&) override { return absl::OkStatus(); }
-  absl::Status all_gather(const TensorView&, const TensorView&) override {
-    return absl::UnimplementedError("all_gather");
-  }
-  absl::Status send(const TensorView&, int) override { return absl::UnimplementedError("send"); }
-  absl::Status recv(const TensorView&, int) override { return absl::UnimplementedError("recv"); }
-  absl::Status broadcast(const TensorView&, int) override {
-    return absl::UnimplementedError("broadcast");
-  }
-
- private:
-  int rank_, size_;
-};
+using testing::FakeGroup;
 
 Tensor random_f32(Shape shape, std::mt19937& rng) {
   Tensor t = Tensor::empty(DType::kF32, shape);

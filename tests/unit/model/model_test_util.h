@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "parallel/communicator.h"
 
 namespace weft::testing {
 
@@ -55,5 +56,27 @@ inline std::string safetensors_bytes(const std::string& header, const std::strin
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
   return out + header + data;
 }
+
+// A TP group member that only knows its place; the reduce is left out (each rank's partial sums
+// are compared directly).
+class FakeGroup : public weft::Communicator {
+ public:
+  FakeGroup(int rank, int size) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  absl::Status all_reduce_sum(const weft::TensorView&) override { return absl::OkStatus(); }
+  absl::Status all_reduce_max(const weft::TensorView&) override { return absl::OkStatus(); }
+  absl::Status all_gather(const weft::TensorView&, const weft::TensorView&) override {
+    return absl::UnimplementedError("all_gather");
+  }
+  absl::Status send(const weft::TensorView&, int) override { return absl::UnimplementedError("send"); }
+  absl::Status recv(const weft::TensorView&, int) override { return absl::UnimplementedError("recv"); }
+  absl::Status broadcast(const weft::TensorView&, int) override {
+    return absl::UnimplementedError("broadcast");
+  }
+
+ private:
+  int rank_, size_;
+};
 
 }  // namespace weft::testing

@@ -9,7 +9,8 @@ namespace weft::kernels {
 // y[m, n] = x[m, k] @ w[n, k]^T (+ bias[n]).
 //   x: F32, contiguous [m, k].
 //   w: F32, F16 or BF16, contiguous [n, k] (the Hugging Face [out_features, in_features] layout;
-//      16-bit weights are used as stored and widened to F32 in registers).
+//      16-bit weights are used as stored and widened to F32 in registers), or any block-quantized
+//      dtype (core/dtype.h), which goes to linear_block_quantized().
 //   bias: null, or [n] of any float dtype.
 //   y: F32 [m, n], overwritten. Must not alias x.
 // Accumulates in F32. Threads split over n (and m for large m). Uses AVX-512 / AVX2+FMA paths
@@ -28,6 +29,18 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
 // registers, the row's sum multiplied by its scale. Same layouts, tiling and ISA paths as linear().
 void linear_int8(const TensorView& x, const TensorView& w, const TensorView& w_scale,
                  const TensorView* bias, const TensorView& y, ThreadPool& pool);
+
+// y = x @ w^T (+ bias) for w of a block-quantized dtype [n, k] (k a multiple of its block):
+// W4A8 / W8A8 as llama.cpp does it. Each row of x is quantized per group of 16 elements to int8
+// (quantize_activation_groups, block_quant.h), each weight row is decoded to bytes with an F32
+// scale and offset per 16 (kernels/cpu/block_unpack.h), and every group's product is an exact
+// int32 dot product (AVX512-VNNI vpdpbusd; AVX-512BW / AVX2 vpmaddubsw + vpmaddwd; portable
+// scalar) scaled in F32:  y[i, j] = sum_g dx_g (a_g sum_t u_t qx_t + (c_g - zero a_g) sum_t qx_t).
+// Error added by the activation rounding: |x_t - qx_t dx_g| <= dx_g / 2 = max_g |x| / 254, so
+// |y - x @ dequant(w)^T| <= sum_t |w_t| max_{g(t)} |x| / 254 (+ F32 rounding); the ISA paths
+// agree to F32 rounding (the integer parts are exact on each).
+void linear_block_quantized(const TensorView& x, const TensorView& w, const TensorView* bias,
+                            const TensorView& y, ThreadPool& pool);
 
 enum class MatmulPrecision { kF32, kBf16 };
 void set_matmul_precision(MatmulPrecision precision);

@@ -1,0 +1,206 @@
+// Private to kernels/cpu: the one decoder of block-quantized bytes (core/dtype.h layouts). Every
+// type is read into a common form for a row of n elements:
+//
+//   w[t] = a[t / 16] * (u[t] - zero) + c[t / 16]
+//
+// u: one unsigned byte per element (0..255); a, c: an F32 scale and offset per group of 16
+// elements (Q6_K has a scale per 16; the others repeat theirs over 2, 4 or 8 groups); zero: a
+// constant of the type (8 for Q4_0, 16 for Q5_0, 32 for Q6_K, 128 for Q8_0 whose signed values are
+// stored offset by 128, 0 for the types with a minimum). Evaluated in that order (integer
+// difference, product, sum) it is bit-exact with ggml's dequantize_row_* (block_dequantize.cpp,
+// compiled without FMA contraction); the linear kernels take u as int8 dot-product operands.
+//
+// Internal linkage: each kernel translation unit includes this after its `#pragma GCC target` so
+// the loops are vectorized for that file's instruction set.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/dtype.h"
+#include "core/half.h"
+
+namespace weft::kernels::cpu {
+namespace {
+
+constexpr int64_t kUnpackGroup = 16;
+
+inline int unpack_zero(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0: return 128;
+    case DType::kQ4_0: return 8;
+    case DType::kQ5_0: return 16;
+    case DType::kQ6_K: return 32;
+    default: return 0;
+  }
+}
+
+inline float half_at(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return f16_to_float(h);
+}
+
+inline uint32_t u32_at(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;  // little-endian hosts only, as GGUF files are
+}
+
+inline void fill_groups(float* a, float* c, int groups, float av, float cv) {
+  for (int g = 0; g < groups; ++g) {
+    a[g] = av;
+    c[g] = cv;
+  }
+}
+
+// Q4_0 / Q4_1 / I4G*: `half` bytes of nibbles, low nibbles first half, high nibbles second.
+inline void unpack_nibbles(const uint8_t* qs, int half, uint8_t* u) {
+  for (int j = 0; j < half; ++j) {
+    u[j] = qs[j] & 0x0F;
+    u[j + half] = qs[j] >> 4;
+  }
+}
+
+// Q5_0 / Q5_1: 32 nibbles plus a fifth bit per element from qh (bit j for element j).
+inline void unpack_5bit(const uint8_t* qh_bytes, const uint8_t* qs, uint8_t* u) {
+  const uint32_t qh = u32_at(qh_bytes);
+  for (int j = 0; j < 16; ++j) {
+    u[j] = static_cast<uint8_t>((qs[j] & 0x0F) | (((qh >> j) & 1u) << 4));
+    u[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+  }
+}
+
+// Q4_K / Q5_K: the 6-bit scale and minimum of sub-block j (0..7) from the 12 packed bytes.
+inline void k_scale_min(int j, const uint8_t* q, int& scale, int& min) {
+  if (j < 4) {
+    scale = q[j] & 63;
+    min = q[j + 4] & 63;
+  } else {
+    scale = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_K and Q5_K (qh null for Q4_K): 8 sub-blocks of 32, a = d * scale, c = -(dmin * min).
+inline void unpack_k4_k5(const uint8_t* b, const uint8_t* qh, const uint8_t* qs, uint8_t* u,
+                         float* a, float* c) {
+  const float d = half_at(b), dmin = half_at(b + 2);
+  const uint8_t* scales = b + 4;
+  for (int j = 0; j < 4; ++j) {
+    const uint8_t* q = qs + 32 * j;
+    uint8_t* out = u + 64 * j;
+    for (int l = 0; l < 32; ++l) {
+      out[l] = q[l] & 0x0F;
+      out[l + 32] = q[l] >> 4;
+    }
+    if (qh != nullptr) {
+      const uint8_t lo = static_cast<uint8_t>(1u << (2 * j)), hi = static_cast<uint8_t>(2u << (2 * j));
+      for (int l = 0; l < 32; ++l) {
+        out[l] = static_cast<uint8_t>(out[l] + ((qh[l] & lo) ? 16 : 0));
+        out[l + 32] = static_cast<uint8_t>(out[l + 32] + ((qh[l] & hi) ? 16 : 0));
+      }
+    }
+    for (int s = 0; s < 2; ++s) {
+      int scale, min;
+      k_scale_min(2 * j + s, scales, scale, min);
+      fill_groups(a + 4 * j + 2 * s, c + 4 * j + 2 * s, 2, d * static_cast<float>(scale),
+                  -(dmin * static_cast<float>(min)));
+    }
+  }
+}
+
+inline void unpack_q6_k(const uint8_t* b, uint8_t* u, float* a, float* c) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = half_at(b + 208);
+  for (int n = 0; n < 2; ++n) {
+    const uint8_t* l0 = ql + 64 * n;
+    const uint8_t* h0 = qh + 32 * n;
+    uint8_t* out = u + 128 * n;
+    for (int l = 0; l < 32; ++l) {
+      out[l] = static_cast<uint8_t>((l0[l] & 0x0F) | ((h0[l] & 3) << 4));
+      out[l + 32] = static_cast<uint8_t>((l0[l + 32] & 0x0F) | (((h0[l] >> 2) & 3) << 4));
+      out[l + 64] = static_cast<uint8_t>((l0[l] >> 4) | (((h0[l] >> 4) & 3) << 4));
+      out[l + 96] = static_cast<uint8_t>((l0[l + 32] >> 4) | (((h0[l] >> 6) & 3) << 4));
+    }
+  }
+  // Element group g (of 16) takes sub-scale g: ggml's y[l + 32 i] uses sc[l / 16 + 2 i].
+  for (int g = 0; g < 16; ++g) {
+    a[g] = d * static_cast<float>(sc[g]);
+    c[g] = 0.0f;
+  }
+}
+
+// One block of D at b: its dtype_block_elems(D) values into u, its groups into a and c.
+template <DType D>
+inline void unpack_block_of(const uint8_t* b, uint8_t* u, float* a, float* c) {
+  if constexpr (D == DType::kQ8_0) {
+    for (int t = 0; t < 32; ++t) u[t] = static_cast<uint8_t>(b[2 + t] ^ 0x80u);
+    fill_groups(a, c, 2, half_at(b), 0.0f);
+  } else if constexpr (D == DType::kQ4_0) {
+    unpack_nibbles(b + 2, 16, u);
+    fill_groups(a, c, 2, half_at(b), 0.0f);
+  } else if constexpr (D == DType::kQ4_1) {
+    unpack_nibbles(b + 4, 16, u);
+    fill_groups(a, c, 2, half_at(b), half_at(b + 2));
+  } else if constexpr (D == DType::kQ5_0) {
+    unpack_5bit(b + 2, b + 6, u);
+    fill_groups(a, c, 2, half_at(b), 0.0f);
+  } else if constexpr (D == DType::kQ5_1) {
+    unpack_5bit(b + 4, b + 8, u);
+    fill_groups(a, c, 2, half_at(b), half_at(b + 2));
+  } else if constexpr (D == DType::kQ4_K) {
+    unpack_k4_k5(b, nullptr, b + 16, u, a, c);
+  } else if constexpr (D == DType::kQ5_K) {
+    unpack_k4_k5(b, b + 16, b + 48, u, a, c);
+  } else if constexpr (D == DType::kQ6_K) {
+    unpack_q6_k(b, u, a, c);
+  } else if constexpr (D == DType::kI4G64) {
+    unpack_nibbles(b + 4, 32, u);
+    fill_groups(a, c, 4, half_at(b), half_at(b + 2));
+  } else if constexpr (D == DType::kI4G128) {
+    unpack_nibbles(b + 4, 64, u);
+    fill_groups(a, c, 8, half_at(b), half_at(b + 2));
+  }
+}
+
+// Calls f(std::integral_constant<DType, D>) for the block-quantized dtype D == dtype: the one
+// switch over the types, so the loops inside f are compiled per type.
+template <class F>
+inline void with_block_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kQ8_0: return f(std::integral_constant<DType, DType::kQ8_0>{});
+    case DType::kQ4_0: return f(std::integral_constant<DType, DType::kQ4_0>{});
+    case DType::kQ4_1: return f(std::integral_constant<DType, DType::kQ4_1>{});
+    case DType::kQ5_0: return f(std::integral_constant<DType, DType::kQ5_0>{});
+    case DType::kQ5_1: return f(std::integral_constant<DType, DType::kQ5_1>{});
+    case DType::kQ4_K: return f(std::integral_constant<DType, DType::kQ4_K>{});
+    case DType::kQ5_K: return f(std::integral_constant<DType, DType::kQ5_K>{});
+    case DType::kQ6_K: return f(std::integral_constant<DType, DType::kQ6_K>{});
+    case DType::kI4G64: return f(std::integral_constant<DType, DType::kI4G64>{});
+    case DType::kI4G128: return f(std::integral_constant<DType, DType::kI4G128>{});
+    default: return;
+  }
+}
+
+inline void unpack_block(DType dtype, const uint8_t* b, uint8_t* u, float* a, float* c) {
+  with_block_dtype(dtype, [&](auto d) { unpack_block_of<decltype(d)::value>(b, u, a, c); });
+}
+
+// A row of n elements (n a multiple of the block) at src: u[0..n), a and c [0..n / 16).
+template <DType D>
+inline void unpack_row_of(const void* src, int64_t n, uint8_t* u, float* a, float* c) {
+  const int64_t block = dtype_block_elems(D);
+  const size_t bytes = dtype_block_bytes(D);
+  const int64_t groups = block / kUnpackGroup;
+  const uint8_t* b = static_cast<const uint8_t*>(src);
+  for (int64_t i = 0; i < n / block; ++i) {
+    unpack_block_of<D>(b + i * bytes, u + i * block, a + i * groups, c + i * groups);
+  }
+}
+
+}  // namespace
+}  // namespace weft::kernels::cpu

@@ -1,0 +1,94 @@
+// linear_block_quantized(): quantizes the activations once per call, then tiles the product over
+// the pool with the widest path the CPU allows (linear_block_*.cpp).
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "cpu/isa.h"
+#include "cpu/linear_block.h"
+#include "cpu/linear_impl.h"
+#include "weft/kernels/block_quant.h"
+#include "weft/kernels/linear.h"
+
+namespace weft::kernels {
+
+void quantize_activation_groups(const float* x, int64_t k, int8_t* q, float* scale, float* sums) {
+  constexpr int64_t kGroup = 16;
+  for (int64_t g = 0; g < k / kGroup; ++g) {
+    const float* xg = x + g * kGroup;
+    float amax = 0.0f;
+    for (int64_t t = 0; t < kGroup; ++t) amax = std::max(amax, std::fabs(xg[t]));
+    const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    int32_t sum = 0;
+    for (int64_t t = 0; t < kGroup; ++t) {
+      const int v = static_cast<int>(std::nearbyint(xg[t] * inv));
+      q[g * kGroup + t] = static_cast<int8_t>(std::clamp(v, -127, 127));
+      sum += q[g * kGroup + t];
+    }
+    scale[g] = amax / 127.0f;
+    sums[g] = scale[g] * static_cast<float>(sum);
+  }
+}
+
+void linear_block_quantized(const TensorView& x, const TensorView& w, const TensorView* bias,
+                            const TensorView& y, ThreadPool& pool) {
+  const int64_t n = w.shape[0];
+  const int64_t k = w.shape[1];
+  const int64_t m = n > 0 ? y.numel() / n : 0;
+  assert(is_block_quantized(w.dtype) && w.shape.rank() == 2 && k % dtype_block_elems(w.dtype) == 0);
+  assert(x.dtype == DType::kF32 && y.dtype == DType::kF32 && x.numel() == m * k);
+  assert(bias == nullptr || bias->numel() == n);
+  if (m == 0 || n == 0) return;
+
+  cpu::BlockLinearProblem p;
+  p.k = k;
+  p.k_pad = cpu::block_linear_padded_k(k);
+  p.groups = p.k_pad / 16;
+  p.m = m;
+  p.n = n;
+  p.w = static_cast<const uint8_t*>(w.data);
+  p.w_dtype = w.dtype;
+  p.w_row_bytes = dtype_nbytes(w.dtype, k);
+  p.y = y.as<float>();
+  std::vector<float> bias_f32;
+  if (bias != nullptr && bias->data != nullptr) {
+    bias_f32.resize(static_cast<size_t>(n));
+    cpu::vec_ops().widen(bias->dtype, bias->data, bias_f32.data(), n);
+    p.bias = bias_f32.data();
+  }
+
+  // Zero padding past k: values and scales 0, so padded groups add nothing on any path.
+  std::vector<int8_t> xq(static_cast<size_t>(m * p.k_pad), 0);
+  std::vector<float> xd(static_cast<size_t>(m * p.groups), 0.0f), xs(xd);
+  const float* xf = x.as<const float>();
+  pool.parallel_for(m, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      quantize_activation_groups(xf + r * k, k, xq.data() + r * p.k_pad, xd.data() + r * p.groups,
+                                 xs.data() + r * p.groups);
+    }
+  });
+  p.xq = xq.data();
+  p.xd = xd.data();
+  p.xs = xs.data();
+
+  void (*block)(const cpu::BlockLinearProblem&, int64_t, int64_t, int64_t, int64_t) =
+      cpu::linear_block_q_portable;
+#if defined(__x86_64__)
+  switch (cpu::current_isa()) {
+    case cpu::Isa::kAvx512:
+      block = cpu_features().avx512vnni ? cpu::linear_block_q_avx512vnni : cpu::linear_block_q_avx512;
+      break;
+    case cpu::Isa::kAvx2:
+      block = cpu::linear_block_q_avx2;
+      break;
+    case cpu::Isa::kPortable:
+      break;
+  }
+#endif
+  cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(p.w_row_bytes), pool,
+                        [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
+}
+
+}  // namespace weft::kernels

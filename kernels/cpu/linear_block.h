@@ -1,0 +1,38 @@
+// Private to kernels/cpu: the per-ISA blocks of linear_block_quantized() (linear_block.cpp
+// quantizes the activations and tiles; linear_block_rows.h is the loop every path shares).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace weft::kernels::cpu {
+
+// Activations are padded to k_pad (a multiple of 64) with zero values and zero group scales, and
+// the kernels' decoded weight rows likewise, so no path needs a tail.
+inline int64_t block_linear_padded_k(int64_t k) { return (k + 63) / 64 * 64; }
+
+struct BlockLinearProblem {
+  const int8_t* xq = nullptr;  // [m, k_pad] activation values
+  const float* xd = nullptr;   // [m, groups] scale per 16 elements
+  const float* xs = nullptr;   // [m, groups] scale * sum of the group's values
+  const uint8_t* w = nullptr;  // n rows of w_row_bytes
+  DType w_dtype = DType::kQ8_0;
+  size_t w_row_bytes = 0;
+  const float* bias = nullptr;  // [n] or null
+  float* y = nullptr;           // [m, n]
+  int64_t m = 0, n = 0, k = 0, k_pad = 0, groups = 0;  // groups = k_pad / 16
+};
+
+void linear_block_q_portable(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                             int64_t j1);
+void linear_block_q_avx2(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                         int64_t j1);
+// AVX-512BW without VNNI (vpmaddubsw + vpmaddwd) and with it (vpdpbusd).
+void linear_block_q_avx512(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                           int64_t j1);
+void linear_block_q_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                               int64_t j1);
+
+}  // namespace weft::kernels::cpu

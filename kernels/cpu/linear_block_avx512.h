@@ -1,0 +1,64 @@
+// Private to kernels/cpu: the AVX-512 tile of linear_block_quantized(), 64 elements (four groups
+// of 16) per step, for the two files that compile it: linear_block_avx512.cpp (AVX-512BW:
+// vpmaddubsw on |u - 128| and x with u - 128's sign, exact as on AVX2) and
+// linear_block_avx512vnni.cpp (vpdpbusd on u and x directly). Include after the file's target
+// pragma; kVnni selects the dot product.
+#pragma once
+
+#include <immintrin.h>
+
+#include "cpu/isa.h"
+#include "cpu/linear_block_rows.h"
+
+namespace weft::kernels::cpu {
+namespace {
+
+template <bool kVnni>
+struct Avx512Kernel {
+  static constexpr int kOffset = kVnni ? 0 : 128;
+
+  template <int MR>
+  static void tile(const BlockLinearProblem& p, const uint8_t* u, const float* a, int64_t i,
+                   float* out) {
+    // Lane l of a product holds elements 4l..4l+3: group l / 4.
+    const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+    __m512 acc[MR];
+    for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < p.k_pad; t += 64) {
+      const int64_t g = t / kUnpackGroup;
+      const __m512i w = _mm512_load_si512(u + t);
+      __m512i w_abs = w;
+      __mmask64 negative = 0;
+      if constexpr (!kVnni) {
+        const __m512i s = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
+        w_abs = _mm512_abs_epi8(s);
+        negative = _mm512_movepi8_mask(s);
+      }
+      const __m128 a4 = _mm_loadu_ps(a + g);
+#pragma GCC unroll 4
+      for (int r = 0; r < MR; ++r) {
+        const __m512i x = _mm512_loadu_si512(p.xq + (i + r) * p.k_pad + t);
+        __m512i dot;
+        if constexpr (kVnni) {
+          dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
+        } else {
+          const __m512i x_signed = _mm512_mask_sub_epi8(x, negative, _mm512_setzero_si512(), x);
+          dot = _mm512_madd_epi16(_mm512_maddubs_epi16(w_abs, x_signed), _mm512_set1_epi16(1));
+        }
+        const __m128 scale4 = _mm_mul_ps(a4, _mm_loadu_ps(p.xd + (i + r) * p.groups + g));
+        const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(scale4));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r]);
+      }
+    }
+    for (int r = 0; r < MR; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
+  }
+
+  static float offset_dot(const float* c, const float* xs, int64_t groups) {
+    float out;
+    kVecOpsAvx512.dot_rows(c, xs, 1, groups, 0, 1.0f, &out);
+    return out;
+  }
+};
+
+}  // namespace
+}  // namespace weft::kernels::cpu

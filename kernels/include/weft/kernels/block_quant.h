@@ -1,0 +1,39 @@
+// Block-quantized weights (core/dtype.h: GGUF's Q8_0 ... Q6_K and weft's I4G64 / I4G128): the
+// scalar reference conversions of rows to and from F32.
+//
+// dequantize_row is bit-exact with ggml's dequantize_row_* (checked against the `gguf` Python
+// package's gguf.quants.dequantize, tests/unit/kernels/data/). quantize_row is a round-to-nearest
+// quantizer: for Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 bit-exact with ggml's quantize_row_*_ref; for the
+// K-quants a simpler one than ggml's (which searches scales iteratively): each sub-block's scale
+// and minimum from its range, rounded to the 6-bit (Q4_K, Q5_K) or int8 (Q6_K) sub-scale grid of
+// the super-block scale, then each value rounded to the nearest level.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+
+namespace weft::kernels {
+
+// dst[0..n) = the elements of n / dtype_block_elems(dtype) blocks at src.
+// dtype: block-quantized; n a multiple of its block.
+void dequantize_row(DType dtype, const void* src, float* dst, int64_t n);
+
+// Quantizes src[0..n) into n / block blocks at dst. `symmetric` is only for I4G64 / I4G128:
+// the scale from the largest magnitude (as Q4_0: d = max / -8), values in [-8, 7], stored with
+// minimum -8 d; otherwise those types take min and max of the group (as Q4_1). Non-finite input
+// gives unspecified (but memory-safe) blocks.
+void quantize_row(DType dtype, const float* src, void* dst, int64_t n, bool symmetric = false);
+
+// w: F32, F16 or BF16 [n, k] with k a multiple of dtype's block -> a new [n, k] tensor of
+// `dtype`, rows quantized in parallel.
+Tensor quantize_rows(const TensorView& w, DType dtype, bool symmetric, ThreadPool& pool);
+
+// The activation side of linear_block_quantized(): x[0..k) (k a multiple of 16) in groups of
+// 16, each with scale[g] = max |x| / 127 and q[t] = nearbyint(x[t] * (127 / max |x|)) in
+// [-127, 127] (an all-zero group: scale 0, zeros), so |x[t] - q[t] * scale[g]| <= scale[g] / 2.
+// sums[g] = scale[g] * (the sum of the group's q).
+void quantize_activation_groups(const float* x, int64_t k, int8_t* q, float* scale, float* sums);
+
+}  // namespace weft::kernels

@@ -1,0 +1,303 @@
+// Block-quantized weights: the reference conversions against the `gguf` package (dumps in
+// data/block_quant_reference.txt, made by data/make_block_quant_reference.py), the quantizers'
+// round-trip bounds, and linear() with block-quantized weights on every ISA path against
+// dequantize-then-multiply in double.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "weft/kernels/block_quant.h"
+#include "weft/kernels/embedding.h"
+#include "weft/kernels/linear.h"
+
+#include "kernel_test_util.h"
+
+namespace weft::kernels {
+namespace {
+
+const DType kBlockDTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                              DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
+                              DType::kI4G64, DType::kI4G128};
+
+DType dtype_named(const std::string& name) {
+  for (DType d : kBlockDTypes) {
+    if (name == dtype_name(d)) return d;
+  }
+  ADD_FAILURE() << "unknown type " << name;
+  return DType::kQ8_0;
+}
+
+std::vector<uint8_t> from_hex(const std::string& hex) {
+  std::vector<uint8_t> out(hex.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  return out;
+}
+
+std::vector<float> floats_of(std::istringstream& in, int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) {
+    std::string s;
+    in >> s;
+    f = std::strtof(s.c_str(), nullptr);
+  }
+  return v;
+}
+
+struct ReferenceCase {
+  std::string kind;  // "dequantize" or "quantize"
+  DType dtype;
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+
+std::vector<ReferenceCase> load_reference() {
+  std::ifstream file(std::string(WEFT_SOURCE_DIR) + "/tests/unit/kernels/data/block_quant_reference.txt");
+  std::vector<ReferenceCase> cases;
+  std::string first, second;
+  while (std::getline(file, first) && std::getline(file, second)) {
+    std::istringstream a(first), b(second);
+    ReferenceCase c;
+    std::string type, tag, hex;
+    int64_t n = 0;
+    a >> c.kind >> type >> n;
+    c.dtype = dtype_named(type);
+    b >> tag;
+    if (c.kind == "dequantize") {
+      a >> hex;
+      c.bytes = from_hex(hex);
+      c.values = floats_of(b, n);
+    } else {
+      c.values = floats_of(a, n);
+      b >> hex;
+      c.bytes = from_hex(hex);
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+TEST(BlockQuantReference, DequantizeIsBitExactWithGguf) {
+  int checked = 0;
+  for (const ReferenceCase& c : load_reference()) {
+    if (c.kind != "dequantize") continue;
+    const int64_t n = static_cast<int64_t>(c.values.size());
+    ASSERT_EQ(c.bytes.size(), dtype_nbytes(c.dtype, n));
+    std::vector<float> out(c.values.size());
+    dequantize_row(c.dtype, c.bytes.data(), out.data(), n);
+    for (int64_t t = 0; t < n; ++t) {
+      ASSERT_EQ(out[t], c.values[t]) << dtype_name(c.dtype) << " element " << t;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 8);  // every GGUF block type
+}
+
+TEST(BlockQuantReference, LegacyQuantizersAreBitExactWithGguf) {
+  int checked = 0;
+  for (const ReferenceCase& c : load_reference()) {
+    if (c.kind != "quantize") continue;
+    const int64_t n = static_cast<int64_t>(c.values.size());
+    std::vector<uint8_t> out(dtype_nbytes(c.dtype, n));
+    quantize_row(c.dtype, c.values.data(), out.data(), n);
+    EXPECT_EQ(out, c.bytes) << dtype_name(c.dtype);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);  // Q8_0, Q4_0, Q4_1, Q5_0, Q5_1
+}
+
+// Levels of a type: a round trip stays within 1.5 steps of the block's range (half a step from
+// rounding, the rest from the f16 scales and the K-quants' 6-bit / int8 sub-scales).
+double levels_of(DType d) {
+  switch (d) {
+    case DType::kQ8_0: return 255;
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ5_K: return 31;
+    case DType::kQ6_K: return 63;
+    default: return 15;
+  }
+}
+
+TEST(BlockQuant, RoundTripWithinAStepOfEachBlocksRange) {
+  for (DType d : kBlockDTypes) {
+    for (bool symmetric : {false, true}) {
+      if (symmetric && d != DType::kI4G64 && d != DType::kI4G128) continue;
+      const int64_t block = dtype_block_elems(d), n = block * 6;
+      std::vector<float> x = random_floats(static_cast<size_t>(n), 7);
+      for (int64_t t = 0; t < block; ++t) x[t] = 0.0f;              // an all-zero block
+      for (int64_t t = block; t < 2 * block; ++t) x[t] = 0.25f;      // a constant block
+      for (int64_t t = 2 * block; t < 3 * block; ++t) x[t] *= 0.01f; // a small-scale block
+      x[4 * block + 3] = 9.0f;                                        // an outlier
+      std::vector<uint8_t> q(dtype_nbytes(d, n));
+      quantize_row(d, x.data(), q.data(), n, symmetric);
+      std::vector<float> back(static_cast<size_t>(n));
+      dequantize_row(d, q.data(), back.data(), n);
+      for (int64_t b = 0; b < n / block; ++b) {
+        float lo = x[b * block], hi = lo;
+        for (int64_t t = b * block; t < (b + 1) * block; ++t) {
+          lo = std::min(lo, x[t]);
+          hi = std::max(hi, x[t]);
+        }
+        // Symmetric and minimum-at-most-zero types quantize [min(lo, 0), max(hi, 0)] or
+        // [-max|x|, max|x|]: the range that sets their step.
+        const double range = std::max<double>(hi, 0.0) - std::min<double>(lo, 0.0) +
+                             (symmetric || d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kQ5_0 || d == DType::kQ6_K ? std::max(std::fabs(lo), std::fabs(hi)) : 0.0);
+        const double bound = 1.5 * range / levels_of(d) + 1e-6;
+        for (int64_t t = b * block; t < (b + 1) * block; ++t) {
+          ASSERT_LE(std::fabs(back[t] - x[t]), bound)
+              << dtype_name(d) << (symmetric ? " symmetric" : "") << " element " << t << " x=" << x[t];
+        }
+      }
+    }
+  }
+}
+
+TEST(BlockQuant, ActivationGroupsRoundToHalfAStep) {
+  std::vector<float> x = random_floats(64, 3, -5.0f, 5.0f);
+  for (int t = 16; t < 32; ++t) x[t] = 0.0f;
+  std::vector<int8_t> q(64);
+  std::vector<float> scale(4), sums(4);
+  quantize_activation_groups(x.data(), 64, q.data(), scale.data(), sums.data());
+  EXPECT_EQ(scale[1], 0.0f);
+  for (int g = 0; g < 4; ++g) {
+    int sum = 0;
+    for (int t = 16 * g; t < 16 * (g + 1); ++t) {
+      EXPECT_LE(std::abs(static_cast<int>(q[t])), 127);
+      EXPECT_LE(std::fabs(x[t] - q[t] * scale[g]), scale[g] * 0.5f * 1.0001f + 1e-7f);
+      sum += q[t];
+    }
+    EXPECT_FLOAT_EQ(sums[g], scale[g] * static_cast<float>(sum));
+  }
+}
+
+TEST(BlockQuant, EmbeddingLookupDequantizesRows) {
+  ThreadPool pool(2);
+  const int64_t rows = 5, h = 256;
+  for (DType d : kBlockDTypes) {
+    std::vector<float> values = random_floats(static_cast<size_t>(rows * h), 11);
+    Tensor table = Tensor::zeros(d, Shape{rows, h});
+    for (int64_t r = 0; r < rows; ++r) {
+      quantize_row(d, values.data() + r * h, static_cast<char*>(table.data()) + dtype_nbytes(d, r * h), h);
+    }
+    Tensor ids = Tensor::zeros(DType::kI32, Shape{3});
+    ids.data_as<int32_t>()[0] = 12;  // vocabulary ids start at 10 in this shard
+    ids.data_as<int32_t>()[1] = 3;   // another shard's id: a zero row
+    ids.data_as<int32_t>()[2] = 14;
+    Tensor out = Tensor::zeros(DType::kF32, Shape{3, h});
+    embedding_lookup(table, ids, 10, out, pool);
+    std::vector<float> want(static_cast<size_t>(h));
+    for (int slot : {0, 2}) {
+      const int64_t local = ids.data_as<int32_t>()[slot] - 10;
+      dequantize_row(d, static_cast<char*>(table.data()) + dtype_nbytes(d, local * h), want.data(), h);
+      for (int64_t t = 0; t < h; ++t) ASSERT_EQ(out.data_as<float>()[slot * h + t], want[t]) << dtype_name(d);
+    }
+    for (int64_t t = 0; t < h; ++t) ASSERT_EQ(out.data_as<float>()[h + t], 0.0f);
+  }
+}
+
+// linear() with block-quantized weights, once per ISA path (AVX-512 with and without VNNI too).
+class BlockLinearTest : public testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(limit_cpu_features(GetParam()).ok()); }
+  void TearDown() override { ASSERT_TRUE(limit_cpu_features("native").ok()); }
+};
+
+// Checks y against two double-precision references built from the dequantized weights w:
+//   exact: the product with the activations as the kernel quantizes them (sum_g dx_g qx w):
+//          only F32 rounding apart, |y - exact| <= 1e-5 * 3 max|w| sum|x| (+ the bias);
+//   dense: x @ w^T, apart by the activation rounding, at most sum_t |w_t| max_g|x| / 254.
+void check_block_linear(int64_t m, int64_t n, int64_t k, DType d, bool symmetric, bool with_bias,
+                        ThreadPool& pool, uint32_t seed) {
+  std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed, -2.0f, 2.0f);
+  std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+  std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
+  Tensor w = Tensor::zeros(d, Shape{n, k});
+  std::vector<float> wd(wv.size());
+  for (int64_t j = 0; j < n; ++j) {
+    char* row = static_cast<char*>(w.data()) + dtype_nbytes(d, j * k);
+    quantize_row(d, wv.data() + j * k, row, k, symmetric);
+    dequantize_row(d, row, wd.data() + j * k, k);
+  }
+  Tensor x = make_f32(xv, {m, k});
+  Tensor b = make_f32(bv, {n});
+  Tensor y = Tensor::zeros(DType::kF32, {m, n});
+  std::fill(y.data_as<float>(), y.data_as<float>() + m * n, 12345.0f);
+  const TensorView bias = b.view();
+  linear(x, w, with_bias ? &bias : nullptr, y, pool);
+
+  std::vector<int8_t> q(static_cast<size_t>(k));
+  std::vector<float> scale(static_cast<size_t>(k / 16)), sums(scale.size());
+  int failures = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const float* xr = xv.data() + i * k;
+    quantize_activation_groups(xr, k, q.data(), scale.data(), sums.data());
+    for (int64_t j = 0; j < n; ++j) {
+      const float* wr = wd.data() + j * k;
+      double exact = with_bias ? bv[j] : 0.0, dense = exact, act_bound = 0.0, x_abs = 0.0, w_max = 0.0;
+      for (int64_t t = 0; t < k; ++t) {
+        exact += static_cast<double>(q[t]) * scale[t / 16] * wr[t];
+        dense += static_cast<double>(xr[t]) * wr[t];
+        act_bound += std::fabs(wr[t]) * scale[t / 16] * 0.5;
+        x_abs += std::fabs(xr[t]);
+        w_max = std::max<double>(w_max, std::fabs(wr[t]));
+      }
+      const double got = y.data_as<float>()[i * n + j];
+      const double tight = 1e-5 * 3.0 * w_max * x_abs + 1e-5;
+      if ((std::fabs(got - exact) > tight || std::fabs(got - dense) > act_bound * 1.0001 + tight) &&
+          failures++ < 5) {
+        ADD_FAILURE() << dtype_name(d) << (symmetric ? " sym" : "") << " m=" << m << " n=" << n
+                      << " k=" << k << " bias=" << with_bias << " y[" << i << "," << j << "]=" << got
+                      << " exact=" << exact << " dense=" << dense << " activation bound=" << act_bound;
+      }
+    }
+  }
+}
+
+TEST_P(BlockLinearTest, EveryTypeOddShapesMatchTheDequantizedProduct) {
+  ThreadPool pool(3);
+  uint32_t seed = 1;
+  for (DType d : kBlockDTypes) {
+    const int64_t block = dtype_block_elems(d);
+    for (int64_t k : {block, 3 * block, 5 * block}) {  // 3 and 5 blocks of 32 end mid-64
+      for (int64_t m : {1, 2, 3, 4, 5, 7, 17}) {
+        for (int64_t n : {1, 3, 13, 37}) {
+          check_block_linear(m, n, k, d, false, (m + n) % 2 == 0, pool, seed++);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(BlockLinearTest, SymmetricInt4Groups) {
+  ThreadPool pool(2);
+  for (DType d : {DType::kI4G64, DType::kI4G128}) {
+    check_block_linear(5, 19, 384, d, true, true, pool, 70);
+    check_block_linear(1, 40, 640, d, true, false, pool, 71);
+  }
+}
+
+TEST_P(BlockLinearTest, LargeShapesAcrossThreadCounts) {
+  for (int threads : {1, 2, 5}) {
+    ThreadPool pool(threads);
+    check_block_linear(70, 150, 512, DType::kQ4_K, true, true, pool, 7 + threads);
+    check_block_linear(1, 500, 768, DType::kQ4_0, false, false, pool, 17 + threads);
+    check_block_linear(130, 40, 256, DType::kI4G128, false, true, pool, 27 + threads);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, BlockLinearTest,
+                         testing::Values("portable", "avx2", "avx512-novnni", "native"),
+                         [](const testing::TestParamInfo<std::string>& i) {
+                           std::string name = i.param;
+                           for (char& ch : name) {
+                             if (ch == '-') ch = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace weft::kernels
