@@ -33,8 +33,10 @@ std::vector<FlagSpec> engine_flag_specs() {
        "(W8A16); int4 = int4-g128 (groups of 32/64/128 with a zero point, -sym without; a shard "
        "not a multiple of the group takes the next smaller group); or a GGUF type q8_0, q4_0, "
        "q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"},
-      {"matmul-precision", "f32|bf16",
-       "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16; F32 accumulation); default f32"},
+      {"matmul-precision", "f32|bf16|int8",
+       "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16); int8: quantized weights "
+       "(GGUF, --quantize int4) multiply int8-rounded activations (llama.cpp's way, faster); "
+       "default f32 (quantized weights dequantized in the kernel)"},
       {"speculative", "none|ngram|draft",
        "speculative decoding: ngram (prompt lookup) or draft (a draft model; default with --draft-model)"},
       {"draft-model", "DIR", "draft model sharing the target's tokenizer (default model: configs/default-draft)"},
@@ -172,12 +174,13 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   WEFT_RETURN_IF_ERROR(limit_cpu_features(args.get_or("cpu-isa", "native")));
   WEFT_ASSIGN_OR_RETURN(o.quantization, parse_weight_quantization(args.get_or("quantize", "none")));
   const std::string precision = args.get_or("matmul-precision", "f32");
-  if (precision != "f32" && precision != "bf16") {
+  if (precision != "f32" && precision != "bf16" && precision != "int8") {
     return absl::InvalidArgumentError(
-        absl::StrCat("--matmul-precision: expected f32 or bf16, got '", precision, "'"));
+        absl::StrCat("--matmul-precision: expected f32, bf16 or int8, got '", precision, "'"));
   }
-  kernels::set_matmul_precision(precision == "bf16" ? kernels::MatmulPrecision::kBf16
-                                                    : kernels::MatmulPrecision::kF32);
+  kernels::set_matmul_precision(precision == "bf16"   ? kernels::MatmulPrecision::kBf16
+                                : precision == "int8" ? kernels::MatmulPrecision::kInt8
+                                                      : kernels::MatmulPrecision::kF32);
   WEFT_RETURN_IF_ERROR(speculative_options_from(args, o));
   return o;
 }

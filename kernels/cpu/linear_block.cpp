@@ -32,6 +32,34 @@ void quantize_activation_groups(const float* x, int64_t k, int8_t* q, float* sca
   }
 }
 
+namespace {
+
+// The exact product (MatmulPrecision kF32 / kBf16): each weight row of the tile is dequantized to
+// F32 (bit-exact with ggml, block_quant.h) and dotted with the F32 activations, so the result is
+// that of the dequantized weights in F32, as transformers computes a GGUF model.
+void linear_block_dequantized(const TensorView& x, const TensorView& w, const float* bias,
+                              const TensorView& y, ThreadPool& pool) {
+  const int64_t n = w.shape[0], k = w.shape[1];
+  const int64_t m = y.numel() / n;
+  const size_t row_bytes = dtype_nbytes(w.dtype, k);
+  const auto* wb = static_cast<const uint8_t*>(w.data);
+  const float* xf = x.as<const float>();
+  float* yf = y.as<float>();
+  const cpu::VecOps& ops = cpu::vec_ops();
+  cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(row_bytes), pool,
+                        [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    std::vector<float> row(static_cast<size_t>(k)), dots(static_cast<size_t>(i1 - i0));
+    for (int64_t j = j0; j < j1; ++j) {
+      dequantize_row(w.dtype, wb + static_cast<size_t>(j) * row_bytes, row.data(), k);
+      ops.dot_rows(row.data(), xf + i0 * k, i1 - i0, k, k, 1.0f, dots.data());
+      const float b = bias != nullptr ? bias[j] : 0.0f;
+      for (int64_t i = i0; i < i1; ++i) yf[i * n + j] = dots[i - i0] + b;
+    }
+  });
+}
+
+}  // namespace
+
 void linear_block_quantized(const TensorView& x, const TensorView& w, const TensorView* bias,
                             const TensorView& y, ThreadPool& pool) {
   const int64_t n = w.shape[0];
@@ -41,6 +69,15 @@ void linear_block_quantized(const TensorView& x, const TensorView& w, const Tens
   assert(x.dtype == DType::kF32 && y.dtype == DType::kF32 && x.numel() == m * k);
   assert(bias == nullptr || bias->numel() == n);
   if (m == 0 || n == 0) return;
+  if (matmul_precision() != MatmulPrecision::kInt8) {
+    std::vector<float> bias_f32;
+    if (bias != nullptr && bias->data != nullptr) {
+      bias_f32.resize(static_cast<size_t>(n));
+      cpu::vec_ops().widen(bias->dtype, bias->data, bias_f32.data(), n);
+    }
+    linear_block_dequantized(x, w, bias_f32.empty() ? nullptr : bias_f32.data(), y, pool);
+    return;
+  }
 
   cpu::BlockLinearProblem p;
   p.k = k;

@@ -202,8 +202,15 @@ TEST(BlockQuant, EmbeddingLookupDequantizesRows) {
 // linear() with block-quantized weights, once per ISA path (AVX-512 with and without VNNI too).
 class BlockLinearTest : public testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { ASSERT_TRUE(limit_cpu_features(GetParam()).ok()); }
-  void TearDown() override { ASSERT_TRUE(limit_cpu_features("native").ok()); }
+  // The int8-activation kernels (--matmul-precision int8); DequantizedByDefault checks kF32.
+  void SetUp() override {
+    ASSERT_TRUE(limit_cpu_features(GetParam()).ok());
+    set_matmul_precision(MatmulPrecision::kInt8);
+  }
+  void TearDown() override {
+    set_matmul_precision(MatmulPrecision::kF32);
+    ASSERT_TRUE(limit_cpu_features("native").ok());
+  }
 };
 
 // Checks y against two double-precision references built from the dequantized weights w:
@@ -266,6 +273,47 @@ TEST_P(BlockLinearTest, EveryTypeOddShapesMatchTheDequantizedProduct) {
       for (int64_t m : {1, 2, 3, 4, 5, 7, 17}) {
         for (int64_t n : {1, 3, 13, 37}) {
           check_block_linear(m, n, k, d, false, (m + n) % 2 == 0, pool, seed++);
+        }
+      }
+    }
+  }
+}
+
+// The default precision: each weight row dequantized to F32 and dotted with the F32 activations,
+// so y is the dense product of the dequantized weights up to F32 rounding.
+TEST_P(BlockLinearTest, DequantizedByDefault) {
+  set_matmul_precision(MatmulPrecision::kF32);
+  ThreadPool pool(3);
+  uint32_t seed = 300;
+  for (DType d : kBlockDTypes) {
+    const int64_t k = 2 * dtype_block_elems(d);
+    for (int64_t m : {1, 5}) {
+      const int64_t n = 11;
+      std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed, -2.0f, 2.0f);
+      std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+      std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
+      seed += 3;
+      Tensor w = Tensor::zeros(d, Shape{n, k});
+      std::vector<float> wd(wv.size());
+      for (int64_t j = 0; j < n; ++j) {
+        char* row = static_cast<char*>(w.data()) + dtype_nbytes(d, j * k);
+        quantize_row(d, wv.data() + j * k, row, k, false);
+        dequantize_row(d, row, wd.data() + j * k, k);
+      }
+      Tensor x = make_f32(xv, {m, k});
+      Tensor b = make_f32(bv, {n});
+      Tensor y = Tensor::zeros(DType::kF32, {m, n});
+      const TensorView bias = b.view();
+      linear(x, w, &bias, y, pool);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double dense = bv[j], scale = 1e-5;
+          for (int64_t t = 0; t < k; ++t) {
+            dense += static_cast<double>(xv[i * k + t]) * wd[j * k + t];
+            scale += 1e-6 * std::fabs(xv[i * k + t] * wd[j * k + t]);
+          }
+          ASSERT_NEAR(y.data_as<float>()[i * n + j], dense, scale)
+              << dtype_name(d) << " m=" << m << " y[" << i << "," << j << "]";
         }
       }
     }

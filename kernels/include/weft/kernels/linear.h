@@ -42,7 +42,13 @@ void linear_int8(const TensorView& x, const TensorView& w, const TensorView& w_s
 void linear_block_quantized(const TensorView& x, const TensorView& w, const TensorView* bias,
                             const TensorView& y, ThreadPool& pool);
 
-enum class MatmulPrecision { kF32, kBf16 };
+// MatmulPrecision::kInt8 (opt-in): block-quantized weights (GGUF types, --quantize int4) multiply
+// activations quantized to int8 per 16 elements, with exact int32 dot products (VNNI / AVX-512BW /
+// AVX2): llama.cpp's way, several times faster, at the cost of the activation rounding (up to
+// max|x|/254 per element of a group). By default (kF32, and with kBf16) block-quantized weights
+// are dequantized to F32 in the kernel and meet F32 activations: the result of the dequantized
+// weights, as transformers computes a GGUF model.
+enum class MatmulPrecision { kF32, kBf16, kInt8 };
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();
 // Whether linear() with weights of `w_dtype` takes the BF16-activation path right now.
