@@ -40,10 +40,8 @@ struct Refused {
 
 // Common to both APIs.
 constexpr Refused kRefused[] = {
-    {"tools", is_empty_array, "tool calling is not supported"},
-    {"tool_choice", is_none_or_auto, "tool calling is not supported; only \"none\" or \"auto\""},
-    {"functions", is_empty_array, "function calling is not supported"},
-    {"function_call", is_none_or_auto, "function calling is not supported; only \"none\" or \"auto\""},
+    {"functions", is_empty_array, "the legacy function calling is not supported; use tools"},
+    {"function_call", is_none_or_auto, "the legacy function calling is not supported; use tool_choice"},
     {"bad_words", is_empty_array, "banned words are not supported yet"},
     {"allowed_token_ids", nullptr, "not supported"},
     {"logits_processors", is_empty_array, "not supported"},
@@ -59,7 +57,48 @@ constexpr Refused kRefused[] = {
     {"spaces_between_special_tokens", [](const json& v) { return v == true; }, "only true is supported"},
 };
 
+// vLLM's history rule (transformers' templates expect it): an assistant message's
+// tool_calls[j].function.arguments arrive as a JSON string in the API and are handed to the
+// template as the value they hold; null or "" become {}.
+std::optional<FieldError> tool_call_arguments_as_mappings(nlohmann::ordered_json& msg, const std::string& where) {
+  auto calls = msg.find("tool_calls");
+  if (calls == msg.end() || calls->is_null()) return std::nullopt;
+  if (!calls->is_array()) return FieldError{"messages", absl::StrCat(where, ".tool_calls: expected an array")};
+  for (size_t j = 0; j < calls->size(); ++j) {
+    const std::string at = absl::StrCat(where, ".tool_calls[", j, "]");
+    nlohmann::ordered_json& call = (*calls)[j];
+    auto fn = call.is_object() ? call.find("function") : call.end();
+    if (fn == call.end() || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
+      return FieldError{"messages", absl::StrCat(at, ": expected {\"id\", \"type\": \"function\", \"function\": "
+                                                     "{\"name\", \"arguments\"}}")};
+    }
+    nlohmann::ordered_json& args = (*fn)["arguments"];
+    if (args.is_null() || args == "") {
+      args = nlohmann::ordered_json::object();
+    } else if (args.is_string()) {
+      auto parsed = nlohmann::ordered_json::parse(args.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded()) {
+        return FieldError{"messages", absl::StrCat(at, ".function.arguments: not valid JSON")};
+      }
+      args = std::move(parsed);
+    } else if (!args.is_object()) {
+      return FieldError{"messages", absl::StrCat(at, ".function.arguments: expected a JSON string")};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<FieldError> tool_fields_unsupported(const json& body, const std::string& why) {
+  for (const char* name : {"tools", "tool_choice"}) {
+    const json* v = field(body, name);
+    if (v == nullptr) continue;
+    if (std::string(name) == "tools" ? is_empty_array(*v) : is_none_or_auto(*v)) continue;
+    return FieldError{name, absl::StrCat(name, ": ", why)};
+  }
+  return std::nullopt;
+}
 
 std::optional<FieldError> chat_messages_for_template(const json& messages, nlohmann::ordered_json& out) {
   if (!messages.is_array() || messages.empty()) {
@@ -75,6 +114,7 @@ std::optional<FieldError> chat_messages_for_template(const json& messages, nlohm
       return FieldError{"messages", absl::StrCat(where, ".role: expected a string")};
     }
     nlohmann::ordered_json rendered = to_ordered(msg);
+    if (auto err = tool_call_arguments_as_mappings(rendered, where)) return err;
     const json* content = field(msg, "content");
     if (content != nullptr && content->is_array()) {
       std::string text;
@@ -172,6 +212,7 @@ std::optional<FieldError> unsupported_field(const json& body, bool chat) {
     }
   } else {
     if (field(body, "suffix") != nullptr) return FieldError{"suffix", "suffix: not supported"};
+    if (auto e = tool_fields_unsupported(body, "tool calling is a chat completions feature")) return e;
   }
   if (const json* so = field(body, "stream_options"); so != nullptr && so->is_object()) {
     if (const json* cu = field(*so, "continuous_usage_stats"); cu != nullptr && *cu != false) {
