@@ -29,8 +29,12 @@ CallLayout layout_of(ToolCallFormat format) {
   return {"", "", "", "", "", ""};
 }
 
+// Whitespace per place JSON allows it inside arguments: models write calls on one line, so a
+// looser bound (JsonOptions' 16, meant for pretty-printed documents) only lets a weak model
+// spend its tokens on whitespace.
+constexpr int kArgumentsMaxWhitespace = 4;
+
 ojson call_tags(const CallLayout& layout, const ToolRequest& tools) {
-  const JsonOptions json_defaults;
   ojson tags = ojson::array();
   for (const ToolFunction* f : tools.callable()) {
     // Names are [A-Za-z0-9_-] (tool_request.h): no JSON escaping needed inside the quotes.
@@ -39,7 +43,7 @@ ojson call_tags(const CallLayout& layout, const ToolRequest& tools) {
                     {"content",
                      {{"type", "json_schema"},
                       {"json_schema", f->parameters},
-                      {"max_whitespace_cnt", json_defaults.max_whitespace}}},
+                      {"max_whitespace_cnt", kArgumentsMaxWhitespace}}},
                     {"end", layout.after_args}});
   }
   return tags;

@@ -6,7 +6,7 @@
 //   required: one or more calls of any of the tools (exactly one when parallel_tool_calls is
 //             false), separated as the format separates them;
 //   named:    exactly one call of that function.
-// Layout of one call (JSON whitespace inside the arguments bounded as JsonWhitespace::kBounded):
+// Layout of one call (JSON whitespace inside the arguments: at most 4 characters in each place):
 //   hermes       <tool_call>\n{"name": "F", "arguments": ARGS}\n</tool_call>   (separator "\n")
 //   llama3_json  {"name": "F", "parameters": ARGS}                              (separator "; ")
 //   mistral      [TOOL_CALLS][{"name": "F", "arguments": ARGS}, ...]           (separator ", ")

@@ -20,7 +20,7 @@
 // response a top-level "prompt_logprobs" (vllm_prompt_logprobs; not streamed).
 // Tool calls (chat, set_tool_calls): each choice's text is parsed (openai_tool_calls.h): the
 // message's / deltas' content is the text outside the calls, the calls go to tool_calls, and a
-// choice that made calls finishes with "tool_calls" (instead of "stop" or "length").
+// choice that made calls and stopped by itself finishes with "tool_calls" (instead of "stop").
 #pragma once
 
 #include <cstdint>

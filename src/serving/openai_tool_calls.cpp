@@ -57,7 +57,7 @@ void ChoiceToolCalls::complete_message(std::string_view text, const std::string&
 }
 
 std::string tool_call_finish_reason(const ChoiceToolCalls* calls, const std::string& reason) {
-  if (calls != nullptr && calls->called() && (reason == "stop" || reason == "length")) return "tool_calls";
+  if (calls != nullptr && calls->called() && reason == "stop") return "tool_calls";
   return reason;
 }
 

@@ -49,7 +49,8 @@ class ChoiceToolCalls {
   bool called_ = false;
 };
 
-// "tool_calls" when the choice made calls and ended by itself or at max_tokens; else `reason`.
+// "tool_calls" when the choice made calls and ended by itself ("stop"); else `reason` (a reply
+// cut at max_tokens stays "length", so a client sees it was truncated, calls or not).
 std::string tool_call_finish_reason(const ChoiceToolCalls* calls, const std::string& reason);
 
 }  // namespace weft

@@ -259,8 +259,9 @@ bool ToolCallStreamParser::step_after_call(bool at_end, std::vector<ToolCallDelt
       constexpr std::string_view kEnd = "</tool_call>";
       if (starts_with(rest, kEnd)) {
         consume(i + kEnd.size(), /*into_region=*/false);
-      } else if (!at_end && rest.size() < kEnd.size() && starts_with(kEnd, rest)) {
-        return false;
+      } else if (rest.size() < kEnd.size() && starts_with(kEnd, rest)) {
+        if (!at_end) return false;
+        consume(pending_.size(), /*into_region=*/false);  // a reply cut inside the closing tag
       } else {
         consume(i, /*into_region=*/false);  // no closing tag: the call stands, text follows
       }

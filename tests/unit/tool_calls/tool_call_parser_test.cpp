@@ -134,6 +134,8 @@ TEST(HermesParser, NameAfterArgumentsIsReadWhole) {
 
 TEST(HermesParser, MissingClosingTagStillCalls) {
   expect_all_ways(kHermes, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}", {"", {{"f", "{\"a\": 1}"}}});
+  // Cut inside the closing tag (max_tokens): the call stands, the partial tag goes.
+  expect_all_ways(kHermes, "<tool_call>{\"name\": \"f\", \"arguments\": {}}\n</tool", {"", {{"f", "{}"}}});
 }
 
 TEST(HermesParser, MalformedCallsAreContent) {
