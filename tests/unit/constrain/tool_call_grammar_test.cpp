@@ -170,6 +170,20 @@ TEST_P(ToolCallGrammarWalks, StrictAutoConstrainsCallsOnly) {
     const testing::Walk walk = testing::greedy_walk(*grammar, seed, 60, /*stop_bias=*/0.2f);
     for (const ParsedToolCall& call : parse_tool_calls(c.format, walk.bytes).calls) expect_valid_call(call, walk.bytes);
   }
+  // Text and calls are free until the marker; from the marker on the call follows the schema.
+  const std::string open = c.format == ToolCallFormat::kHermes ? "<tool_call>\n" : "[TOOL_CALLS][";
+  const std::string close = c.format == ToolCallFormat::kHermes ? "}\n</tool_call>" : "}]";
+  const std::string good = open + "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}" + close;
+  const std::string bad = open + "{\"name\": \"get_weather\", \"arguments\": {\"city\": 5}" + close;
+  const auto tokenizer = testing::load_tokenizer(c.tokenizer);
+  auto accepts = [&](const std::string& text) {
+    GrammarMatcher matcher(*grammar);
+    const std::vector<int32_t> ids = testing::encode(*tokenizer, text);
+    return matcher.accept_tokens(ids) == ids.size() && matcher.is_completed();
+  };
+  EXPECT_TRUE(accepts("And it was so."));
+  EXPECT_TRUE(accepts("Sure. " + good));
+  EXPECT_FALSE(accepts("Sure. " + bad));
   // Without strict functions "auto" has no grammar.
   auto free = tool_call_grammar(c.format, request(json::object()));
   ASSERT_TRUE(free.ok());
