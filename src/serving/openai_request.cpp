@@ -1,6 +1,7 @@
 #include "serving/openai_request.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/json_access.h"
 #include "core/bounded_json.h"
 #include "serving/openai_fields.h"
 #include "sampling/sampling_params_json.h"
@@ -24,12 +25,6 @@ ApiError bad(std::string param, std::string message, std::string code = "") {
   return e;
 }
 
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 std::optional<ApiError> token_ids_from(const json& v, const char* param, int64_t vocab, std::vector<int32_t>& out) {
   for (size_t i = 0; i < v.size(); ++i) {
     const json& t = v[i];
@@ -43,7 +38,7 @@ std::optional<ApiError> token_ids_from(const json& v, const char* param, int64_t
 }
 
 std::optional<ApiError> read_add_special_tokens(const json& body, bool& out) {
-  if (const json* a = field(body, "add_special_tokens")) {
+  if (const json* a = json_member(body, "add_special_tokens")) {
     if (!a->is_boolean()) return bad("add_special_tokens", "add_special_tokens: expected a boolean");
     out = a->get<bool>();
   }
@@ -79,7 +74,7 @@ std::optional<ApiError> one_completion_prompt(const json& prompt, const std::str
 // With `echo`, `texts` gets each prompt's text (token ids decoded).
 std::optional<ApiError> completion_prompts(const json& body, const ServedModel& model, bool echo,
                                            std::vector<std::vector<int32_t>>& ids, std::vector<std::string>& texts) {
-  const json* p = field(body, "prompt");
+  const json* p = json_member(body, "prompt");
   if (p == nullptr) return bad("prompt", "prompt: required");
   bool add_special = true;
   if (auto err = read_add_special_tokens(body, add_special)) return err;
@@ -184,7 +179,7 @@ std::variant<std::shared_ptr<const TokenConstraintSource>, ApiError> tool_call_c
 std::variant<std::string, ApiError> render_chat_request(const json& body, const ServedModel& model,
                                                         const ChatOptions& options, const ToolRequest& tools,
                                                         nlohmann::ordered_json* messages_out) {
-  const json* m = field(body, "messages");
+  const json* m = json_member(body, "messages");
   nlohmann::ordered_json messages;
   if (auto err = chat_messages_for_template(m != nullptr ? *m : json(), messages)) return bad(err->param, err->message);
   if (!model.chat_template) return bad("messages", "messages: the model has no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json); give one with --chat-template FILE");
@@ -261,7 +256,7 @@ std::variant<json, ApiError> parse_json_body(std::string_view body) {
 }
 
 std::optional<ApiError> check_model(const json& body, const ServedModel& model) {
-  const json* m = field(body, "model");
+  const json* m = json_member(body, "model");
   if (m == nullptr) return std::nullopt;
   if (!m->is_string()) return bad("model", absl::StrCat("model: expected a string, got ", m->type_name()));
   if (m->get_ref<const std::string&>() != model.name) {
@@ -290,19 +285,19 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
   if (auto err = check_model(body, model)) return *err;
   if (auto err = unsupported_field(body, kind == ApiKind::kChat)) return bad(err->param, err->message);
   // weft batch writes token ids on request; serve's responses do not carry them yet.
-  if (const json* t = field(body, "return_token_ids"); t != nullptr && *t != false) {
+  if (const json* t = json_member(body, "return_token_ids"); t != nullptr && *t != false) {
     return bad("return_token_ids", "return_token_ids: not supported by weft serve yet");
   }
   GenerationRequest out;
   out.kind = kind;
-  if (const json* s = field(body, "stream")) {
+  if (const json* s = json_member(body, "stream")) {
     if (!s->is_boolean()) return bad("stream", absl::StrCat("stream: expected a boolean, got ", s->type_name()));
     out.stream = s->get<bool>();
   }
-  if (const json* so = field(body, "stream_options")) {
+  if (const json* so = json_member(body, "stream_options")) {
     if (!out.stream) return bad("stream_options", "stream_options: only allowed when stream is true");
     if (!so->is_object()) return bad("stream_options", "stream_options: expected an object");
-    if (const json* iu = field(*so, "include_usage")) {
+    if (const json* iu = json_member(*so, "include_usage")) {
       if (!iu->is_boolean()) return bad("stream_options", "stream_options.include_usage: expected a boolean");
       out.include_usage = iu->get<bool>();
     }
@@ -314,8 +309,8 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
   if (kind == ApiKind::kChat) {
     sampling.erase("logprobs");
     sampling.erase("top_logprobs");
-    const json* lp = field(body, "logprobs");
-    const json* top = field(body, "top_logprobs");
+    const json* lp = json_member(body, "logprobs");
+    const json* top = json_member(body, "top_logprobs");
     if (lp != nullptr && !lp->is_boolean()) {
       return bad("logprobs", absl::StrCat("logprobs: expected a boolean, got ", lp->type_name()));
     }
@@ -345,7 +340,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
     return bad("prompt_logprobs", "prompt_logprobs: not supported with stream (as vLLM); use echo with logprobs");
   }
   int priority = 0;
-  if (const json* pr = field(body, "priority")) {
+  if (const json* pr = json_member(body, "priority")) {
     if (!pr->is_number_integer() || (pr->is_number_unsigned() && pr->get<uint64_t>() > (1u << 30)) ||
         pr->get<int64_t>() < -(1 << 30) || pr->get<int64_t>() > (1 << 30)) {
       return bad("priority", "priority: expected an integer (lower runs first)");
@@ -372,15 +367,15 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
     want_echo = options.echo;
     echo.push_back(options.echo ? chat_echo_text(messages, out.role) : std::string());
   } else {
-    if (const json* e = field(body, "echo")) {
+    if (const json* e = json_member(body, "echo")) {
       if (!e->is_boolean()) return bad("echo", absl::StrCat("echo: expected a boolean, got ", e->type_name()));
       want_echo = e->get<bool>();
     }
     if (auto err = completion_prompts(body, model, want_echo, prompt_ids, echo)) return *err;
   }
 
-  const bool has_max = field(body, "max_tokens") != nullptr || field(body, "max_completion_tokens") != nullptr;
-  const char* max_param = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  const bool has_max = json_member(body, "max_tokens") != nullptr || json_member(body, "max_completion_tokens") != nullptr;
+  const char* max_param = json_member(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
   const int requested_max = params->max_tokens;
   if (requested_max < 0 || (requested_max == 0 && !(want_echo && has_max))) {
@@ -454,7 +449,7 @@ std::variant<std::vector<int32_t>, ApiError> tokenize_request(const json& body, 
                                                               const nlohmann::ordered_json* tools_in_order) {
   if (auto err = check_model(body, model)) return *err;
   std::vector<int32_t> ids;
-  if (field(body, "messages") != nullptr) {
+  if (json_member(body, "messages") != nullptr) {
     ChatOptions options;
     if (auto err = chat_options(body, options)) return bad(err->param, err->message);
     auto tools = tool_request_from_body(body, tools_in_order);
@@ -462,10 +457,10 @@ std::variant<std::vector<int32_t>, ApiError> tokenize_request(const json& body, 
     if (auto err = chat_prompt(body, model, ids, options, *tools)) return *err;
     return ids;
   }
-  const json* p = field(body, "prompt");
+  const json* p = json_member(body, "prompt");
   if (p == nullptr || !p->is_string()) return bad("prompt", "prompt: expected a string (or give messages)");
   bool add_special = true;
-  if (const json* a = field(body, "add_special_tokens")) {
+  if (const json* a = json_member(body, "add_special_tokens")) {
     if (!a->is_boolean()) return bad("add_special_tokens", "add_special_tokens: expected a boolean");
     add_special = a->get<bool>();
   }
@@ -476,12 +471,12 @@ std::variant<std::vector<int32_t>, ApiError> tokenize_request(const json& body, 
 
 std::variant<std::string, ApiError> detokenize_request(const json& body, const ServedModel& model) {
   if (auto err = check_model(body, model)) return *err;
-  const json* t = field(body, "tokens");
+  const json* t = json_member(body, "tokens");
   if (t == nullptr || !t->is_array()) return bad("tokens", "tokens: expected an array of token ids");
   std::vector<int32_t> ids;
   if (auto err = token_ids_from(*t, "tokens", model.vocab_size, ids)) return *err;
   bool skip = true;
-  if (const json* s = field(body, "skip_special_tokens")) {
+  if (const json* s = json_member(body, "skip_special_tokens")) {
     if (!s->is_boolean()) return bad("skip_special_tokens", "skip_special_tokens: expected a boolean");
     skip = s->get<bool>();
   }

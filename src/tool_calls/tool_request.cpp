@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "core/json_access.h"
 
 namespace weft {
 namespace {
@@ -11,16 +12,6 @@ using nlohmann::json;
 
 absl::Status bad(const std::string& where, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat(where, ": ", why));
-}
-
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-nlohmann::ordered_json to_ordered(const json& value) {
-  return nlohmann::ordered_json::parse(value.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 // OpenAI's rule for function names.
@@ -35,36 +26,36 @@ bool valid_name(const std::string& name) {
 
 absl::StatusOr<ToolFunction> one_tool(const json& tool, const nlohmann::ordered_json* in_order, const std::string& where) {
   if (!tool.is_object()) return bad(where, absl::StrCat("expected an object, got ", tool.type_name()));
-  const json* type = field(tool, "type");
+  const json* type = json_member(tool, "type");
   if (type == nullptr) return bad(where + ".type", "required (\"function\")");
   if (*type != "function") {
     return bad(where + ".type", absl::StrCat("unknown tool type ", type->dump(), "; only \"function\" is supported"));
   }
-  const json* fn = field(tool, "function");
+  const json* fn = json_member(tool, "function");
   if (fn == nullptr || !fn->is_object()) return bad(where + ".function", "expected an object with a \"name\"");
   ToolFunction out;
-  const json* name = field(*fn, "name");
+  const json* name = json_member(*fn, "name");
   if (name == nullptr) return bad(where + ".function.name", "required");
   if (!name->is_string() || !valid_name(name->get<std::string>())) {
     return bad(where + ".function.name",
                absl::StrCat("expected 1 to 64 letters, digits, underscores or dashes, got ", name->dump()));
   }
   out.name = name->get<std::string>();
-  if (const json* d = field(*fn, "description"); d != nullptr && !d->is_string()) {
+  if (const json* d = json_member(*fn, "description"); d != nullptr && !d->is_string()) {
     return bad(where + ".function.description", absl::StrCat("expected a string, got ", d->type_name()));
   }
-  if (const json* p = field(*fn, "parameters")) {
+  if (const json* p = json_member(*fn, "parameters")) {
     if (!p->is_object()) {
       return bad(where + ".function.parameters", absl::StrCat("expected a JSON schema object, got ", p->type_name()));
     }
-    if (const json* t = field(*p, "type"); t != nullptr && *t != "object") {
+    if (const json* t = json_member(*p, "type"); t != nullptr && *t != "object") {
       return bad(where + ".function.parameters", absl::StrCat("the arguments must be an object; \"type\" is ", t->dump()));
     }
-    out.parameters = in_order != nullptr ? (*in_order)["function"]["parameters"] : to_ordered(*p);
+    out.parameters = in_order != nullptr ? (*in_order)["function"]["parameters"] : to_ordered_json(*p);
   } else {
     out.parameters = {{"type", "object"}, {"properties", nlohmann::ordered_json::object()}};
   }
-  if (const json* s = field(*fn, "strict")) {
+  if (const json* s = json_member(*fn, "strict")) {
     if (!s->is_boolean()) return bad(where + ".function.strict", "expected a boolean");
     out.strict = s->get<bool>();
   }
@@ -84,7 +75,7 @@ std::vector<const ToolFunction*> ToolRequest::callable() const {
 absl::StatusOr<ToolRequest> tool_request_from_body(const json& body, const nlohmann::ordered_json* tools_in_order) {
   ToolRequest out;
   out.template_tools = nlohmann::ordered_json::array();
-  if (const json* tools = field(body, "tools")) {
+  if (const json* tools = json_member(body, "tools")) {
     if (!tools->is_array()) return bad("tools", absl::StrCat("expected an array of tools, got ", tools->type_name()));
     if (tools->size() > static_cast<size_t>(kMaxTools)) {
       return bad("tools", absl::StrCat("at most ", kMaxTools, " tools, got ", tools->size()));
@@ -102,12 +93,12 @@ absl::StatusOr<ToolRequest> tool_request_from_body(const json& body, const nlohm
         return bad(where + ".function.name", absl::StrCat("duplicate function name \"", fn->name, "\""));
       }
       out.functions.push_back(*std::move(fn));
-      out.template_tools.push_back(in_order != nullptr ? *in_order : to_ordered((*tools)[i]));
+      out.template_tools.push_back(in_order != nullptr ? *in_order : to_ordered_json((*tools)[i]));
     }
   }
   const bool have_tools = !out.functions.empty();
   out.choice = have_tools ? ToolChoiceMode::kAuto : ToolChoiceMode::kNone;
-  if (const json* choice = field(body, "tool_choice")) {
+  if (const json* choice = json_member(body, "tool_choice")) {
     if (choice->is_string()) {
       const std::string c = choice->get<std::string>();
       if (c == "none") {
@@ -121,9 +112,9 @@ absl::StatusOr<ToolRequest> tool_request_from_body(const json& body, const nlohm
                                                "\"; expected \"none\", \"auto\", \"required\" or a named function"));
       }
     } else if (choice->is_object()) {
-      const json* type = field(*choice, "type");
-      const json* fn = field(*choice, "function");
-      const json* name = fn != nullptr && fn->is_object() ? field(*fn, "name") : nullptr;
+      const json* type = json_member(*choice, "type");
+      const json* fn = json_member(*choice, "function");
+      const json* name = fn != nullptr && fn->is_object() ? json_member(*fn, "name") : nullptr;
       if (type == nullptr || *type != "function" || name == nullptr || !name->is_string()) {
         return bad("tool_choice", "expected {\"type\": \"function\", \"function\": {\"name\": ...}}");
       }
@@ -141,7 +132,7 @@ absl::StatusOr<ToolRequest> tool_request_from_body(const json& body, const nlohm
       return bad("tool_choice", "\"required\" or a named function needs a non-empty tools list");
     }
   }
-  if (const json* p = field(body, "parallel_tool_calls")) {
+  if (const json* p = json_member(body, "parallel_tool_calls")) {
     if (!p->is_boolean()) return bad("parallel_tool_calls", absl::StrCat("expected a boolean, got ", p->type_name()));
     out.parallel = p->get<bool>();
   }

@@ -7,20 +7,14 @@
 #include <filesystem>
 
 #include "serving/openai_response.h"
+#include "tests/unit/serving/serving_test_util.h"
 
 namespace weft {
 namespace {
 
 using nlohmann::json;
 
-std::shared_ptr<const Tokenizer> qwen_tokenizer() {
-  static std::shared_ptr<Tokenizer> tok = [] {
-    auto t = Tokenizer::load(std::filesystem::path(WEFT_SOURCE_DIR) / "tests/tokenizer_data/fixtures/qwen3");
-    EXPECT_TRUE(t.ok()) << t.status();
-    return *t;
-  }();
-  return tok;
-}
+using testing::qwen_tokenizer;
 
 // The reply `text` as engine events: one per piece, the last one finished with `reason`.
 std::vector<StreamEvent> events_of(const std::vector<std::string>& pieces, FinishReason reason = FinishReason::kStop) {

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "serving/openai_request.h"
+#include "tests/unit/serving/serving_test_util.h"
 
 namespace weft {
 namespace {
@@ -25,13 +26,8 @@ std::string read(const std::filesystem::path& path) {
 }
 
 ServedModel model_with_template(const std::string& name) {
-  static std::shared_ptr<Tokenizer> tok = [] {
-    auto t = Tokenizer::load(std::filesystem::path(WEFT_SOURCE_DIR) / "tests/tokenizer_data/fixtures/qwen3");
-    EXPECT_TRUE(t.ok()) << t.status();
-    return *t;
-  }();
   ServedModel m;
-  m.tokenizer = tok;
+  m.tokenizer = testing::qwen_tokenizer();
   auto tmpl = ChatTemplate::parse(read(kData / name / "chat_template.jinja"));
   EXPECT_TRUE(tmpl.ok()) << tmpl.status();
   m.chat_template = std::make_shared<ChatTemplate>(std::move(*tmpl));
