@@ -186,7 +186,7 @@ std::variant<std::string, ApiError> render_chat_request(const json& body, const 
   nlohmann::ordered_json extra;
   if (auto err = chat_template_extra(body, extra)) return bad(err->param, err->message);
   // The template sees the tools whatever tool_choice says (vLLM renders them for "none" too).
-  if (!tools.functions.empty() && !extra.contains("tools")) extra["tools"] = tools.template_tools;
+  if (!tools.template_tools.is_null() && !extra.contains("tools")) extra["tools"] = tools.template_tools;
   const Tokenizer& tok = *model.tokenizer;
   auto text = render_chat(*model.chat_template, messages, options.prompt_end, tok.bos_token().value_or(""),
                           tok.eos_token().value_or(""), extra);

@@ -128,7 +128,7 @@ struct GenerationRequest {
 };
 
 // The prompt text of a chat body: its messages (chat_messages_for_template), documents,
-// chat_template_kwargs and `tools` (the template's `tools` variable when non-empty) rendered
+// chat_template_kwargs and `tools` (the template's `tools` variable when the body has tools) rendered
 // with the model's chat template, ending as `options` says; `messages_out` gets the messages
 // as rendered. Errors name messages / documents / chat_template_kwargs / continue_final_message.
 std::variant<std::string, ApiError> render_chat_request(const nlohmann::json& body, const ServedModel& model,

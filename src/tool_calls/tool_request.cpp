@@ -74,9 +74,9 @@ std::vector<const ToolFunction*> ToolRequest::callable() const {
 
 absl::StatusOr<ToolRequest> tool_request_from_body(const json& body, const nlohmann::ordered_json* tools_in_order) {
   ToolRequest out;
-  out.template_tools = nlohmann::ordered_json::array();
   if (const json* tools = json_member(body, "tools")) {
     if (!tools->is_array()) return bad("tools", absl::StrCat("expected an array of tools, got ", tools->type_name()));
+    out.template_tools = nlohmann::ordered_json::array();
     if (tools->size() > static_cast<size_t>(kMaxTools)) {
       return bad("tools", absl::StrCat("at most ", kMaxTools, " tools, got ", tools->size()));
     }

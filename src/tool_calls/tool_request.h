@@ -33,7 +33,8 @@ struct ToolRequest {
   // The functions, in the request's order; empty: the request has no tools.
   std::vector<ToolFunction> functions;
   // The tools as the request gave them (each {"type": "function", "function": {...}}): the chat
-  // template's `tools` variable, as transformers' apply_chat_template receives them from vLLM.
+  // template's `tools` variable, as transformers' apply_chat_template receives them from vLLM
+  // (an empty list stays an empty list); null when the body has no tools.
   nlohmann::ordered_json template_tools;
   ToolChoiceMode choice = ToolChoiceMode::kNone;
   std::string named;  // kNamed: the function's name

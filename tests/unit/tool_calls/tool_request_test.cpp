@@ -23,6 +23,11 @@ TEST(ToolRequest, DefaultsFollowOpenAi) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->choice, ToolChoiceMode::kNone);
   EXPECT_FALSE(none->parses_calls());
+  EXPECT_TRUE(none->template_tools.is_null());  // the template's tools: None
+  auto empty = tool_request_from_body({{"tools", json::array()}});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->choice, ToolChoiceMode::kNone);
+  EXPECT_EQ(empty->template_tools, nlohmann::ordered_json::array());  // vLLM passes [] on
   auto tools = tool_request_from_body({{"tools", {weather_tool(), time_tool()}}});
   ASSERT_TRUE(tools.ok()) << tools.status();
   EXPECT_EQ(tools->choice, ToolChoiceMode::kAuto);
