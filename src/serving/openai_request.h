@@ -33,7 +33,7 @@
 //   of tool_call_grammar.h (so response_format / structured_outputs / guided_* beside them are
 //   refused).
 // Refused with a 400 naming the field: the fields of unsupported_field (openai_fields.h: among
-// them response_format other than text, tools, suffix, best_of other than n), prompt_logprobs
+// them the legacy functions, tools on completions, suffix, best_of other than n), prompt_logprobs
 // outside [0, 20] or with stream, stream_options without stream, and a prompt that with
 // max_tokens does not fit max_model_len (stating both limits, code "context_length_exceeded").
 #pragma once
