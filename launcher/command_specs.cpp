@@ -135,7 +135,10 @@ std::vector<CommandSpec> make_specs() {
             "the model name clients send (default: the model directory's name)"},
            {"grpc-port", "P", "also serve weft.serving.Generation over gRPC (0 picks a free port)"},
            {"drain-timeout", "S", "seconds running requests may take after SIGTERM (default 30)"},
-           {"max-connections", "N", "open HTTP connections at most (default 10000)"}})
+           {"max-connections", "N", "open HTTP connections at most (default 10000)"},
+           {"tool-call-parser", "NAME",
+            "how the model writes tool calls: hermes, llama3_json or mistral (default: judged from the "
+            "chat template; none found: requests with tools need tool_choice \"none\")"}})
       .add("chat template flags (for /v1/chat/completions)", chat_template_flag_specs())
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});

@@ -100,6 +100,17 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   auto tmpl = chat_template_from_flags(cli, *tokenizer, ChatTemplateNeed::kOptional);
   if (!tmpl.ok()) return fail(tmpl.status());
   model.chat_template = *std::move(tmpl);
+  if (cli.has("tool-call-parser")) {
+    auto format = tool_call_format_from_name(cli.get_or("tool-call-parser", ""));
+    if (!format.ok()) return fail(format.status());
+    model.tool_call_format = *format;
+  } else if (model.chat_template) {
+    model.tool_call_format = tool_call_format_of_template(model.chat_template->source());
+  }
+  if (model.tool_call_format) {
+    std::cerr << "weft serve: tool calls parsed as " << tool_call_format_name(*model.tool_call_format)
+              << (cli.has("tool-call-parser") ? "" : " (judged from the chat template)") << std::endl;
+  }
 #ifdef WEFT_HAVE_CONSTRAIN
   auto grammars = model_grammar_compiler(*tokenizer, model.vocab_size, model_eos_ids(session.model()));
   if (!grammars.ok()) return fail(grammars.status());

@@ -29,6 +29,7 @@ declare -A max_len=(
   [chat_messages]=4096
   [http_request]=4096
   [batch_line]=8192
+  [tool_call_parser]=4096
 )
 declare -A dict=(
   [safetensors]=json.dict
@@ -40,9 +41,10 @@ declare -A dict=(
   [chat_messages]=json.dict
   [http_request]=json.dict
   [batch_line]=json.dict
+  [tool_call_parser]=json.dict
 )
 all_targets=(safetensors gguf weight_index model_config sampling_params step_plan http_request batch_line tokenizer_load
-             tokenizer_encode chat_template chat_messages)
+             tokenizer_encode chat_template chat_messages tool_call_parser)
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=("${all_targets[@]}")
 

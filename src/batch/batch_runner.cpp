@@ -87,6 +87,9 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
     }
   }
   if (auto err = unsupported_field(body, chat)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+  if (auto err = tool_fields_unsupported(body, "tool calling is not supported by weft batch (weft serve supports it)")) {
+    return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+  }
   // weft serve implements echo (openai_response.h); batch records do not carry it yet.
   if (auto echo = body.find("echo"); echo != body.end() && !echo->is_null() && *echo != false) {
     return absl::InvalidArgumentError("body.echo: not supported by weft batch (weft serve supports it)");

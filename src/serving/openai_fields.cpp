@@ -1,6 +1,7 @@
 #include "serving/openai_fields.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/json_access.h"
 #include "sampling/sampling_params.h"
 
 namespace weft {
@@ -8,19 +9,8 @@ namespace {
 
 using nlohmann::json;
 
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-// A DOM of one flavour as the other (nlohmann has no conversion between them).
-nlohmann::ordered_json to_ordered(const json& value) {
-  return nlohmann::ordered_json::parse(value.dump(-1, ' ', false, json::error_handler_t::replace));
-}
-
 std::optional<FieldError> read_bool(const json& body, const char* name, std::optional<bool>& out) {
-  const json* v = field(body, name);
+  const json* v = json_member(body, name);
   if (v == nullptr) return std::nullopt;
   if (!v->is_boolean()) return FieldError{name, absl::StrCat(name, ": expected a boolean, got ", v->type_name())};
   out = v->get<bool>();
@@ -40,10 +30,8 @@ struct Refused {
 
 // Common to both APIs.
 constexpr Refused kRefused[] = {
-    {"tools", is_empty_array, "tool calling is not supported"},
-    {"tool_choice", is_none_or_auto, "tool calling is not supported; only \"none\" or \"auto\""},
-    {"functions", is_empty_array, "function calling is not supported"},
-    {"function_call", is_none_or_auto, "function calling is not supported; only \"none\" or \"auto\""},
+    {"functions", is_empty_array, "the legacy function calling is not supported; use tools"},
+    {"function_call", is_none_or_auto, "the legacy function calling is not supported; use tool_choice"},
     {"bad_words", is_empty_array, "banned words are not supported yet"},
     {"allowed_token_ids", nullptr, "not supported"},
     {"logits_processors", is_empty_array, "not supported"},
@@ -59,7 +47,48 @@ constexpr Refused kRefused[] = {
     {"spaces_between_special_tokens", [](const json& v) { return v == true; }, "only true is supported"},
 };
 
+// vLLM's history rule (transformers' templates expect it): an assistant message's
+// tool_calls[j].function.arguments arrive as a JSON string in the API and are handed to the
+// template as the value they hold; null or "" become {}.
+std::optional<FieldError> tool_call_arguments_as_mappings(nlohmann::ordered_json& msg, const std::string& where) {
+  auto calls = msg.find("tool_calls");
+  if (calls == msg.end() || calls->is_null()) return std::nullopt;
+  if (!calls->is_array()) return FieldError{"messages", absl::StrCat(where, ".tool_calls: expected an array")};
+  for (size_t j = 0; j < calls->size(); ++j) {
+    const std::string at = absl::StrCat(where, ".tool_calls[", j, "]");
+    nlohmann::ordered_json& call = (*calls)[j];
+    auto fn = call.is_object() ? call.find("function") : call.end();
+    if (fn == call.end() || !fn->is_object() || !fn->contains("name") || !(*fn)["name"].is_string()) {
+      return FieldError{"messages", absl::StrCat(at, ": expected {\"id\", \"type\": \"function\", \"function\": "
+                                                     "{\"name\", \"arguments\"}}")};
+    }
+    nlohmann::ordered_json& args = (*fn)["arguments"];
+    if (args.is_null() || args == "") {
+      args = nlohmann::ordered_json::object();
+    } else if (args.is_string()) {
+      auto parsed = nlohmann::ordered_json::parse(args.get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded()) {
+        return FieldError{"messages", absl::StrCat(at, ".function.arguments: not valid JSON")};
+      }
+      args = std::move(parsed);
+    } else if (!args.is_object()) {
+      return FieldError{"messages", absl::StrCat(at, ".function.arguments: expected a JSON string")};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<FieldError> tool_fields_unsupported(const json& body, const std::string& why) {
+  for (const char* name : {"tools", "tool_choice"}) {
+    const json* v = json_member(body, name);
+    if (v == nullptr) continue;
+    if (std::string(name) == "tools" ? is_empty_array(*v) : is_none_or_auto(*v)) continue;
+    return FieldError{name, absl::StrCat(name, ": ", why)};
+  }
+  return std::nullopt;
+}
 
 std::optional<FieldError> chat_messages_for_template(const json& messages, nlohmann::ordered_json& out) {
   if (!messages.is_array() || messages.empty()) {
@@ -70,18 +99,19 @@ std::optional<FieldError> chat_messages_for_template(const json& messages, nlohm
     const json& msg = messages[i];
     const std::string where = absl::StrCat("messages[", i, "]");
     if (!msg.is_object()) return FieldError{"messages", absl::StrCat(where, ": expected an object")};
-    const json* role = field(msg, "role");
+    const json* role = json_member(msg, "role");
     if (role == nullptr || !role->is_string()) {
       return FieldError{"messages", absl::StrCat(where, ".role: expected a string")};
     }
-    nlohmann::ordered_json rendered = to_ordered(msg);
-    const json* content = field(msg, "content");
+    nlohmann::ordered_json rendered = to_ordered_json(msg);
+    if (auto err = tool_call_arguments_as_mappings(rendered, where)) return err;
+    const json* content = json_member(msg, "content");
     if (content != nullptr && content->is_array()) {
       std::string text;
       for (size_t j = 0; j < content->size(); ++j) {
         const json& part = (*content)[j];
-        const json* type = part.is_object() ? field(part, "type") : nullptr;
-        const json* t = part.is_object() ? field(part, "text") : nullptr;
+        const json* type = part.is_object() ? json_member(part, "type") : nullptr;
+        const json* t = part.is_object() ? json_member(part, "text") : nullptr;
         if (type == nullptr || *type != "text" || t == nullptr || !t->is_string()) {
           return FieldError{"messages", absl::StrCat(where, ".content[", j,
                                                      "]: only {\"type\": \"text\", \"text\": ...} parts are supported")};
@@ -117,16 +147,16 @@ std::optional<FieldError> chat_options(const json& body, ChatOptions& out) {
 
 std::optional<FieldError> chat_template_extra(const json& body, nlohmann::ordered_json& extra) {
   extra = nlohmann::ordered_json::object();
-  if (const json* docs = field(body, "documents")) {
+  if (const json* docs = json_member(body, "documents")) {
     if (!docs->is_array()) return FieldError{"documents", "documents: expected an array of objects"};
     for (size_t i = 0; i < docs->size(); ++i) {
       if (!(*docs)[i].is_object()) return FieldError{"documents", absl::StrCat("documents[", i, "]: expected an object")};
     }
-    extra["documents"] = to_ordered(*docs);
+    extra["documents"] = to_ordered_json(*docs);
   }
-  if (const json* kw = field(body, "chat_template_kwargs")) {
+  if (const json* kw = json_member(body, "chat_template_kwargs")) {
     if (!kw->is_object()) return FieldError{"chat_template_kwargs", "chat_template_kwargs: expected an object"};
-    const nlohmann::ordered_json kwargs = to_ordered(*kw);
+    const nlohmann::ordered_json kwargs = to_ordered_json(*kw);
     for (auto it = kwargs.begin(); it != kwargs.end(); ++it) extra[it.key()] = it.value();
   }
   return std::nullopt;
@@ -159,27 +189,28 @@ const char* constraint_field(const json& body) {
 
 std::optional<FieldError> unsupported_field(const json& body, bool chat) {
   for (const Refused& r : kRefused) {
-    const json* v = field(body, r.name);
+    const json* v = json_member(body, r.name);
     if (v != nullptr && (r.harmless == nullptr || !r.harmless(*v))) {
       return FieldError{r.name, absl::StrCat(r.name, ": ", r.why)};
     }
   }
   if (chat) {
-    if (field(body, "chat_template") != nullptr) {
+    if (json_member(body, "chat_template") != nullptr) {
       return FieldError{"chat_template",
                         "chat_template: per-request chat templates are not accepted; start the server with "
                         "--chat-template FILE"};
     }
   } else {
-    if (field(body, "suffix") != nullptr) return FieldError{"suffix", "suffix: not supported"};
+    if (json_member(body, "suffix") != nullptr) return FieldError{"suffix", "suffix: not supported"};
+    if (auto e = tool_fields_unsupported(body, "tool calling is a chat completions feature")) return e;
   }
-  if (const json* so = field(body, "stream_options"); so != nullptr && so->is_object()) {
-    if (const json* cu = field(*so, "continuous_usage_stats"); cu != nullptr && *cu != false) {
+  if (const json* so = json_member(body, "stream_options"); so != nullptr && so->is_object()) {
+    if (const json* cu = json_member(*so, "continuous_usage_stats"); cu != nullptr && *cu != false) {
       return FieldError{"stream_options", "stream_options.continuous_usage_stats: not supported"};
     }
   }
-  if (const json* best_of = field(body, "best_of")) {
-    const json* n = field(body, "n");
+  if (const json* best_of = json_member(body, "best_of")) {
+    const json* n = json_member(body, "n");
     if (*best_of != (n != nullptr ? *n : json(1))) {
       return FieldError{"best_of", "best_of: only best_of == n is supported"};
     }
@@ -189,7 +220,7 @@ std::optional<FieldError> unsupported_field(const json& body, bool chat) {
 
 std::optional<FieldError> prompt_logprobs_field(const json& body, std::optional<int>& out) {
   out.reset();
-  const json* v = field(body, "prompt_logprobs");
+  const json* v = json_member(body, "prompt_logprobs");
   if (v == nullptr) return std::nullopt;
   constexpr int kMax = SamplingParams::kMaxLogprobs;  // vLLM's --max-logprobs default, 20
   if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > kMax ||

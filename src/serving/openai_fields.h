@@ -19,8 +19,12 @@ struct FieldError {
 
 // Chat `messages` -> the list a chat template renders: each message an object with a string
 // role; content a string, null/absent, or an array of {"type": "text", "text": ...} parts, which
-// are joined into one string with "\n" between parts (as vLLM does for text-only parts). Other
-// members (name, tool_calls, ...) pass through unchanged, in their order.
+// are joined into one string with "\n" between parts (as vLLM does for text-only parts). An
+// assistant message's tool_calls (each {"id", "type", "function": {"name", "arguments"}}) reach
+// the template with each arguments JSON string parsed into the value it holds (null or "" as
+// {}), as vLLM hands them to transformers' templates; arguments that are not valid JSON are
+// refused naming messages[i].tool_calls[j].function.arguments. Other members (name,
+// tool_call_id, ...) pass through unchanged, in their order.
 std::optional<FieldError> chat_messages_for_template(const nlohmann::json& messages,
                                                      nlohmann::ordered_json& out);
 
@@ -53,8 +57,8 @@ std::string chat_reply_role(const nlohmann::ordered_json& messages, const ChatOp
 std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::string& role);
 
 // Fields weft does not implement and that would change the result, each refused by name unless
-// it holds its no-op value: tools / functions (non-empty), tool_choice / function_call other
-// than "none" / "auto", suffix (completions), best_of other than n, bad_words,
+// it holds its no-op value: the legacy functions (non-empty) / function_call other than "none" /
+// "auto", suffix and tools / tool_choice (completions: tool_fields_unsupported), best_of other than n, bad_words,
 // allowed_token_ids, logits_processors,
 // use_beam_search, include_stop_str_in_output, truncate_prompt_tokens,
 // return_tokens_as_token_ids, chat_template (a per-request template), modalities other than
@@ -62,6 +66,10 @@ std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::st
 // and stream_options.continuous_usage_stats. (prompt_logprobs and echo with logprobs are read by
 // each front end: prompt_logprobs_field.)
 std::optional<FieldError> unsupported_field(const nlohmann::json& body, bool chat);
+
+// tools (non-empty) or tool_choice other than "none" / "auto", refused as "<field>: <why>"
+// where tool calling is not available (completions, weft batch); null when absent or harmless.
+std::optional<FieldError> tool_fields_unsupported(const nlohmann::json& body, const std::string& why);
 
 // The first field of `body` asking for constrained output (response_format other than text,
 // structured_outputs, guided_json / regex / choice / grammar / whitespace_pattern), or null.

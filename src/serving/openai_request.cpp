@@ -1,11 +1,14 @@
 #include "serving/openai_request.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/json_access.h"
 #include "core/bounded_json.h"
 #include "serving/openai_fields.h"
 #include "sampling/sampling_params_json.h"
+#include "tool_calls/tool_request.h"
 #ifdef WEFT_HAVE_CONSTRAIN
 #include "constrain/grammar_constraint.h"
+#include "constrain/tool_call_grammar.h"
 #endif
 
 namespace weft {
@@ -22,12 +25,6 @@ ApiError bad(std::string param, std::string message, std::string code = "") {
   return e;
 }
 
-const json* field(const json& obj, const char* name) {
-  auto it = obj.find(name);
-  if (it == obj.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
 std::optional<ApiError> token_ids_from(const json& v, const char* param, int64_t vocab, std::vector<int32_t>& out) {
   for (size_t i = 0; i < v.size(); ++i) {
     const json& t = v[i];
@@ -41,7 +38,7 @@ std::optional<ApiError> token_ids_from(const json& v, const char* param, int64_t
 }
 
 std::optional<ApiError> read_add_special_tokens(const json& body, bool& out) {
-  if (const json* a = field(body, "add_special_tokens")) {
+  if (const json* a = json_member(body, "add_special_tokens")) {
     if (!a->is_boolean()) return bad("add_special_tokens", "add_special_tokens: expected a boolean");
     out = a->get<bool>();
   }
@@ -77,7 +74,7 @@ std::optional<ApiError> one_completion_prompt(const json& prompt, const std::str
 // With `echo`, `texts` gets each prompt's text (token ids decoded).
 std::optional<ApiError> completion_prompts(const json& body, const ServedModel& model, bool echo,
                                            std::vector<std::vector<int32_t>>& ids, std::vector<std::string>& texts) {
-  const json* p = field(body, "prompt");
+  const json* p = json_member(body, "prompt");
   if (p == nullptr) return bad("prompt", "prompt: required");
   bool add_special = true;
   if (auto err = read_add_special_tokens(body, add_special)) return err;
@@ -102,16 +99,94 @@ std::optional<ApiError> completion_prompts(const json& body, const ServedModel& 
   return std::nullopt;
 }
 
+// An error about a request field: param is the top-level field the message starts with
+// ("tools[1].function.name: ..." -> "tools").
+ApiError field_error(const absl::Status& status) {
+  ApiError e = api_error_from_status(status);
+  e.param = e.param.substr(0, e.param.find_first_of("[."));
+  return e;
+}
+
 std::optional<ApiError> chat_prompt(const json& body, const ServedModel& model, std::vector<int32_t>& ids,
-                                    const ChatOptions& options, nlohmann::ordered_json* messages_out = nullptr) {
-  const json* m = field(body, "messages");
+                                    const ChatOptions& options, const ToolRequest& tools,
+                                    nlohmann::ordered_json* messages_out = nullptr) {
+  auto text = render_chat_request(body, model, options, tools, messages_out);
+  if (auto* e = std::get_if<ApiError>(&text)) return *e;
+  bool add_special = false;  // vLLM's chat default: the template writes the special tokens
+  if (auto err = read_add_special_tokens(body, add_special)) return err;
+  auto encoded = model.tokenizer->encode(std::get<std::string>(text), add_special);
+  if (!encoded.ok()) return bad("messages", absl::StrCat("messages: ", encoded.status().message()));
+  ids = std::move(*encoded);
+  return std::nullopt;
+}
+
+// Chooses the parser of a request whose tools are parsed (GenerationRequest::tool_calls) and
+// makes the markers survive detokenization. Errors: no parser known for the model.
+std::optional<ApiError> tool_parsing(const ToolRequest& tools, const ServedModel& model, SamplingParams& params,
+                                     GenerationRequest& out) {
+  out.parallel_tool_calls = tools.parallel;
+  if (!tools.parses_calls()) return std::nullopt;
+  if (!model.tool_call_format) {
+    return bad("tools", "tools: the model's chat template shows no tool-call format weft can parse; start weft serve "
+                        "with --tool-call-parser hermes|llama3_json|mistral (or send tool_choice \"none\")");
+  }
+  out.tool_calls = *model.tool_call_format;
+  // A marker held as a special token (Mistral's [TOOL_CALLS], Llama's <|python_tag|>) must stay
+  // in the text the parser reads, as vLLM's parsers arrange.
+  const std::optional<int32_t> marker = model.tokenizer->token_to_id(tool_call_start_marker(*out.tool_calls));
+  if (marker && model.tokenizer->is_special(*marker)) params.skip_special_tokens = false;
+  return std::nullopt;
+}
+
+// The grammar of tool_choice required / named / strict functions (null when the reply is free),
+// after every tool's parameters schema was checked to compile.
+std::variant<std::shared_ptr<const TokenConstraintSource>, ApiError> tool_call_constraint(
+    const ToolRequest& tools, const ServedModel& model, const std::optional<ToolCallFormat>& format) {
+  std::shared_ptr<const TokenConstraintSource> none;
+  if (tools.functions.empty()) return none;
+  bool strict = false;
+  for (const ToolFunction& f : tools.functions) strict = strict || f.strict;
+  const bool needs_grammar = tools.forces_calls() || (tools.parses_calls() && strict);
+#ifdef WEFT_HAVE_CONSTRAIN
+  if (model.grammars == nullptr) {
+    if (!needs_grammar) return none;
+    return bad("tool_choice", "tool_choice: \"required\", a named function and strict functions need the grammar "
+                              "compiler, which this server does not have");
+  }
+  for (size_t i = 0; i < tools.functions.size(); ++i) {
+    auto checked = model.grammars->compile(tool_parameters_grammar(tools.functions[i], i));
+    if (!checked.ok()) return field_error(checked.status());
+  }
+  if (!format) return none;
+  auto spec = tool_call_grammar(*format, tools);
+  if (!spec.ok()) return field_error(spec.status());
+  if (!*spec) return none;
+  auto compiled = model.grammars->compile(**spec);
+  if (!compiled.ok()) return field_error(compiled.status());
+  return grammar_constraint_source(*std::move(compiled));
+#else
+  if (needs_grammar) {
+    return bad("tool_choice", "tool_choice: \"required\", a named function and strict functions need constrained "
+                              "output, which this weft was built without (WEFT_CONSTRAIN=OFF)");
+  }
+  (void)format;
+  return none;
+#endif
+}
+
+}  // namespace
+
+std::variant<std::string, ApiError> render_chat_request(const json& body, const ServedModel& model,
+                                                        const ChatOptions& options, const ToolRequest& tools,
+                                                        nlohmann::ordered_json* messages_out) {
+  const json* m = json_member(body, "messages");
   nlohmann::ordered_json messages;
   if (auto err = chat_messages_for_template(m != nullptr ? *m : json(), messages)) return bad(err->param, err->message);
   if (!model.chat_template) return bad("messages", "messages: the model has no chat template (chat_template.jinja, chat_template.json or tokenizer_config.json); give one with --chat-template FILE");
   nlohmann::ordered_json extra;
   if (auto err = chat_template_extra(body, extra)) return bad(err->param, err->message);
-  bool add_special = false;  // vLLM's chat default: the template writes the special tokens
-  if (auto err = read_add_special_tokens(body, add_special)) return err;
+  // The template sees the tools whatever tool_choice says (vLLM renders them for "none" too).
+  if (!tools.template_tools.is_null() && !extra.contains("tools")) extra["tools"] = tools.template_tools;
   const Tokenizer& tok = *model.tokenizer;
   auto text = render_chat(*model.chat_template, messages, options.prompt_end, tok.bos_token().value_or(""),
                           tok.eos_token().value_or(""), extra);
@@ -119,14 +194,9 @@ std::optional<ApiError> chat_prompt(const json& body, const ServedModel& model, 
     const char* param = options.prompt_end == ChatPromptEnd::kContinueFinalMessage ? "continue_final_message" : "messages";
     return bad(param, absl::StrCat(param, ": ", text.status().message()));
   }
-  auto encoded = tok.encode(*text, add_special);
-  if (!encoded.ok()) return bad("messages", absl::StrCat("messages: ", encoded.status().message()));
-  ids = std::move(*encoded);
   if (messages_out != nullptr) *messages_out = std::move(messages);
-  return std::nullopt;
+  return *std::move(text);
 }
-
-}  // namespace
 
 std::string api_error_json(const ApiError& e) {
   json j = {{"error",
@@ -186,7 +256,7 @@ std::variant<json, ApiError> parse_json_body(std::string_view body) {
 }
 
 std::optional<ApiError> check_model(const json& body, const ServedModel& model) {
-  const json* m = field(body, "model");
+  const json* m = json_member(body, "model");
   if (m == nullptr) return std::nullopt;
   if (!m->is_string()) return bad("model", absl::StrCat("model: expected a string, got ", m->type_name()));
   if (m->get_ref<const std::string&>() != model.name) {
@@ -202,24 +272,32 @@ std::optional<ApiError> check_model(const json& body, const ServedModel& model) 
   return std::nullopt;
 }
 
+std::optional<nlohmann::ordered_json> tools_in_order(std::string_view body) {
+  if (body.find("\"tools\"") == std::string_view::npos) return std::nullopt;
+  auto parsed = parse_json_bounded<nlohmann::ordered_json>(body, "request body", request_json_limits());
+  if (!parsed.ok() || !parsed->is_object() || !parsed->contains("tools")) return std::nullopt;
+  return (*parsed)["tools"];
+}
+
 std::variant<GenerationRequest, ApiError> parse_generation_request(const json& body, ApiKind kind,
-                                                                   const ServedModel& model) {
+                                                                   const ServedModel& model,
+                                                                   const nlohmann::ordered_json* tools_in_order) {
   if (auto err = check_model(body, model)) return *err;
   if (auto err = unsupported_field(body, kind == ApiKind::kChat)) return bad(err->param, err->message);
   // weft batch writes token ids on request; serve's responses do not carry them yet.
-  if (const json* t = field(body, "return_token_ids"); t != nullptr && *t != false) {
+  if (const json* t = json_member(body, "return_token_ids"); t != nullptr && *t != false) {
     return bad("return_token_ids", "return_token_ids: not supported by weft serve yet");
   }
   GenerationRequest out;
   out.kind = kind;
-  if (const json* s = field(body, "stream")) {
+  if (const json* s = json_member(body, "stream")) {
     if (!s->is_boolean()) return bad("stream", absl::StrCat("stream: expected a boolean, got ", s->type_name()));
     out.stream = s->get<bool>();
   }
-  if (const json* so = field(body, "stream_options")) {
+  if (const json* so = json_member(body, "stream_options")) {
     if (!out.stream) return bad("stream_options", "stream_options: only allowed when stream is true");
     if (!so->is_object()) return bad("stream_options", "stream_options: expected an object");
-    if (const json* iu = field(*so, "include_usage")) {
+    if (const json* iu = json_member(*so, "include_usage")) {
       if (!iu->is_boolean()) return bad("stream_options", "stream_options.include_usage: expected a boolean");
       out.include_usage = iu->get<bool>();
     }
@@ -231,8 +309,8 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
   if (kind == ApiKind::kChat) {
     sampling.erase("logprobs");
     sampling.erase("top_logprobs");
-    const json* lp = field(body, "logprobs");
-    const json* top = field(body, "top_logprobs");
+    const json* lp = json_member(body, "logprobs");
+    const json* top = json_member(body, "top_logprobs");
     if (lp != nullptr && !lp->is_boolean()) {
       return bad("logprobs", absl::StrCat("logprobs: expected a boolean, got ", lp->type_name()));
     }
@@ -262,7 +340,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
     return bad("prompt_logprobs", "prompt_logprobs: not supported with stream (as vLLM); use echo with logprobs");
   }
   int priority = 0;
-  if (const json* pr = field(body, "priority")) {
+  if (const json* pr = json_member(body, "priority")) {
     if (!pr->is_number_integer() || (pr->is_number_unsigned() && pr->get<uint64_t>() > (1u << 30)) ||
         pr->get<int64_t>() < -(1 << 30) || pr->get<int64_t>() > (1 << 30)) {
       return bad("priority", "priority: expected an integer (lower runs first)");
@@ -274,25 +352,30 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
   std::vector<std::vector<int32_t>> prompt_ids;
   std::vector<std::string> echo;
   bool want_echo = false;
+  ToolRequest tools;
   if (kind == ApiKind::kChat) {
     ChatOptions options;
     if (auto err = chat_options(body, options)) return bad(err->param, err->message);
+    auto tool_fields = tool_request_from_body(body, tools_in_order);
+    if (!tool_fields.ok()) return field_error(tool_fields.status());
+    tools = *std::move(tool_fields);
+    if (auto err = tool_parsing(tools, model, *params, out)) return *err;
     nlohmann::ordered_json messages;
     prompt_ids.emplace_back();
-    if (auto err = chat_prompt(body, model, prompt_ids[0], options, &messages)) return *err;
+    if (auto err = chat_prompt(body, model, prompt_ids[0], options, tools, &messages)) return *err;
     out.role = chat_reply_role(messages, options);
     want_echo = options.echo;
     echo.push_back(options.echo ? chat_echo_text(messages, out.role) : std::string());
   } else {
-    if (const json* e = field(body, "echo")) {
+    if (const json* e = json_member(body, "echo")) {
       if (!e->is_boolean()) return bad("echo", absl::StrCat("echo: expected a boolean, got ", e->type_name()));
       want_echo = e->get<bool>();
     }
     if (auto err = completion_prompts(body, model, want_echo, prompt_ids, echo)) return *err;
   }
 
-  const bool has_max = field(body, "max_tokens") != nullptr || field(body, "max_completion_tokens") != nullptr;
-  const char* max_param = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  const bool has_max = json_member(body, "max_tokens") != nullptr || json_member(body, "max_completion_tokens") != nullptr;
+  const char* max_param = json_member(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   const char* prompt_param = kind == ApiKind::kChat ? "messages" : "prompt";
   const int requested_max = params->max_tokens;
   if (requested_max < 0 || (requested_max == 0 && !(want_echo && has_max))) {
@@ -305,7 +388,14 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
   out.generate = requested_max > 0 || !has_max || engine_prompt_logprobs.has_value();
   // The output constraint, compiled once for every prompt and choice.
   std::shared_ptr<const TokenConstraintSource> constraint;
+  auto tool_constraint = tool_call_constraint(tools, model, out.tool_calls);
+  if (auto* e = std::get_if<ApiError>(&tool_constraint)) return *e;
+  constraint = std::get<std::shared_ptr<const TokenConstraintSource>>(std::move(tool_constraint));
   if (const char* asked = constraint_field(body)) {
+    if (constraint != nullptr) {
+      return bad(asked, absl::StrCat(asked, ": cannot be combined with tool_choice \"required\", a named function or "
+                                            "strict functions, whose grammar already shapes the reply"));
+    }
 #ifdef WEFT_HAVE_CONSTRAIN
     if (model.grammars == nullptr) return bad(asked, absl::StrCat(asked, ": this server has no grammar compiler"));
     auto compiled = request_constraint(body, *model.grammars);
@@ -355,19 +445,22 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
   return out;
 }
 
-std::variant<std::vector<int32_t>, ApiError> tokenize_request(const json& body, const ServedModel& model) {
+std::variant<std::vector<int32_t>, ApiError> tokenize_request(const json& body, const ServedModel& model,
+                                                              const nlohmann::ordered_json* tools_in_order) {
   if (auto err = check_model(body, model)) return *err;
   std::vector<int32_t> ids;
-  if (field(body, "messages") != nullptr) {
+  if (json_member(body, "messages") != nullptr) {
     ChatOptions options;
     if (auto err = chat_options(body, options)) return bad(err->param, err->message);
-    if (auto err = chat_prompt(body, model, ids, options)) return *err;
+    auto tools = tool_request_from_body(body, tools_in_order);
+    if (!tools.ok()) return field_error(tools.status());
+    if (auto err = chat_prompt(body, model, ids, options, *tools)) return *err;
     return ids;
   }
-  const json* p = field(body, "prompt");
+  const json* p = json_member(body, "prompt");
   if (p == nullptr || !p->is_string()) return bad("prompt", "prompt: expected a string (or give messages)");
   bool add_special = true;
-  if (const json* a = field(body, "add_special_tokens")) {
+  if (const json* a = json_member(body, "add_special_tokens")) {
     if (!a->is_boolean()) return bad("add_special_tokens", "add_special_tokens: expected a boolean");
     add_special = a->get<bool>();
   }
@@ -378,12 +471,12 @@ std::variant<std::vector<int32_t>, ApiError> tokenize_request(const json& body, 
 
 std::variant<std::string, ApiError> detokenize_request(const json& body, const ServedModel& model) {
   if (auto err = check_model(body, model)) return *err;
-  const json* t = field(body, "tokens");
+  const json* t = json_member(body, "tokens");
   if (t == nullptr || !t->is_array()) return bad("tokens", "tokens: expected an array of token ids");
   std::vector<int32_t> ids;
   if (auto err = token_ids_from(*t, "tokens", model.vocab_size, ids)) return *err;
   bool skip = true;
-  if (const json* s = field(body, "skip_special_tokens")) {
+  if (const json* s = json_member(body, "skip_special_tokens")) {
     if (!s->is_boolean()) return bad("skip_special_tokens", "skip_special_tokens: expected a boolean");
     skip = s->get<bool>();
   }

@@ -24,8 +24,16 @@
 //   engine compute them (Request::prompt_logprobs, the larger N of the two).
 //   max_tokens 0 is accepted with echo only: the reply is the echo, finish_reason "length"; the
 //   engine runs (the prompt only) when prompt logprobs are wanted, and not at all otherwise.
+// Tool calling (chat; tool_request.h): tools / tool_choice / parallel_tool_calls validated; the
+//   tools reach the chat template's `tools` variable (for tool_choice "none" too); with
+//   tool_choice other than "none" the reply is parsed in ServedModel::tool_call_format (a 400
+//   naming tools when there is none), and skip_special_tokens is turned off when that format's
+//   marker is a special token; every tool's parameters schema must compile (400 naming tools);
+//   tool_choice "required", a named function, or strict functions with "auto" get the grammar
+//   of tool_call_grammar.h (so response_format / structured_outputs / guided_* beside them are
+//   refused).
 // Refused with a 400 naming the field: the fields of unsupported_field (openai_fields.h: among
-// them response_format other than text, tools, suffix, best_of other than n), prompt_logprobs
+// them the legacy functions, tools on completions, suffix, best_of other than n), prompt_logprobs
 // outside [0, 20] or with stream, stream_options without stream, and a prompt that with
 // max_tokens does not fit max_model_len (stating both limits, code "context_length_exceeded").
 #pragma once
@@ -43,6 +51,9 @@
 #include "nlohmann/json.hpp"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "serving/openai_fields.h"
+#include "tool_calls/tool_call_format.h"
+#include "tool_calls/tool_request.h"
 
 namespace weft {
 
@@ -60,6 +71,9 @@ struct ServedModel {
   // Compiles the grammars of constrained requests (response_format, structured_outputs,
   // guided_*); null: such requests are refused (a build without src/constrain).
   std::shared_ptr<GrammarCompiler> grammars;
+  // How the model writes tool calls (--tool-call-parser, or judged from the chat template);
+  // nullopt: requests that would parse tool calls are refused.
+  std::optional<ToolCallFormat> tool_call_format;
 };
 
 struct ApiError {
@@ -104,17 +118,37 @@ struct GenerationRequest {
   // with "length", and no engine request is submitted.
   bool generate = true;
   std::string role = "assistant";  // chat: the reply's role (chat_reply_role)
+  // Chat with tools and tool_choice other than "none": the replies are parsed for tool calls in
+  // this format (tool_call_parser.h).
+  std::optional<ToolCallFormat> tool_calls;
+  bool parallel_tool_calls = true;  // false: at most one call per choice
 
   int n() const { return prompts.empty() ? 1 : prompts.front().engine_request.params.n; }
   int num_choices() const { return static_cast<int>(prompts.size()) * n(); }
 };
 
+// The prompt text of a chat body: its messages (chat_messages_for_template), documents,
+// chat_template_kwargs and `tools` (the template's `tools` variable when the body has tools) rendered
+// with the model's chat template, ending as `options` says; `messages_out` gets the messages
+// as rendered. Errors name messages / documents / chat_template_kwargs / continue_final_message.
+std::variant<std::string, ApiError> render_chat_request(const nlohmann::json& body, const ServedModel& model,
+                                                        const ChatOptions& options, const ToolRequest& tools,
+                                                        nlohmann::ordered_json* messages_out = nullptr);
+
+// `tools_in_order`: tools_in_order(raw body), which keeps the client's key order of the tools
+// for the template and the grammar (tool_request.h); null: sorted keys.
 std::variant<GenerationRequest, ApiError> parse_generation_request(const nlohmann::json& body, ApiKind kind,
-                                                                   const ServedModel& model);
+                                                                   const ServedModel& model,
+                                                                   const nlohmann::ordered_json* tools_in_order = nullptr);
+
+// The "tools" member of a raw JSON body with its keys in the client's order (nlohmann::json, which
+// parse_json_body returns, sorts them); nullopt when the body has none.
+std::optional<nlohmann::ordered_json> tools_in_order(std::string_view body);
 
 // POST /tokenize bodies: {"prompt": text, "add_special_tokens": bool (default true)} or
 // {"messages": [...]} (rendered with the chat template, as a chat request would be).
-std::variant<std::vector<int32_t>, ApiError> tokenize_request(const nlohmann::json& body, const ServedModel& model);
+std::variant<std::vector<int32_t>, ApiError> tokenize_request(const nlohmann::json& body, const ServedModel& model,
+                                                              const nlohmann::ordered_json* tools_in_order = nullptr);
 // POST /detokenize bodies: {"tokens": [ids]} -> the decoded text (special tokens skipped unless
 // "skip_special_tokens": false).
 std::variant<std::string, ApiError> detokenize_request(const nlohmann::json& body, const ServedModel& model);

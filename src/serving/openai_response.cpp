@@ -1,13 +1,11 @@
 #include "serving/openai_response.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <random>
 
 #include "sampling/stop_checker.h"
 #include "serving/openai_logprobs.h"
+#include "serving/response_id.h"
 
 namespace weft {
 namespace {
@@ -17,15 +15,6 @@ using nlohmann::json;
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string frame(const json& j) { return "data: " + dump(j) + "\n\n"; }
-
-std::string random_id(const char* prefix) {
-  static std::atomic<uint64_t> counter{0};
-  static const uint64_t salt = std::random_device{}() ^ (static_cast<uint64_t>(std::random_device{}()) << 32);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%s%016llx%08llx", prefix, static_cast<unsigned long long>(salt),
-                static_cast<unsigned long long>(counter.fetch_add(1)));
-  return buf;
-}
 
 }  // namespace
 
@@ -37,7 +26,7 @@ ResponseBuilder::ResponseBuilder(ApiKind kind, std::string model_name, std::vect
       role_(std::move(role)),
       tokenizer_(std::move(tokenizer)),
       prompt_tokens_(prompt_tokens),
-      id_(random_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
+      id_(random_response_id(kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-")),
       created_(std::chrono::duration_cast<std::chrono::seconds>(
                    std::chrono::system_clock::now().time_since_epoch()).count()),
       choices_(std::max<size_t>(echo.size(), 1)) {
@@ -56,6 +45,11 @@ json ResponseBuilder::prompt_logprobs_for(const StreamEvent& e, Choice& c) const
   if (prompt_logprobs_) c.prompt_logprobs = vllm_prompt_logprobs(*e.output.prompt_logprobs, *prompt_logprobs_, text);
   if (!echo_logprobs_ || kind_ != ApiKind::kCompletion) return json();
   return openai_prompt_logprobs(*e.output.prompt_logprobs, top_logprobs_, text, &c.text_offset);
+}
+
+void ResponseBuilder::set_tool_calls(ToolCallFormat format, bool parallel) {
+  if (kind_ != ApiKind::kChat) return;
+  for (Choice& c : choices_) c.tools = std::make_unique<ChoiceToolCalls>(format, parallel);
 }
 
 std::vector<StreamEvent> ResponseBuilder::finish_all_events() const {
@@ -117,14 +111,21 @@ std::string ResponseBuilder::stream_events(const std::vector<StreamEvent>& event
     // before the first tokens' logprobs).
     std::string text = std::move(c.echo) + e.output.text;
     c.echo.clear();
+    json tool_calls;
+    if (c.tools) {
+      ChoiceToolCalls::StreamPiece piece = c.tools->stream(text, e.output.finished);
+      text = std::move(piece.content);
+      tool_calls = std::move(piece.tool_calls);
+    }
     json logprobs = prompt_logprobs_for(e, c);
     const bool after_prompt = !logprobs.is_null();
     if (logprobs_ && !e.output.token_ids.empty()) append_openai_logprobs(logprobs, logprobs_for(e, c));
     const bool has_logprobs = !logprobs.is_null();
-    if (text.empty() && !has_logprobs && !e.output.finished) continue;
+    if (text.empty() && tool_calls.is_null() && !has_logprobs && !e.output.finished) continue;
     json choice = {{"index", index}};
     if (kind_ == ApiKind::kChat) {
       choice["delta"] = text.empty() ? json::object() : json{{"content", text}};
+      if (!tool_calls.is_null()) choice["delta"]["tool_calls"] = std::move(tool_calls);
     } else {
       choice["text"] = text;
     }
@@ -132,7 +133,7 @@ std::string ResponseBuilder::stream_events(const std::vector<StreamEvent>& event
     // After the prompt's logprobs, offsets continue from their tokens' text (vLLM's count).
     c.text_offset += utf8_code_points(after_prompt ? e.output.text : text);
     if (e.output.finished) {
-      c.finish_reason = std::string(finish_reason_name(e.output.finish_reason));
+      c.finish_reason = tool_call_finish_reason(c.tools.get(), std::string(finish_reason_name(e.output.finish_reason)));
       if (any_finish_reason_.empty()) any_finish_reason_ = c.finish_reason;
       choice["finish_reason"] = c.finish_reason;
       if (e.output.stop_string || e.output.stop_token) {
@@ -189,10 +190,16 @@ std::string ResponseBuilder::full_response() const {
     const Choice& c = choices_[i];
     json lp = logprobs_ ? (c.logprobs.is_null() ? empty_openai_logprobs(kind_ == ApiKind::kChat) : c.logprobs) : json();
     if (kind_ == ApiKind::kChat) {
+      json message = {{"role", role_}, {"content", c.echo + c.text}};
+      std::string finish_reason = c.finish_reason;
+      if (c.tools) {
+        c.tools->complete_message(c.text, c.echo, message);
+        if (!finish_reason.empty()) finish_reason = tool_call_finish_reason(c.tools.get(), finish_reason);
+      }
       choices.push_back({{"index", i},
-                         {"message", {{"role", role_}, {"content", c.echo + c.text}}},
+                         {"message", std::move(message)},
                          {"logprobs", lp},
-                         {"finish_reason", c.finish_reason.empty() ? json() : json(c.finish_reason)}});
+                         {"finish_reason", finish_reason.empty() ? json() : json(finish_reason)}});
     } else {
       choices.push_back({{"index", i},
                          {"text", c.echo + c.text},

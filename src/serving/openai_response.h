@@ -18,6 +18,9 @@
 // with the prompt tokens' (openai_prompt_logprobs; generated tokens' text_offset continues after
 // them); with vLLM's prompt_logprobs N, a completion choice gets "prompt_logprobs" and a chat
 // response a top-level "prompt_logprobs" (vllm_prompt_logprobs; not streamed).
+// Tool calls (chat, set_tool_calls): each choice's text is parsed (openai_tool_calls.h): the
+// message's / deltas' content is the text outside the calls, the calls go to tool_calls, and a
+// choice that made calls and stopped by itself finishes with "tool_calls" (instead of "stop").
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,7 @@
 #include "engine/async_engine.h"
 #include "nlohmann/json.hpp"
 #include "serving/openai_request.h"
+#include "serving/openai_tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace weft {
@@ -42,6 +46,8 @@ class ResponseBuilder {
 
   // What the prompt logprobs of events go to (see above); `top`: echo's alternatives per token.
   void set_prompt_logprobs(bool echo_logprobs, int top, std::optional<int> prompt_logprobs);
+  // Chat: parse every choice's text for tool calls in `format`; `parallel` false keeps the first.
+  void set_tool_calls(ToolCallFormat format, bool parallel);
 
   // Events that finish every choice at once with "length" and no tokens (max_tokens 0 with echo).
   std::vector<StreamEvent> finish_all_events() const;
@@ -73,6 +79,7 @@ class ResponseBuilder {
     int64_t text_offset = 0;   // completions logprobs: code points of text so far
     bool role_sent = false;
     nlohmann::json prompt_logprobs;  // vLLM's list, once the event carrying it came
+    std::unique_ptr<ChoiceToolCalls> tools;  // set_tool_calls
   };
   nlohmann::json logprobs_for(const StreamEvent& e, Choice& c) const;
   // The prompt part of a choice's logprobs from `e` (null when the event has none or echo

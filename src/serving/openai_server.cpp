@@ -183,7 +183,8 @@ void OpenAiServer::handle_tokenizer_route(ConnectionId conn, HttpRequest request
     if (auto* e = std::get_if<ApiError>(&parsed)) {
       reply(*e);
     } else if (shared->path == "/tokenize") {
-      auto ids = tokenize_request(std::get<json>(parsed), model_);
+      const auto tools = tools_in_order(shared->body);
+      auto ids = tokenize_request(std::get<json>(parsed), model_, tools ? &*tools : nullptr);
       if (auto* e = std::get_if<ApiError>(&ids)) {
         reply(*e);
       } else {
@@ -222,7 +223,8 @@ void OpenAiServer::handle_generation(ConnectionId conn, HttpRequest request, Api
     if (auto* e = std::get_if<ApiError>(&body)) {
       *result = std::move(*e);
     } else {
-      *result = parse_generation_request(std::get<json>(body), kind, model_);
+      const auto tools = tools_in_order(shared->body);
+      *result = parse_generation_request(std::get<json>(body), kind, model_, tools ? &*tools : nullptr);
     }
     shared.reset();  // the body is no longer needed; free it on this thread
     http_.post([this, conn, kind, result] { start_generation(conn, kind, std::move(*result)); });
@@ -270,6 +272,7 @@ void OpenAiServer::start_generation(ConnectionId conn, ApiKind kind,
   a->builder = std::make_unique<ResponseBuilder>(kind, model_.name, std::move(echo), req.logprobs, model_.tokenizer,
                                                  prompt_tokens, req.role);
   a->builder->set_prompt_logprobs(req.echo_logprobs, req.top_logprobs, req.prompt_logprobs);
+  if (req.tool_calls) a->builder->set_tool_calls(*req.tool_calls, req.parallel_tool_calls);
   // One pump task in flight per request at most, however many steps the engine runs meanwhile.
   for (auto& part : a->parts) {
     part.stream->set_notify([this, conn, flag = a->pump_scheduled] {

@@ -33,6 +33,11 @@ if(Python3_Interpreter_FOUND)
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_constrained_output.py
                      --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
     set_tests_properties(e2e_constrained_output PROPERTIES LABELS e2e TIMEOUT 600)
+    # Tool calling: required / named / auto, streamed and not, history, errors.
+    add_test(NAME e2e_tool_calling
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_tool_calling.py
+                     --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+    set_tests_properties(e2e_tool_calling PROPERTIES LABELS e2e TIMEOUT 600)
   endif()
 endif()
 

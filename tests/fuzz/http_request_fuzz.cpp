@@ -31,6 +31,7 @@ const weft::ServedModel& served_model() {
     auto tmpl = weft::ChatTemplate::parse((*tokenizer)->chat_template());
     if (!tmpl.ok()) std::abort();
     m.chat_template = std::make_shared<weft::ChatTemplate>(std::move(*tmpl));
+    m.tool_call_format = weft::ToolCallFormat::kHermes;  // bodies with tools get parsed, not refused
     return m;
   }();
   return model;
@@ -63,14 +64,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (json == nullptr) return 0;
   const weft::ServedModel& model = served_model();
   const std::string& target = parsed.request.target;
+  const auto tools = weft::tools_in_order(parsed.request.body);
+  const nlohmann::ordered_json* tools_in_order = tools ? &*tools : nullptr;
   if (target.find("/tokenize") != std::string::npos) {
-    check_error_status(weft::tokenize_request(*json, model));
+    check_error_status(weft::tokenize_request(*json, model, tools_in_order));
   } else if (target.find("/detokenize") != std::string::npos) {
     check_error_status(weft::detokenize_request(*json, model));
   } else {
     const auto kind = target.find("chat") != std::string::npos ? weft::ApiKind::kChat
                                                                : weft::ApiKind::kCompletion;
-    check_error_status(weft::parse_generation_request(*json, kind, model));
+    check_error_status(weft::parse_generation_request(*json, kind, model, tools_in_order));
   }
   return 0;
 }

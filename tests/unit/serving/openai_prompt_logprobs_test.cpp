@@ -6,20 +6,14 @@
 #include "gtest/gtest.h"
 #include "serving/openai_logprobs.h"
 #include "serving/openai_response.h"
+#include "tests/unit/serving/serving_test_util.h"
 
 namespace weft {
 namespace {
 
 using nlohmann::json;
 
-std::shared_ptr<const Tokenizer> qwen_tokenizer() {
-  static std::shared_ptr<Tokenizer> tok = [] {
-    auto t = Tokenizer::load(std::filesystem::path(WEFT_SOURCE_DIR) / "tests/tokenizer_data/fixtures/qwen3");
-    EXPECT_TRUE(t.ok()) << t.status();
-    return *t;
-  }();
-  return tok;
-}
+using testing::qwen_tokenizer;
 
 std::string text_of(int32_t id) { return qwen_tokenizer()->decode(std::vector<int32_t>{id}, false); }
 

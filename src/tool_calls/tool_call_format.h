@@ -1,0 +1,37 @@
+// The text formats in which model families write tool calls, as vLLM's --tool-call-parser names
+// them:
+//   hermes       Hermes 2 Pro / Qwen 2.5 / Qwen 3: <tool_call>{"name": ..., "arguments": {...}}</tool_call>,
+//                one block per call, anywhere in the output.
+//   llama3_json  Llama 3.1 / 3.2 / 3.3 JSON calls: {"name": ..., "parameters": {...}} at the start of
+//                the output (optionally after <|python_tag|>), several separated by ";".
+//   mistral      Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (the JSON-list form of
+//                Mistral's v3 tokenizers; the later `[TOOL_CALLS]name[ARGS]{...}` form is not parsed).
+// Either key, "arguments" or "parameters", is accepted by every parser.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace weft {
+
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral };
+
+// "hermes", "llama3_json", "mistral".
+const char* tool_call_format_name(ToolCallFormat format);
+
+// A --tool-call-parser value -> its format; InvalidArgument naming the flag and the known names.
+absl::StatusOr<ToolCallFormat> tool_call_format_from_name(std::string_view name);
+
+// The format a chat template writes tool calls in, judged from its source: "[TOOL_CALLS]" ->
+// mistral, "<tool_call>" -> hermes, "<|python_tag|>" or Llama 3's "<|start_header_id|>" together
+// with a "parameters" key -> llama3_json; nullopt when none of them appears.
+std::optional<ToolCallFormat> tool_call_format_of_template(std::string_view template_source);
+
+// The text that opens a format's tool-call region ("<tool_call>", "<|python_tag|>",
+// "[TOOL_CALLS]"): a tokenizer may hold it as one special token, which detokenization must keep.
+std::string_view tool_call_start_marker(ToolCallFormat format);
+
+}  // namespace weft
