@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "launcher/banned_phrase_flags.h"
 #include "launcher/chat_template_flags.h"
 #include "launcher/engine_flags.h"
 #include "launcher/prompt_input.h"
@@ -41,6 +42,7 @@ std::vector<CommandSpec> make_specs() {
              flags.push_back({"regex", "R", "constrain the output to match this regular expression"});
              flags.push_back({"grammar", "FILE", "constrain the output to this EBNF (GBNF) grammar (root rule: root)"});
              flags.push_back({"choice", "A|B|C", "constrain the output to one of these strings"});
+             flags.push_back(banned_phrases_flag_spec());
              return flags;
            }())
       .add("chat template flags (with --chat)", chat_template_flag_specs())
@@ -63,7 +65,8 @@ std::vector<CommandSpec> make_specs() {
             {"served-model-name", "NAME",
              "the responses' \"model\" (default: the model directory's name)"},
             {"progress-interval", "S",
-             "seconds between progress lines when stderr is not a terminal (default 10)"}})
+             "seconds between progress lines when stderr is not a terminal (default 10)"},
+            banned_phrases_flag_spec()})
       .add("chat template flags (for /v1/chat/completions lines)", chat_template_flag_specs())
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});
@@ -135,7 +138,8 @@ std::vector<CommandSpec> make_specs() {
             "the model name clients send (default: the model directory's name)"},
            {"grpc-port", "P", "also serve weft.serving.Generation over gRPC (0 picks a free port)"},
            {"drain-timeout", "S", "seconds running requests may take after SIGTERM (default 30)"},
-           {"max-connections", "N", "open HTTP connections at most (default 10000)"}})
+           {"max-connections", "N", "open HTTP connections at most (default 10000)"},
+           banned_phrases_flag_spec()})
       .add("chat template flags (for /v1/chat/completions)", chat_template_flag_specs())
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});

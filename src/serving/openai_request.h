@@ -14,7 +14,8 @@
 //   stream_options.include_usage, the sampling fields of sampling_params_from_json (n,
 //   temperature, top_p, top_k, min_p, repetition_penalty, presence / frequency_penalty,
 //   logit_bias, seed, stop, stop_token_ids, max_tokens, max_completion_tokens, min_tokens,
-//   ignore_eos, skip_special_tokens), logprobs (completions: an integer; chat: a boolean, with
+//   ignore_eos, skip_special_tokens), bad_words (banned phrases, with the server's
+//   --banned-phrases list: openai_fields.h), logprobs (completions: an integer; chat: a boolean, with
 //   top_logprobs an integer), chat_template_kwargs and documents (chat: template variables).
 //   Chat requests without max_tokens may use the rest of the context; completions default to 16.
 //   Prompt logprobs: completions echo with logprobs N puts the prompt tokens' logprobs (null for
@@ -60,6 +61,8 @@ struct ServedModel {
   // Compiles the grammars of constrained requests (response_format, structured_outputs,
   // guided_*); null: such requests are refused (a build without src/constrain).
   std::shared_ptr<GrammarCompiler> grammars;
+  // --banned-phrases: every request's output is screened against it (null: no list).
+  std::shared_ptr<const BannedPhraseSet> banned_phrases;
 };
 
 struct ApiError {
