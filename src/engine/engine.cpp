@@ -262,6 +262,7 @@ absl::Status Engine::apply_constraints(std::vector<SequenceSamplingState>& state
   masks.assign(masked.size() * static_cast<size_t>(words), 0);
   std::vector<absl::Status> errors(masked.size());
   std::vector<char> restricts(masked.size(), 0);
+  std::vector<char> dead(masked.size(), 0);  // bans (and the grammar) leave no token
   // Distinct sequences' constraints on distinct rows: safe to fill in parallel.
   pool_.parallel_for(static_cast<int64_t>(masked.size()), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
@@ -282,11 +283,13 @@ absl::Status Engine::apply_constraints(std::vector<SequenceSamplingState>& state
       if (!restricted) std::fill(row.begin(), row.end(), ~0u);
       for (int32_t token : *bans[c]) row[token >> 5] &= ~(1u << (token & 31));
       restricts[c] = 1;
+      dead[c] = std::all_of(row.begin(), row.end(), [](uint32_t w) { return w == 0; });
     }
   });
   for (size_t c = 0; c < masked.size(); ++c) {
     WEFT_RETURN_IF_ERROR(errors[c]);
     if (restricts[c]) states[masked[c]].allowed = std::span<const uint32_t>(masks.data() + c * words, words);
+    if (dead[c]) dead_ends_.insert(seq_ids[masked[c]]);
   }
   return absl::OkStatus();
 }
@@ -560,6 +563,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     WEFT_RETURN_IF_ERROR(collect_prompt_logprobs(*chunk, *scheduler_.find(chunk->seq_id), output, first_row));
   }
   std::vector<Emission> emissions;
+  dead_ends_.clear();
   if (!sample_rows.empty()) {
     WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> samples, sample(output, sample_rows, sample_seqs));
     for (size_t i = 0; i < samples.size(); ++i) emissions.push_back({sample_seqs[i]->id, {samples[i]}});

@@ -30,7 +30,9 @@
 // KV, block tables and prefix-cache hashes consistent; detokenizer, grammar and filter roll back
 // too), that token is banned at that position (and so is each further choice that brings the same
 // or another phrase back there: bans accumulate per position while the tokens before it stay),
-// and the position is sampled again under a mask of the bans, combined with a grammar's. Bans
+// and the position is sampled again under a mask of the bans, combined with a grammar's; when
+// that mask leaves no token (a grammar allowing only banned text there), the token before is
+// banned in turn, backtracking as far as the committed text. Bans
 // live with the sequence, so a preempted sequence recomputes with them; a seeded sequence draws
 // the same uniform at the position again, so equal seeds give equal outputs. A sequence with
 // bans at its next position needs full logits rows and does not speculate in that step. After
@@ -43,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,7 +80,8 @@ struct EngineConfig {
 // Counters since the engine started (weft:banned_phrase_* in /metrics).
 struct BannedPhraseStats {
   int64_t matches = 0;              // phrases found in a sequence's text (each rolled back or filtered)
-  int64_t rolled_back_tokens = 0;   // generated tokens those rollbacks discarded
+  // Generated tokens rollbacks discarded (for matches, and for positions bans left no token).
+  int64_t rolled_back_tokens = 0;
   int64_t content_filtered = 0;     // sequences finished with "content_filter"
 };
 
@@ -327,6 +331,9 @@ class Engine {
   int64_t num_prefilled_tokens_ = 0;
   SampledFrom sampled_from_;
   BannedPhraseStats banned_stats_;
+  // Sequences whose row this step's bans (with their grammar) left no token at all: what they
+  // sampled is void, and the token before it is banned instead (emit).
+  std::set<int64_t> dead_ends_;
 };
 
 }  // namespace weft

@@ -35,7 +35,6 @@ void Engine::commit_token(SequenceInfo& info, SequenceOutput& out, int64_t promp
 Engine::Screened Engine::roll_back(int64_t seq_id, SequenceInfo& info, const BannedPhraseFilter::Match& match) {
   const Sequence& seq = *scheduler_.find(seq_id);
   const int64_t keep = match.token;
-  ++banned_stats_.matches;
   // Bans past `keep` were made after tokens that now change; those at `keep` still hold.
   info.bans.erase(info.bans.upper_bound(keep), info.bans.end());
   std::vector<int32_t>& banned = info.bans[keep];
@@ -77,8 +76,9 @@ Engine::Screened Engine::screen_token(int64_t seq_id, SequenceInfo& info, int64_
     match = info.banned->finish(trailing);
     info.held.back().text += trailing;
   }
-  if (match) return roll_back(seq_id, info, *match);
-  return Screened::kHeld;
+  if (!match) return Screened::kHeld;
+  ++banned_stats_.matches;
+  return roll_back(seq_id, info, *match);
 }
 
 SequenceOutput Engine::emit(const Emission& e) {
@@ -96,7 +96,18 @@ SequenceOutput Engine::emit(const Emission& e) {
   const int64_t prompt_len = static_cast<int64_t>(seq.prompt_ids.size());
   // Output index of the step's first token (all of them are already appended).
   const int64_t first = static_cast<int64_t>(seq.output_ids.size() - e.samples.size());
-  for (size_t j = 0; j < e.samples.size() && out.finish_reason == FinishReason::kNone; ++j) {
+  if (dead_ends_.count(seq_id) && info.banned) {
+    // Nothing may follow the tokens so far: ban the last of them, or give up when it is committed.
+    Screened screened = Screened::kContentFilter;
+    if (first > info.num_committed) {
+      screened = roll_back(seq_id, info, BannedPhraseFilter::Match{first - 1, 0, 0});
+    } else {
+      ++banned_stats_.content_filtered;
+    }
+    if (screened == Screened::kContentFilter) out.finish_reason = FinishReason::kContentFilter;
+  }
+  const size_t num_samples = dead_ends_.count(seq_id) && info.banned ? 0 : e.samples.size();
+  for (size_t j = 0; j < num_samples && out.finish_reason == FinishReason::kNone; ++j) {
     const SampleResult& sample = e.samples[j];
     const int64_t index = first + static_cast<int64_t>(j);
     if (info.constraint && !info.constraint->accept(sample.token)) {
