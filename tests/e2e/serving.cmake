@@ -27,6 +27,11 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_speculative_serving.py
                    --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
   set_tests_properties(e2e_speculative_serving PROPERTIES LABELS e2e TIMEOUT 600)
+  # Banned phrases: --banned-phrases and bad_words, streamed and not (the concatenated SSE text).
+  add_test(NAME e2e_banned_phrases
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_banned_phrases.py
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+  set_tests_properties(e2e_banned_phrases PROPERTIES LABELS e2e TIMEOUT 300)
   if(TARGET weft_constrain)
     # Constrained output (JSON schema corpus, openai .parse(), LangChain, vLLM's fields, errors).
     add_test(NAME e2e_constrained_output
