@@ -243,11 +243,14 @@ void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToke
     if (chunk.num_draft_tokens == 0) continue;
     auto it = sequences_.find(chunk.seq_id);
     if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
-    Sequence& seq = it->second;
     // Blocks taken only for rejected guesses go back (their KV is garbage past the tokens).
-    while (static_cast<int64_t>(seq.block_table.size()) > blocks_.blocks_for_tokens(seq.num_tokens())) {
-      blocks_.release_last(seq.block_table);
-    }
+    release_blocks_past_tokens(it->second);
+  }
+}
+
+void Scheduler::release_blocks_past_tokens(Sequence& seq) {
+  while (static_cast<int64_t>(seq.block_table.size()) > blocks_.blocks_for_tokens(seq.num_tokens())) {
+    blocks_.release_last(seq.block_table);
   }
 }
 
@@ -257,9 +260,7 @@ void Scheduler::truncate_output(int64_t seq_id, int64_t num_output) {
   const int bs = blocks_.block_size();
   const int64_t n = seq.num_tokens();
   int64_t computed = std::min(seq.num_computed_tokens, n - 1);
-  while (static_cast<int64_t>(seq.block_table.size()) > blocks_.blocks_for_tokens(n)) {
-    blocks_.release_last(seq.block_table);
-  }
+  release_blocks_past_tokens(seq);
   // The block the recompute writes into first: never a shared or registered one.
   const int64_t write_block = computed / bs;
   if (write_block < static_cast<int64_t>(seq.block_table.size()) &&

@@ -119,6 +119,8 @@ class Scheduler {
   void unshare_partial_block(Sequence& seq);
   // Registers the sequence's newly computed full blocks in the prefix cache.
   void cache_computed_blocks(Sequence& seq);
+  // Gives back the blocks past the sequence's tokens (rejected guesses, rolled-back output).
+  void release_blocks_past_tokens(Sequence& seq);
   // Gives back the sequence's blocks that no later query of it reads (attention_window).
   void release_blocks_outside_window(Sequence& seq);
   PlannedChunk make_chunk(const Sequence& seq, int64_t num_new) const;
