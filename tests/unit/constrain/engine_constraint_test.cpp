@@ -13,6 +13,7 @@
 #include "constrain_test_util.h"
 #include "engine/local_engine.h"
 #include "engine/text_detokenizer.h"
+#include "tests/unit/engine/run_to_end.h"
 
 namespace weft {
 namespace {
@@ -33,32 +34,10 @@ std::unique_ptr<LocalEngine> make_engine(SpeculativeMethod speculative, int64_t 
   return e.ok() ? std::move(*e) : nullptr;
 }
 
-struct Outcome {
-  std::vector<int32_t> ids;
-  FinishReason finish = FinishReason::kNone;
-  std::vector<float> logprobs;
-};
+using Outcome = testing::RunOutcome;
 
-std::map<std::pair<int64_t, int>, Outcome> run(Engine& engine, std::vector<Request> requests) {
-  std::map<std::pair<int64_t, int>, Outcome> out;
-  std::vector<int64_t> ids;
-  for (Request& r : requests) {
-    auto id = engine.add_request(r);
-    EXPECT_TRUE(id.ok()) << id.status();
-    ids.push_back(id.ok() ? *id : -1);
-  }
-  while (engine.has_unfinished()) {
-    auto step = engine.step();
-    EXPECT_TRUE(step.ok()) << step.status();
-    if (!step.ok()) break;
-    for (const SequenceOutput& o : *step) {
-      Outcome& r = out[{o.request_id, o.index}];
-      r.ids.insert(r.ids.end(), o.token_ids.begin(), o.token_ids.end());
-      for (const SampleResult& s : o.samples) r.logprobs.push_back(s.logprob);
-      if (o.finished) r.finish = o.finish_reason;
-    }
-  }
-  return out;
+std::map<std::pair<int64_t, int>, Outcome> run(Engine& engine, const std::vector<Request>& requests) {
+  return testing::run_to_end(engine, requests);
 }
 
 class EngineConstraintTest : public ::testing::Test {

@@ -11,6 +11,7 @@
 #include "engine/local_engine.h"
 #include "engine/text_detokenizer.h"
 #include "safety/phrase_normalizer.h"
+#include "tests/unit/engine/run_to_end.h"
 #include "tokenizer/tokenizer.h"
 
 namespace weft {
@@ -25,12 +26,7 @@ struct Options {
   SpeculativeMethod speculative = SpeculativeMethod::kNone;
 };
 
-struct Outcome {
-  std::vector<int32_t> ids;
-  std::string text;
-  std::vector<float> logprobs;
-  FinishReason finish = FinishReason::kNone;
-};
+using Outcome = testing::RunOutcome;
 
 class BannedPhrasesEngineTest : public ::testing::Test {
  protected:
@@ -70,26 +66,8 @@ class BannedPhrasesEngineTest : public ::testing::Test {
     return *set;
   }
 
-  // Runs the requests to the end; outcomes by (request id, index).
   static std::map<std::pair<int64_t, int>, Outcome> run(Engine& engine, const std::vector<Request>& requests) {
-    std::map<std::pair<int64_t, int>, Outcome> out;
-    for (const Request& r : requests) {
-      auto id = engine.add_request(r);
-      EXPECT_TRUE(id.ok()) << id.status();
-    }
-    while (engine.has_unfinished()) {
-      auto step = engine.step();
-      EXPECT_TRUE(step.ok()) << step.status();
-      if (!step.ok()) break;
-      for (const SequenceOutput& o : *step) {
-        Outcome& r = out[{o.request_id, o.index}];
-        r.ids.insert(r.ids.end(), o.token_ids.begin(), o.token_ids.end());
-        for (const SampleResult& s : o.samples) r.logprobs.push_back(s.logprob);
-        r.text += o.text;
-        if (o.finished) r.finish = o.finish_reason;
-      }
-    }
-    return out;
+    return testing::run_to_end(engine, requests);
   }
 
   // Whether `text` contains `phrase` in the matching form (case-insensitive, NFKC).
