@@ -37,7 +37,8 @@ if(Python3_Interpreter_FOUND)
   add_test(NAME e2e_banned_phrases_stress_small
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/banned_phrases_stress.py
                    --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model
-                   --generations 60 --phrases 100 --concurrency 16)
+                   --generations 60 --phrases 100 --concurrency 16
+                   --timing-generations 30 --rounds 1)
   set_tests_properties(e2e_banned_phrases_stress_small PROPERTIES LABELS e2e TIMEOUT 300)
   if(TARGET weft_constrain)
     # Constrained output (JSON schema corpus, openai .parse(), LangChain, vLLM's fields, errors).
