@@ -21,6 +21,7 @@
 #include "batch/batch_runner.h"
 #include "engine/text_detokenizer.h"
 #include "launcher/chat_template_flags.h"
+#include "launcher/banned_phrase_flags.h"
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
@@ -190,6 +191,9 @@ int run_batch_command(const std::vector<std::string>& args) {
       };
     }
 #endif
+    auto banned = banned_phrases_from_flags(cli);
+    if (!banned.ok()) return fail(banned.status());
+    options.banned_phrases = *std::move(banned);
     ProgressPrinter printer(*interval);
     auto result = run_batch(session.engine(), encoder, options, g_stop, std::ref(printer));
     if (!result.ok()) {

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "launcher/banned_phrase_flags.h"
 #include "launcher/chat_template_flags.h"
 #include "launcher/engine_flags.h"
 #include "launcher/prompt_input.h"
@@ -41,6 +42,7 @@ std::vector<CommandSpec> make_specs() {
              flags.push_back({"regex", "R", "constrain the output to match this regular expression"});
              flags.push_back({"grammar", "FILE", "constrain the output to this EBNF (GBNF) grammar (root rule: root)"});
              flags.push_back({"choice", "A|B|C", "constrain the output to one of these strings"});
+             flags.push_back(banned_phrases_flag_spec());
              return flags;
            }())
       .add("chat template flags (with --chat)", chat_template_flag_specs())
@@ -63,7 +65,8 @@ std::vector<CommandSpec> make_specs() {
             {"served-model-name", "NAME",
              "the responses' \"model\" (default: the model directory's name)"},
             {"progress-interval", "S",
-             "seconds between progress lines when stderr is not a terminal (default 10)"}})
+             "seconds between progress lines when stderr is not a terminal (default 10)"},
+            banned_phrases_flag_spec()})
       .add("chat template flags (for /v1/chat/completions lines)", chat_template_flag_specs())
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});
@@ -138,7 +141,8 @@ std::vector<CommandSpec> make_specs() {
            {"max-connections", "N", "open HTTP connections at most (default 10000)"},
            {"tool-call-parser", "NAME",
             "how the model writes tool calls: hermes, llama3_json or mistral (default: judged from the "
-            "chat template; none found: requests with tools need tool_choice \"none\")"}})
+            "chat template; none found: requests with tools need tool_choice \"none\")"},
+           banned_phrases_flag_spec()})
       .add("chat template flags (for /v1/chat/completions)", chat_template_flag_specs())
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});

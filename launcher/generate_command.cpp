@@ -16,6 +16,7 @@
 
 #include "engine/text_detokenizer.h"
 #include "launcher/command_specs.h"
+#include "launcher/banned_phrase_flags.h"
 #include "launcher/commands.h"
 #include "absl/strings/str_cat.h"
 #include "launcher/engine_flags.h"
@@ -149,6 +150,12 @@ int generate(EngineSession& session, const CliArgs& cli, const absl::StatusOr<Pr
   auto constraint = constraint_from_flags(cli, prompt->tokenizer.get(), session);
   if (!constraint.ok()) return fail(constraint.status());
   request.constraint = *std::move(constraint);
+  auto banned = banned_phrases_from_flags(cli);
+  if (!banned.ok()) return fail(banned.status());
+  if (*banned != nullptr) {
+    if (!prompt->tokenizer) return fail(absl::InvalidArgumentError("--banned-phrases: needs the model's tokenizer (text)"));
+    request.banned_phrases.push_back(*banned);
+  }
   auto id = engine.add_request(request);
   if (!id.ok()) return fail(id.status());
 

@@ -17,6 +17,7 @@
 
 #include "engine/async_engine.h"
 #include "engine/text_detokenizer.h"
+#include "launcher/banned_phrase_flags.h"
 #include "launcher/chat_template_flags.h"
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
@@ -116,6 +117,9 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   if (!grammars.ok()) return fail(grammars.status());
   model.grammars = *std::move(grammars);
 #endif
+  auto banned = banned_phrases_from_flags(cli);
+  if (!banned.ok()) return fail(banned.status());
+  model.banned_phrases = *std::move(banned);
   Engine& core = session.engine();
 
   AsyncEngine engine(nullptr, core, {max_waiting});

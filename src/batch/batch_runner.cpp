@@ -117,6 +117,9 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
     }
     p.request.constraint = *std::move(constraint);
   }
+  std::shared_ptr<const BannedPhraseSet> bad_words;
+  if (auto err = bad_words_field(body, bad_words)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+  p.request.banned_phrases = banned_phrase_lists(options.banned_phrases, bad_words);
   WEFT_ASSIGN_OR_RETURN(p.request.prompt_ids, prompt_ids_of(line, encoder));
   const int64_t prompt_len = static_cast<int64_t>(p.request.prompt_ids.size());
   const bool has_max = body.contains("max_tokens") || body.contains("max_completion_tokens");

@@ -56,6 +56,8 @@ struct BatchOptions {
   // Compiles the output constraint a line's body asks for (response_format, structured_outputs,
   // guided_*; src/constrain/request_grammar.h); null: such lines fail naming the field.
   std::function<absl::StatusOr<std::shared_ptr<const TokenConstraintSource>>(const nlohmann::json& body)> constraints;
+  // --banned-phrases: every line's output is screened against it, beside the line's bad_words.
+  std::shared_ptr<const BannedPhraseSet> banned_phrases;
 };
 
 enum BatchStop : int { kBatchRun = 0, kBatchDrain = 1, kBatchAbandon = 2 };

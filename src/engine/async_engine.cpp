@@ -188,6 +188,7 @@ void AsyncEngine::publish() {
   gauges_.healthy = !failed_;
   gauges_.speculating = engine_.speculating();
   gauges_.speculation = engine_.speculation_stats();
+  gauges_.banned_phrases = engine_.banned_phrase_stats();
 }
 
 void AsyncEngine::run() {

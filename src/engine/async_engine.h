@@ -105,6 +105,7 @@ struct EngineGauges {
   bool healthy = true;          // false after a step failed
   bool speculating = false;     // speculative decoding is on
   SpeculationStats speculation;
+  BannedPhraseStats banned_phrases;
 };
 
 class AsyncEngine {

@@ -48,6 +48,12 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
   } else {
     WEFT_RETURN_IF_ERROR(request.params.validate(config_.vocab_size));
   }
+  for (const auto& list : request.banned_phrases) {
+    if (list == nullptr) return absl::InvalidArgumentError("banned_phrases: a null phrase list");
+  }
+  if (!request.banned_phrases.empty() && !detokenizers_) {
+    return absl::InvalidArgumentError("banned_phrases: this engine produces no text (no tokenizer) to screen");
+  }
   const int64_t total = prompt_len + request.params.max_tokens;
   if (total > config_.max_model_len) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -91,6 +97,7 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
     }
     s.stop = std::make_unique<StopChecker>(info.params, config_.eos_token_ids);
     if (request.constraint) s.constraint = request.constraint->start();
+    if (!request.banned_phrases.empty()) s.banned = std::make_unique<BannedPhraseFilter>(request.banned_phrases);
     info.seq_ids.push_back(seq.id);
     if (i == 0) {
       // Every prefill row is wanted (and the prompt is never taken from the prefix cache).
@@ -146,8 +153,8 @@ void Engine::choose_sampling_output(StepPlan& plan) const {
     if (seq == nullptr) continue;
     const SamplingParams& p = requests_.at(sequences_.at(seq->id).request_id).params;
     const bool min_tokens_met = static_cast<int64_t>(seq->output_ids.size()) >= p.min_tokens;
-    // A constraint may rule out any candidate: it needs the whole row (and a fork's, too).
-    if (sequences_.at(seq->id).constraint) return;
+    // A constraint or bans may rule out any candidate: they need the whole row (and a fork's, too).
+    if (sequences_.at(seq->id).constraint || bans_at_next(*seq) != nullptr) return;
     for (const Sequence& child : requests_.at(sequences_.at(seq->id).request_id).forks) {
       if (sequences_.at(child.id).constraint) return;
     }
@@ -239,30 +246,50 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
 
 absl::Status Engine::apply_constraints(std::vector<SequenceSamplingState>& states,
                                        const std::vector<int64_t>& seq_ids, std::vector<uint32_t>& masks) {
-  std::vector<size_t> constrained;
+  // Rows with a grammar, bans at their position, or both (the mask is then their intersection).
+  std::vector<size_t> masked;
+  std::vector<const std::vector<int32_t>*> bans;
   for (size_t i = 0; i < seq_ids.size(); ++i) {
-    if (sequences_.at(seq_ids[i]).constraint) constrained.push_back(i);
+    const Sequence* seq = scheduler_.find(seq_ids[i]);
+    const std::vector<int32_t>* banned = seq != nullptr ? bans_at_next(*seq) : nullptr;
+    if (sequences_.at(seq_ids[i]).constraint || banned != nullptr) {
+      masked.push_back(i);
+      bans.push_back(banned);
+    }
   }
-  if (constrained.empty()) return absl::OkStatus();
+  if (masked.empty()) return absl::OkStatus();
   const int32_t words = mask_words(config_.vocab_size);
-  masks.assign(constrained.size() * static_cast<size_t>(words), 0);
-  std::vector<absl::Status> errors(constrained.size());
-  std::vector<char> restricts(constrained.size(), 0);
+  masks.assign(masked.size() * static_cast<size_t>(words), 0);
+  std::vector<absl::Status> errors(masked.size());
+  std::vector<char> restricts(masked.size(), 0);
+  std::vector<char> dead(masked.size(), 0);  // bans (and the grammar) leave no token
   // Distinct sequences' constraints on distinct rows: safe to fill in parallel.
-  pool_.parallel_for(static_cast<int64_t>(constrained.size()), [&](int64_t begin, int64_t end) {
+  pool_.parallel_for(static_cast<int64_t>(masked.size()), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
-      TokenConstraint& constraint = *sequences_.at(seq_ids[constrained[c]]).constraint;
-      auto filled = constraint.fill_next_allowed(std::span<uint32_t>(masks.data() + c * words, words));
-      if (!filled.ok()) {
-        errors[c] = filled.status();
-      } else {
-        restricts[c] = *filled;
+      const std::span<uint32_t> row(masks.data() + c * words, words);
+      bool restricted = false;
+      if (TokenConstraint* constraint = sequences_.at(seq_ids[masked[c]]).constraint.get()) {
+        auto filled = constraint->fill_next_allowed(row);
+        if (!filled.ok()) {
+          errors[c] = filled.status();
+          continue;
+        }
+        restricted = *filled;
       }
+      if (bans[c] == nullptr) {
+        restricts[c] = restricted;
+        continue;
+      }
+      if (!restricted) std::fill(row.begin(), row.end(), ~0u);
+      for (int32_t token : *bans[c]) row[token >> 5] &= ~(1u << (token & 31));
+      restricts[c] = 1;
+      dead[c] = std::all_of(row.begin(), row.end(), [](uint32_t w) { return w == 0; });
     }
   });
-  for (size_t c = 0; c < constrained.size(); ++c) {
+  for (size_t c = 0; c < masked.size(); ++c) {
     WEFT_RETURN_IF_ERROR(errors[c]);
-    if (restricts[c]) states[constrained[c]].allowed = std::span<const uint32_t>(masks.data() + c * words, words);
+    if (restricts[c]) states[masked[c]].allowed = std::span<const uint32_t>(masks.data() + c * words, words);
+    if (dead[c]) dead_ends_.insert(seq_ids[masked[c]]);
   }
   return absl::OkStatus();
 }
@@ -277,9 +304,11 @@ absl::Status Engine::add_proposals(InFlight& step) {
     const PlannedChunk& chunk = plan.chunks[i];
     const Sequence* seq = scheduler_.find(chunk.seq_id);
     // Constrained sequences do not speculate (yet): each guess would need the mask of the state
-    // after the guesses before it.
+    // after the guesses before it. Nor do sequences with bans at their next position (the first
+    // row's mask); with none there, their guesses are screened like any token.
     if (seq != nullptr && chunk.token_ids.size() == 1 && chunk.logits == LogitsWanted::kLast &&
-        !seq->is_prefilling() && !seq->output_ids.empty() && !sequences_.at(seq->id).constraint) {
+        !seq->is_prefilling() && !seq->output_ids.empty() && !sequences_.at(seq->id).constraint &&
+        bans_at_next(*seq) == nullptr) {
       decoding.push_back(i);
     }
   }
@@ -534,6 +563,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     WEFT_RETURN_IF_ERROR(collect_prompt_logprobs(*chunk, *scheduler_.find(chunk->seq_id), output, first_row));
   }
   std::vector<Emission> emissions;
+  dead_ends_.clear();
   if (!sample_rows.empty()) {
     WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> samples, sample(output, sample_rows, sample_seqs));
     for (size_t i = 0; i < samples.size(); ++i) emissions.push_back({sample_seqs[i]->id, {samples[i]}});
@@ -576,58 +606,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     scheduler_.fork(request.seq_ids.front(), std::move(child));
   }
 
-  for (const Emission& e : emissions) {
-    const int64_t seq_id = e.seq_id;
-    SequenceInfo& info = sequences_.at(seq_id);
-    SequenceOutput out;
-    out.request_id = info.request_id;
-    out.index = info.index;
-    if (const RequestInfo& request = requests_.at(info.request_id);
-        request.prompt_logprobs_done && !info.prompt_logprobs_sent) {
-      out.prompt_logprobs = request.prompt_logprobs_done;
-      info.prompt_logprobs_sent = true;
-    }
-    // The sequence's length before this step's tokens (all of them already appended).
-    const int64_t before = scheduler_.find(seq_id)->num_tokens() - static_cast<int64_t>(e.samples.size());
-    for (size_t j = 0; j < e.samples.size(); ++j) {
-      const int32_t token = e.samples[j].token;
-      if (info.constraint && !info.constraint->accept(token)) {
-        // The mask left nothing the processors allowed, and nothing the grammar allows was
-        // drawn: the constrained output cannot go on.
-        out.finish_reason = FinishReason::kError;
-        break;
-      }
-      out.token_ids.push_back(token);
-      // A complete grammar output allows nothing after it (ignore_eos included): it ends here.
-      const bool grammar_done = info.constraint && info.constraint->is_terminated();
-      out.samples.push_back(e.samples[j]);
-      const std::string delta = info.detokenizer ? info.detokenizer->append(token) : "";
-      StopChecker::Step stop = info.stop->append(token, delta);
-      out.text += stop.text;
-      out.finish_reason = stop.finish;
-      out.stop_string = stop.stop_string;
-      out.stop_token = stop.stop_token;
-      if (out.finish_reason == FinishReason::kNone && grammar_done) out.finish_reason = FinishReason::kStop;
-      if (out.finish_reason == FinishReason::kNone &&
-          before + static_cast<int64_t>(j) + 1 >= config_.max_model_len) {
-        out.finish_reason = FinishReason::kLength;
-      }
-      if (out.finish_reason != FinishReason::kNone) break;  // later tokens are dropped
-    }
-    out.finished = out.finish_reason != FinishReason::kNone;
-    if (out.finished && !out.stop_string && !out.stop_token && info.detokenizer) {
-      out.text += info.detokenizer->finish();
-    }
-    if (out.finished) {
-      scheduler_.remove(seq_id);
-      if (proposer_) proposer_->forget(seq_id);
-      RequestInfo& request = requests_.at(info.request_id);
-      request.seq_ids.erase(std::find(request.seq_ids.begin(), request.seq_ids.end(), seq_id));
-      if (request.seq_ids.empty()) requests_.erase(info.request_id);
-      sequences_.erase(seq_id);
-    }
-    outputs.push_back(std::move(out));
-  }
+  for (const Emission& e : emissions) outputs.push_back(emit(e));
   // Prefill-only requests end with their prompt: every sequence of the request, forks included
   // (they never joined the scheduler), finishes with "length" and the prompt's logprobs.
   for (int64_t seq_id : prefill_only) {

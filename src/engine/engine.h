@@ -21,6 +21,23 @@
 // logits), and when its prompt is done the engine puts every prompt token's raw logprob given the
 // tokens before it on the first SequenceOutput of each of its sequences. Such a request may have
 // max_tokens 0: it finishes (finish reason length) when its prompt is done, sampling nothing.
+//
+// Banned phrases (Request::banned_phrases, safety/banned_phrase_filter.h): each sequence screens
+// its detokenized text. Tokens whose text could still become part of a phrase are held back --
+// neither their text nor their ids and logprobs leave the engine, and the stop checker sees them
+// only once committed -- so no output ever contains a phrase, streamed or not. On a match the
+// sequence rolls back to the token where the phrase began (Scheduler::truncate_output keeps the
+// KV, block tables and prefix-cache hashes consistent; detokenizer, grammar and filter roll back
+// too), that token is banned at that position (and so is each further choice that brings the same
+// or another phrase back there: bans accumulate per position while the tokens before it stay),
+// and the position is sampled again under a mask of the bans, combined with a grammar's; when
+// that mask leaves no token (a grammar allowing only banned text there), the token before is
+// banned in turn, backtracking as far as the committed text. Bans
+// live with the sequence, so a preempted sequence recomputes with them; a seeded sequence draws
+// the same uniform at the position again, so equal seeds give equal outputs. A sequence with
+// bans at its next position needs full logits rows and does not speculate in that step. After
+// EngineConfig::max_banned_phrase_rollbacks rollbacks, or more than max_bans_per_position bans at
+// one position, it finishes with "content_filter" and the text committed so far.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +57,7 @@
 #include "engine/speculative/speculation_policy.h"
 #include "engine/step_executor.h"
 #include "kv/block_manager.h"
+#include "safety/banned_phrase_filter.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "sampling/sampling_params.h"
@@ -53,6 +72,17 @@ struct EngineConfig {
   int64_t max_model_len = 0;         // prompt + output tokens at most
   std::vector<int32_t> eos_token_ids;
   std::optional<uint64_t> seed;      // base of seeds for unseeded requests (random if absent)
+  // Banned phrases: a sequence finishes with "content_filter" past these (see the header comment).
+  int max_banned_phrase_rollbacks = 256;
+  int max_bans_per_position = 32;
+};
+
+// Counters since the engine started (weft:banned_phrase_* in /metrics).
+struct BannedPhraseStats {
+  int64_t matches = 0;              // phrases found in a sequence's text (each rolled back or filtered)
+  // Generated tokens rollbacks discarded (for matches, and for positions bans left no token).
+  int64_t rolled_back_tokens = 0;
+  int64_t content_filtered = 0;     // sequences finished with "content_filter"
 };
 
 // Speculative decoding (Engine::enable_speculation).
@@ -90,6 +120,9 @@ struct Request {
   // vLLM's prompt_logprobs: when set, N in [0, SamplingParams::kMaxLogprobs] alternatives per
   // prompt position (SequenceOutput::prompt_logprobs). params.max_tokens may then be 0.
   std::optional<int> prompt_logprobs;
+  // Phrase lists the output must never contain (the server's --banned-phrases and the request's
+  // bad_words); empty: none. Needs an engine with detokenizers.
+  std::vector<std::shared_ptr<const BannedPhraseSet>> banned_phrases;
 };
 
 // The logprob of prompt token p given prompt tokens [0, p), with the sampler's conventions for
@@ -173,8 +206,14 @@ class Engine {
     int64_t candidates = 0;
   };
   const SampledFrom& sampled_from() const { return sampled_from_; }
+  const BannedPhraseStats& banned_phrase_stats() const { return banned_stats_; }
 
  private:
+  // A generated token the banned-phrase filter has not committed yet, with its text.
+  struct HeldToken {
+    SampleResult sample;
+    std::string text;
+  };
   struct SequenceInfo {
     int64_t request_id = 0;
     int index = 0;
@@ -183,6 +222,14 @@ class Engine {
     std::unique_ptr<StopChecker> stop;
     std::unique_ptr<TokenConstraint> constraint;  // null: unconstrained
     bool prompt_logprobs_sent = false;
+    // Banned phrases (null filter: none apply): the output tokens committed (passed to the stop
+    // checker and out of the engine), the screened ones after them, the tokens banned at each
+    // output position and the rollbacks so far.
+    std::unique_ptr<BannedPhraseFilter> banned;
+    int64_t num_committed = 0;
+    std::deque<HeldToken> held;
+    std::map<int64_t, std::vector<int32_t>> bans;
+    int rollbacks = 0;
   };
   struct RequestInfo {
     SamplingParams params;
@@ -240,6 +287,22 @@ class Engine {
   // is finished and the sequence's later chunks want only their last row again.
   absl::Status collect_prompt_logprobs(const PlannedChunk& chunk, const Sequence& seq, const StepOutput& output,
                                        int64_t first_row);
+  // What a step's tokens for one sequence produce (engine_emit.cpp): each token goes through its
+  // grammar, detokenizer, banned-phrase screening (which may roll the sequence back) and, once
+  // committed, the stop checker; a finished sequence is removed.
+  SequenceOutput emit(const Emission& e);
+  // Passes output token `index` (committed: its text is final) to the stop checker.
+  void commit_token(SequenceInfo& info, SequenceOutput& out, int64_t prompt_len, int64_t index,
+                    int64_t num_accepted, const SampleResult& sample, std::string_view text);
+  enum class Screened { kHeld, kRolledBack, kContentFilter };
+  // Screens output token `index` (its grammar and detokenizer already took it).
+  Screened screen_token(int64_t seq_id, SequenceInfo& info, int64_t index, const SampleResult& sample,
+                        std::string text);
+  // Rolls the sequence back to where `match` began and bans the token there.
+  Screened roll_back(int64_t seq_id, SequenceInfo& info, const BannedPhraseFilter::Match& match);
+  // The tokens banned at the sequence's next position (null: none).
+  const std::vector<int32_t>* bans_at_next(const Sequence& seq) const;
+
   // One token per row of `output` named by `rows`, for the sequences `seqs` (or, when given,
   // under `states`, one per row, with seqs unused).
   absl::StatusOr<std::vector<SampleResult>> sample(const StepOutput& output,
@@ -267,6 +330,10 @@ class Engine {
   int64_t next_seq_id_ = 0;
   int64_t num_prefilled_tokens_ = 0;
   SampledFrom sampled_from_;
+  BannedPhraseStats banned_stats_;
+  // Sequences whose row this step's bans (with their grammar) left no token at all: what they
+  // sampled is void, and the token before it is banned instead (emit).
+  std::set<int64_t> dead_ends_;
 };
 
 }  // namespace weft

@@ -4,6 +4,7 @@
 // produces no text.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +20,9 @@ class IncrementalDetokenizer {
   virtual std::string append(int32_t token) = 0;
   // Text still held back when the sequence ends (e.g. an incomplete character).
   virtual std::string finish() = 0;
+  // Forgets the tokens appended after the first `num_appended`: the state right after the
+  // num_appended-th append (a banned phrase rolled the sequence back). Before finish() only.
+  virtual void truncate(size_t num_appended) = 0;
 };
 
 // Makes a detokenizer for a sequence whose prompt is `prompt_ids` (used as context so the first

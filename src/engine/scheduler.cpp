@@ -243,12 +243,45 @@ void Scheduler::on_step_done(const StepPlan& plan, const std::vector<SampledToke
     if (chunk.num_draft_tokens == 0) continue;
     auto it = sequences_.find(chunk.seq_id);
     if (it == sequences_.end() || it->second.state != SequenceState::kRunning) continue;
-    Sequence& seq = it->second;
     // Blocks taken only for rejected guesses go back (their KV is garbage past the tokens).
-    while (static_cast<int64_t>(seq.block_table.size()) > blocks_.blocks_for_tokens(seq.num_tokens())) {
-      blocks_.release_last(seq.block_table);
+    release_blocks_past_tokens(it->second);
+  }
+}
+
+void Scheduler::release_blocks_past_tokens(Sequence& seq) {
+  while (static_cast<int64_t>(seq.block_table.size()) > blocks_.blocks_for_tokens(seq.num_tokens())) {
+    blocks_.release_last(seq.block_table);
+  }
+}
+
+void Scheduler::truncate_output(int64_t seq_id, int64_t num_output) {
+  Sequence& seq = sequences_.at(seq_id);
+  seq.output_ids.resize(num_output);
+  const int bs = blocks_.block_size();
+  const int64_t n = seq.num_tokens();
+  int64_t computed = std::min(seq.num_computed_tokens, n - 1);
+  release_blocks_past_tokens(seq);
+  // The block the recompute writes into first: never a shared or registered one.
+  const int64_t write_block = computed / bs;
+  if (write_block < static_cast<int64_t>(seq.block_table.size()) &&
+      (write_block < seq.num_cached_blocks || seq.block_table[write_block] == BlockManager::kFreedBlock ||
+       blocks_.ref_count(seq.block_table[write_block]) > 1)) {
+    while (static_cast<int64_t>(seq.block_table.size()) > write_block) blocks_.release_last(seq.block_table);
+    computed = write_block * bs;
+  }
+  // With an attention window the recomputed queries read back that far; released KV cannot be.
+  if (config_.attention_window > 0) {
+    const int64_t first_needed = std::max<int64_t>(computed - config_.attention_window + 1, 0) / bs;
+    for (int64_t b = first_needed; b < static_cast<int64_t>(seq.block_table.size()); ++b) {
+      if (seq.block_table[b] != BlockManager::kFreedBlock) continue;
+      blocks_.release(seq.block_table);
+      computed = 0;
+      break;
     }
   }
+  seq.num_computed_tokens = computed;
+  seq.num_cached_blocks = std::min(seq.num_cached_blocks, computed / bs);
+  seq.block_hashes.resize(std::min<size_t>(seq.block_hashes.size(), static_cast<size_t>(n / bs)));
 }
 
 void Scheduler::finish(int64_t seq_id) {

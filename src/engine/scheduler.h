@@ -82,6 +82,16 @@ class Scheduler {
   // num_computed_tokens tokens equal the parent's (same prompt; outputs may differ after). The
   // running cap does not apply (the child belongs to an admitted request).
   void fork(int64_t parent_id, Sequence child);
+  // Rolls a sequence that is not in flight back to its first `num_output` output tokens (a banned
+  // phrase began at output token num_output): the later tokens go, and the last kept token
+  // (or the prompt's last) becomes uncomputed again so the next step recomputes it and yields
+  // the logits to sample position num_output anew. Blocks past the kept tokens go back; a block
+  // the recompute would write into that another sequence holds or the prefix cache registers is
+  // given up too and its tokens recomputed into a block of their own, so shared and cached KV is
+  // never overwritten; with an attention window, a rollback that needs KV already released
+  // recomputes the whole sequence. Prefix-cache hashes of the kept full blocks stay. Requires
+  // num_output < output_ids.size().
+  void truncate_output(int64_t seq_id, int64_t num_output);
   // Ends a sequence (whatever the reason: the engine records it) and frees its blocks.
   // Unknown or already finished ids are ignored.
   void finish(int64_t seq_id);
@@ -109,6 +119,8 @@ class Scheduler {
   void unshare_partial_block(Sequence& seq);
   // Registers the sequence's newly computed full blocks in the prefix cache.
   void cache_computed_blocks(Sequence& seq);
+  // Gives back the blocks past the sequence's tokens (rejected guesses, rolled-back output).
+  void release_blocks_past_tokens(Sequence& seq);
   // Gives back the sequence's blocks that no later query of it reads (attention_window).
   void release_blocks_outside_window(Sequence& seq);
   PlannedChunk make_chunk(const Sequence& seq, int64_t num_new) const;

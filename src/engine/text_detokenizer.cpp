@@ -17,12 +17,15 @@ class TextDetokenizer final : public IncrementalDetokenizer {
       : stream_(std::move(tokenizer), skip_special_tokens) {
     const size_t context = std::min(prompt.size(), kContextTokens);
     for (int32_t id : prompt.subspan(prompt.size() - context)) stream_.push(id);
+    num_context_ = context;
   }
   std::string append(int32_t token) override { return stream_.push(token); }
   std::string finish() override { return stream_.finish(); }
+  void truncate(size_t num_appended) override { stream_.truncate(num_context_ + num_appended); }
 
  private:
   StreamingDetokenizer stream_;
+  size_t num_context_ = 0;  // prompt tokens pushed as context
 };
 
 }  // namespace

@@ -14,6 +14,8 @@ std::string_view finish_reason_name(FinishReason reason) {
       return "abort";
     case FinishReason::kError:
       return "error";
+    case FinishReason::kContentFilter:
+      return "content_filter";
     case FinishReason::kNone:
       break;
   }
@@ -80,6 +82,15 @@ StopChecker::StopChecker(const SamplingParams& params, std::span<const int32_t> 
       max_tokens_(params.max_tokens),
       ignore_eos_(params.ignore_eos) {}
 
+FinishReason StopChecker::token_finish(int32_t token, int n) const {
+  if (n < min_tokens_) return FinishReason::kNone;
+  auto contains = [token](const std::vector<int32_t>& ids) {
+    return std::find(ids.begin(), ids.end(), token) != ids.end();
+  };
+  if ((!ignore_eos_ && contains(eos_token_ids_)) || contains(stop_token_ids_)) return FinishReason::kStop;
+  return n >= max_tokens_ ? FinishReason::kLength : FinishReason::kNone;
+}
+
 StopChecker::Step StopChecker::append(int32_t token, std::string_view text_delta) {
   Step step;
   if (finished_) return step;
@@ -88,10 +99,7 @@ StopChecker::Step StopChecker::append(int32_t token, std::string_view text_delta
     step.text = matcher_.feed(text_delta, /*allow_match=*/false).emit;
     return step;
   }
-  auto contains = [token](const std::vector<int32_t>& ids) {
-    return std::find(ids.begin(), ids.end(), token) != ids.end();
-  };
-  if ((!ignore_eos_ && contains(eos_token_ids_)) || contains(stop_token_ids_)) {
+  if (token_finish(token, num_output_tokens_) == FinishReason::kStop) {
     step.text = matcher_.flush();
     step.finish = FinishReason::kStop;
     step.stop_token = token;

@@ -30,11 +30,13 @@
 
 namespace weft {
 
-// Why a sequence ended. kAbort (the client went away or cancelled) and kError are set by the
-// engine, never by the StopChecker.
-enum class FinishReason { kNone, kStop, kLength, kAbort, kError };
+// Why a sequence ended. kAbort (the client went away or cancelled), kError and kContentFilter
+// (banned phrases: every continuation was banned, or the sequence ran out of retries) are set by
+// the engine, never by the StopChecker.
+enum class FinishReason { kNone, kStop, kLength, kAbort, kError, kContentFilter };
 
-// "stop", "length", "abort", "error" (the OpenAI finish_reason strings and ours); "" for kNone.
+// "stop", "length", "abort", "error", "content_filter" (the OpenAI finish_reason strings and
+// ours); "" for kNone.
 std::string_view finish_reason_name(FinishReason reason);
 
 class StopStringMatcher {
@@ -75,6 +77,11 @@ class StopChecker {
   // Call once per generated token, in order, with the text the detokenizer produced for it.
   // Calling again after a finish is a caller bug; it returns an empty kNone step.
   Step append(int32_t token, std::string_view text_delta);
+
+  // The token part of the rule: how append(token) as output token number `n` (1-based) would
+  // finish the sequence whatever its text -- rule 2 (kStop: a stop token or eos) or rule 4
+  // (kLength) -- or kNone. Stop strings need the text and are not foreseen.
+  FinishReason token_finish(int32_t token, int n) const;
 
   int num_output_tokens() const { return num_output_tokens_; }
   bool finished() const { return finished_; }

@@ -104,6 +104,13 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
   counter("weft:prompt_tokens_total", "Prompt tokens of admitted requests.", prompt_tokens_.load());
   counter("weft:generation_tokens_total", "Generated tokens.", generation_tokens_.load());
   counter("weft:engine_steps_total", "Engine steps run.", g.num_steps);
+  counter("weft:banned_phrase_matches_total",
+          "Banned phrases found in generated text (each rolled back, or its sequence filtered).",
+          g.banned_phrases.matches);
+  counter("weft:banned_phrase_rolled_back_tokens_total", "Generated tokens discarded by banned-phrase rollbacks.",
+          g.banned_phrases.rolled_back_tokens);
+  counter("weft:banned_phrase_content_filter_total",
+          "Sequences finished with content_filter (banned-phrase retries exhausted).", g.banned_phrases.content_filtered);
   {
     std::lock_guard<std::mutex> lock(mu_);
     absl::StrAppend(&out, "# HELP weft:request_success_total Finished requests by finish reason.\n",

@@ -32,7 +32,6 @@ struct Refused {
 constexpr Refused kRefused[] = {
     {"functions", is_empty_array, "the legacy function calling is not supported; use tools"},
     {"function_call", is_none_or_auto, "the legacy function calling is not supported; use tool_choice"},
-    {"bad_words", is_empty_array, "banned words are not supported yet"},
     {"allowed_token_ids", nullptr, "not supported"},
     {"logits_processors", is_empty_array, "not supported"},
     {"use_beam_search", is_false, "beam search is not supported"},
@@ -216,6 +215,40 @@ std::optional<FieldError> unsupported_field(const json& body, bool chat) {
     }
   }
   return std::nullopt;
+}
+
+std::optional<FieldError> bad_words_field(const json& body, std::shared_ptr<const BannedPhraseSet>& out) {
+  out.reset();
+  const json* v = field(body, "bad_words");
+  if (v == nullptr || is_empty_array(*v)) return std::nullopt;
+  if (!v->is_array()) return FieldError{"bad_words", "bad_words: expected an array of strings"};
+  if (v->size() > kMaxBadWords) {
+    return FieldError{"bad_words", absl::StrCat("bad_words: ", v->size(), " words, at most ", kMaxBadWords,
+                                                " are allowed")};
+  }
+  std::vector<std::string> words;
+  for (size_t i = 0; i < v->size(); ++i) {
+    if (!(*v)[i].is_string()) {
+      return FieldError{"bad_words", absl::StrCat("bad_words[", i, "]: expected a string, got ", (*v)[i].type_name())};
+    }
+    words.push_back((*v)[i].get<std::string>());
+  }
+  BannedPhraseLimits limits;
+  limits.max_phrases = kMaxBadWords;
+  limits.max_phrase_bytes = kMaxBadWordBytes;
+  auto compiled = BannedPhraseSet::compile(words, "bad_words", limits);
+  if (!compiled.ok()) return FieldError{"bad_words", std::string(compiled.status().message())};
+  out = *std::move(compiled);
+  return std::nullopt;
+}
+
+std::vector<std::shared_ptr<const BannedPhraseSet>> banned_phrase_lists(std::shared_ptr<const BannedPhraseSet> server,
+                                                                        std::shared_ptr<const BannedPhraseSet> request) {
+  std::vector<std::shared_ptr<const BannedPhraseSet>> lists;
+  for (auto& list : {std::move(server), std::move(request)}) {
+    if (list != nullptr) lists.push_back(list);
+  }
+  return lists;
 }
 
 std::optional<FieldError> prompt_logprobs_field(const json& body, std::optional<int>& out) {

@@ -2,10 +2,13 @@
 // the same body is accepted, refused or rendered identically by both.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "nlohmann/json.hpp"
+#include "safety/banned_phrase_set.h"
 #include "tokenizer/chat_template/chat_prompt_end.h"
 
 namespace weft {
@@ -58,7 +61,7 @@ std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::st
 
 // Fields weft does not implement and that would change the result, each refused by name unless
 // it holds its no-op value: the legacy functions (non-empty) / function_call other than "none" /
-// "auto", suffix and tools / tool_choice (completions: tool_fields_unsupported), best_of other than n, bad_words,
+// "auto", suffix and tools / tool_choice (completions: tool_fields_unsupported), best_of other than n,
 // allowed_token_ids, logits_processors,
 // use_beam_search, include_stop_str_in_output, truncate_prompt_tokens,
 // return_tokens_as_token_ids, chat_template (a per-request template), modalities other than
@@ -74,6 +77,18 @@ std::optional<FieldError> tool_fields_unsupported(const nlohmann::json& body, co
 // The first field of `body` asking for constrained output (response_format other than text,
 // structured_outputs, guided_json / regex / choice / grammar / whitespace_pattern), or null.
 const char* constraint_field(const nlohmann::json& body);
+
+// vLLM's bad_words: absent / null / [] (none), or an array of at most kMaxBadWords strings, each
+// non-empty and at most kMaxBadWordBytes bytes, compiled into a banned-phrase list (out: null
+// when none). weft's meaning is stronger than vLLM's token-sequence ban: the text never contains
+// a word, case-insensitively under NFKC, however it is tokenized (safety/banned_phrase_filter.h).
+constexpr size_t kMaxBadWords = 1024;
+constexpr size_t kMaxBadWordBytes = 256;
+std::optional<FieldError> bad_words_field(const nlohmann::json& body, std::shared_ptr<const BannedPhraseSet>& out);
+
+// The phrase lists a request screens against: the server's (null: none) and its own bad_words.
+std::vector<std::shared_ptr<const BannedPhraseSet>> banned_phrase_lists(std::shared_ptr<const BannedPhraseSet> server,
+                                                                        std::shared_ptr<const BannedPhraseSet> request);
 
 // vLLM's prompt_logprobs: absent / null, or an integer N in [0, 20] (the alternatives per prompt
 // position; vLLM's -1, the whole vocabulary, is refused).

@@ -405,10 +405,14 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
     return bad(asked, absl::StrCat(asked, ": this weft was built without constrained output (WEFT_CONSTRAIN=OFF)"));
 #endif
   }
+  std::shared_ptr<const BannedPhraseSet> bad_words;
+  if (auto err = bad_words_field(body, bad_words)) return bad(err->param, err->message);
+  const auto banned_phrases = banned_phrase_lists(model.banned_phrases, bad_words);
   for (size_t i = 0; i < prompt_ids.size(); ++i) {
     GenerationPrompt prompt;
     prompt.engine_request.params = *params;
     prompt.engine_request.constraint = constraint;
+    prompt.engine_request.banned_phrases = banned_phrases;
     prompt.engine_request.priority = priority;
     prompt.engine_request.prompt_ids = std::move(prompt_ids[i]);
     prompt.engine_request.prompt_logprobs = engine_prompt_logprobs;

@@ -14,7 +14,8 @@
 //   stream_options.include_usage, the sampling fields of sampling_params_from_json (n,
 //   temperature, top_p, top_k, min_p, repetition_penalty, presence / frequency_penalty,
 //   logit_bias, seed, stop, stop_token_ids, max_tokens, max_completion_tokens, min_tokens,
-//   ignore_eos, skip_special_tokens), logprobs (completions: an integer; chat: a boolean, with
+//   ignore_eos, skip_special_tokens), bad_words (banned phrases, with the server's
+//   --banned-phrases list: openai_fields.h), logprobs (completions: an integer; chat: a boolean, with
 //   top_logprobs an integer), chat_template_kwargs and documents (chat: template variables).
 //   Chat requests without max_tokens may use the rest of the context; completions default to 16.
 //   Prompt logprobs: completions echo with logprobs N puts the prompt tokens' logprobs (null for
@@ -74,6 +75,8 @@ struct ServedModel {
   // How the model writes tool calls (--tool-call-parser, or judged from the chat template);
   // nullopt: requests that would parse tool calls are refused.
   std::optional<ToolCallFormat> tool_call_format;
+  // --banned-phrases: every request's output is screened against it (null: no list).
+  std::shared_ptr<const BannedPhraseSet> banned_phrases;
 };
 
 struct ApiError {

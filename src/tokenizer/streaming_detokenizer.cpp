@@ -10,7 +10,23 @@ StreamingDetokenizer::StreamingDetokenizer(std::shared_ptr<const Tokenizer> toke
                                            bool skip_special_tokens)
     : tokenizer_(std::move(tokenizer)), skip_special_tokens_(skip_special_tokens) {}
 
+void StreamingDetokenizer::truncate(size_t num_ids) {
+  if (num_ids >= ids_.size()) return;
+  ids_.resize(num_ids);
+  history_.resize(num_ids);
+  const Offsets at = num_ids == 0 ? Offsets{} : history_.back();
+  prefix_offset_ = at.prefix;
+  read_offset_ = at.read;
+  open_byte_run_ = at.open_byte_run;
+}
+
 std::string StreamingDetokenizer::push(int32_t id) {
+  std::string delta = push_id(id);
+  history_.push_back({prefix_offset_, read_offset_, open_byte_run_});
+  return delta;
+}
+
+std::string StreamingDetokenizer::push_id(int32_t id) {
   ids_.push_back(id);
   const bool hidden =
       (skip_special_tokens_ && tokenizer_->is_special(id)) || !tokenizer_->id_to_token(id);

@@ -30,15 +30,27 @@ class StreamingDetokenizer {
   // as U+FFFD exactly as the full decode shows it). Call once at the end of the stream.
   std::string finish();
 
+  // Forgets every id after the first `num_ids`: the detokenizer is as it was right after the
+  // num_ids-th push (banned-phrase rollback). Ids past the end are a no-op; before finish() only.
+  void truncate(size_t num_ids);
+
   const std::vector<int32_t>& ids() const { return ids_; }
 
  private:
+  std::string push_id(int32_t id);
+
+  struct Offsets {
+    size_t prefix = 0;
+    size_t read = 0;
+    bool open_byte_run = false;
+  };
   std::shared_ptr<const Tokenizer> tokenizer_;
   bool skip_special_tokens_;
   std::vector<int32_t> ids_;
   size_t prefix_offset_ = 0;
   size_t read_offset_ = 0;
   bool open_byte_run_ = false;  // the last token the decode shows is a fallback byte
+  std::vector<Offsets> history_;  // [i]: the offsets after push i + 1 (for truncate)
 };
 
 }  // namespace weft

@@ -27,6 +27,19 @@ if(Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_speculative_serving.py
                    --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
   set_tests_properties(e2e_speculative_serving PROPERTIES LABELS e2e TIMEOUT 600)
+  # Banned phrases: --banned-phrases and bad_words, streamed and not (the concatenated SSE text).
+  add_test(NAME e2e_banned_phrases
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_banned_phrases.py
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+  set_tests_properties(e2e_banned_phrases PROPERTIES LABELS e2e TIMEOUT 300)
+  # The stress check, small: 60 sampled generations against 100 phrases harvested from the model's
+  # own output (thousands of rollbacks); the 10,000 x 1,000 run is the same script with its defaults.
+  add_test(NAME e2e_banned_phrases_stress_small
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/banned_phrases_stress.py
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model
+                   --generations 60 --phrases 100 --concurrency 16
+                   --timing-generations 30 --rounds 1)
+  set_tests_properties(e2e_banned_phrases_stress_small PROPERTIES LABELS e2e TIMEOUT 300)
   if(TARGET weft_constrain)
     # Constrained output (JSON schema corpus, openai .parse(), LangChain, vLLM's fields, errors).
     add_test(NAME e2e_constrained_output

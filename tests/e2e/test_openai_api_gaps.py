@@ -229,7 +229,7 @@ class CompletionsTest(unittest.TestCase):
         refused("max_tokens", max_tokens=0, logprobs=1)  # max_tokens 0 needs echo
         refused("suffix", suffix="Amen", max_tokens=2)
         refused("guided_regex", "invalid regular expression", max_tokens=2, extra_body={"guided_regex": "[a-z"})
-        refused("bad_words", max_tokens=2, extra_body={"bad_words": ["God"]})
+        refused("bad_words", "bad_words[1]", max_tokens=2, extra_body={"bad_words": ["God", 3]})
         refused("prompt_logprobs", max_tokens=2, extra_body={"prompt_logprobs": 21})
         refused("prompt_logprobs", "stream", max_tokens=2, stream=True, extra_body={"prompt_logprobs": 1})
         status, _, body = SERVER.request("POST", "/v1/completions",

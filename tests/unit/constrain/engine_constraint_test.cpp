@@ -12,11 +12,14 @@
 #include "constrain/request_grammar.h"
 #include "constrain_test_util.h"
 #include "engine/local_engine.h"
+#include "engine/text_detokenizer.h"
+#include "tests/unit/engine/run_to_end.h"
 
 namespace weft {
 namespace {
 
-std::unique_ptr<LocalEngine> make_engine(SpeculativeMethod speculative, int64_t max_blocks = 0) {
+std::unique_ptr<LocalEngine> make_engine(SpeculativeMethod speculative, int64_t max_blocks = 0,
+                                         DetokenizerFactory detokenizers = {}) {
   LocalEngineOptions options;
   options.model_dir = testing::tokenizer_dir("default-model");
   options.num_threads = 2;
@@ -26,37 +29,15 @@ std::unique_ptr<LocalEngine> make_engine(SpeculativeMethod speculative, int64_t 
   options.seed = 9;
   options.speculative.method = speculative;
   options.speculative.engine.adaptive = false;
-  auto e = LocalEngine::create(options);
+  auto e = LocalEngine::create(options, std::move(detokenizers));
   EXPECT_TRUE(e.ok()) << e.status();
   return e.ok() ? std::move(*e) : nullptr;
 }
 
-struct Outcome {
-  std::vector<int32_t> ids;
-  FinishReason finish = FinishReason::kNone;
-  std::vector<float> logprobs;
-};
+using Outcome = testing::RunOutcome;
 
-std::map<std::pair<int64_t, int>, Outcome> run(Engine& engine, std::vector<Request> requests) {
-  std::map<std::pair<int64_t, int>, Outcome> out;
-  std::vector<int64_t> ids;
-  for (Request& r : requests) {
-    auto id = engine.add_request(r);
-    EXPECT_TRUE(id.ok()) << id.status();
-    ids.push_back(id.ok() ? *id : -1);
-  }
-  while (engine.has_unfinished()) {
-    auto step = engine.step();
-    EXPECT_TRUE(step.ok()) << step.status();
-    if (!step.ok()) break;
-    for (const SequenceOutput& o : *step) {
-      Outcome& r = out[{o.request_id, o.index}];
-      r.ids.insert(r.ids.end(), o.token_ids.begin(), o.token_ids.end());
-      for (const SampleResult& s : o.samples) r.logprobs.push_back(s.logprob);
-      if (o.finished) r.finish = o.finish_reason;
-    }
-  }
-  return out;
+std::map<std::pair<int64_t, int>, Outcome> run(Engine& engine, const std::vector<Request>& requests) {
+  return testing::run_to_end(engine, requests);
 }
 
 class EngineConstraintTest : public ::testing::Test {
@@ -157,6 +138,38 @@ TEST_F(EngineConstraintTest, ACompleteOutputEndsTheSequenceEvenIgnoringEos) {
   EXPECT_EQ(o.finish, FinishReason::kStop);
   const std::string text = tokenizer_->decode(o.ids, true);
   EXPECT_TRUE(text == "yea" || text == "nay") << text;
+}
+
+// Banned phrases and a grammar together: the mask is their intersection, so banning the choice
+// the model takes leaves the grammar's other choices, and the rollback keeps the grammar in step.
+// Where the grammar allows only banned text after committed text, the sequence cannot go on and
+// ends with content_filter.
+TEST_F(EngineConstraintTest, BannedPhrasesAndAGrammarMaskTogether) {
+  const nlohmann::json choices = {{"guided_choice", {"the LORD our God", "Moses the servant", "Aaron the priest"}}};
+  auto local = make_engine(SpeculativeMethod::kNone, 0, text_detokenizers(tokenizer_));
+  Request r = request("And God said unto", 20, 0.0f);
+  r.constraint = constraint(choices);
+  const Outcome free = run(local->engine(), {r}).at({0, 0});
+  const std::string taken = tokenizer_->decode(free.ids, true);
+  const size_t second_word = taken.find(' ') + 1;
+  const size_t third_word = taken.find(' ', second_word);
+  auto ban = [](const std::string& phrase) { return *BannedPhraseSet::compile({phrase}, "test", {}); };
+
+  // The first two words: held from the first, rolled back there, another choice taken.
+  r.banned_phrases = {ban(taken.substr(0, third_word))};
+  const Outcome other = run(local->engine(), {r}).at({1, 0});
+  const std::string text = tokenizer_->decode(other.ids, true);
+  EXPECT_EQ(other.finish, FinishReason::kStop) << text;
+  EXPECT_NE(text, taken);
+  expect_accepted(choices, other);
+  EXPECT_GT(local->engine().banned_phrase_stats().matches, 0);
+
+  // The second word alone: the first word was released before it could be banned.
+  r.banned_phrases = {ban(taken.substr(second_word, third_word - second_word))};
+  const Outcome stuck = run(local->engine(), {r}).at({2, 0});
+  EXPECT_EQ(stuck.finish, FinishReason::kContentFilter) << tokenizer_->decode(stuck.ids, true);
+  EXPECT_EQ(local->engine().banned_phrase_stats().content_filtered, 1);
+  EXPECT_EQ(local->engine().blocks().num_free_blocks(), local->engine().blocks().num_blocks());
 }
 
 }  // namespace

@@ -374,3 +374,76 @@ TEST(SchedulerTest, GuessesThatFindNoFreeBlockAreDroppedNotPreempting) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// Banned-phrase rollback: output tokens go, the last kept one is recomputed, and KV that is
+// shared, cached or released is never written into.
+TEST(SchedulerTruncateTest, DropsTheTokensAndRecomputesTheLastKeptOne) {
+  BlockManager blocks(16, 4);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 6));
+  EXPECT_EQ(step(s), "0@0+6");
+  EXPECT_EQ(step(s), "0@6+1");
+  EXPECT_EQ(step(s), "0@7+1");
+  EXPECT_EQ(step(s), "0@8+1");  // 10 tokens in 3 blocks, 9 computed
+  s.truncate_output(0, 1);       // keep the first output token: 7 tokens
+  EXPECT_EQ(s.find(0)->num_tokens(), 7);
+  EXPECT_EQ(s.find(0)->num_computed_tokens, 6);
+  EXPECT_EQ(s.find(0)->block_table.size(), 2u);
+  EXPECT_EQ(blocks.num_free_blocks(), 14);
+  EXPECT_EQ(step(s), "0@6+1");
+}
+
+TEST(SchedulerTruncateTest, ACachedBlockIsGivenUpAndItsTokensRecomputed) {
+  BlockManager blocks(32, 4, /*enable_prefix_caching=*/true);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 8));
+  EXPECT_EQ(step(s), "0@0+8");
+  EXPECT_EQ(step(s), "0@8+1");
+  const std::vector<int32_t> before = s.find(0)->block_table;
+  EXPECT_EQ(blocks.num_cached_blocks(), 2);
+  s.truncate_output(0, 0);  // back to the prompt: its last token (in cached block 1) is recomputed
+  EXPECT_EQ(s.find(0)->num_computed_tokens, 4);
+  EXPECT_EQ(s.find(0)->block_table, (std::vector<int32_t>{before[0]}));
+  EXPECT_EQ(s.find(0)->num_cached_blocks, 1);
+  EXPECT_EQ(blocks.num_cached_blocks(), 2);  // the given-up block keeps its registration and KV
+  EXPECT_EQ(step(s), "0@4+4");
+  EXPECT_NE(s.find(0)->block_table[1], before[1]);
+  EXPECT_EQ(step(s), "0@8+1");
+}
+
+TEST(SchedulerTruncateTest, ABlockAForkSharesIsNotWrittenInto) {
+  BlockManager blocks(16, 4);
+  Scheduler s({8, 64, true}, blocks);
+  s.add(make_seq(0, 8));
+  EXPECT_EQ(step(s), "0@0+8");
+  Sequence child = make_seq(1, 8);
+  child.output_ids = {9};
+  s.fork(0, child);
+  s.truncate_output(1, 0);
+  EXPECT_EQ(s.find(1)->num_computed_tokens, 4);
+  EXPECT_EQ(s.find(1)->block_table, (std::vector<int32_t>{s.find(0)->block_table[0]}));
+  EXPECT_EQ(blocks.ref_count(s.find(0)->block_table[1]), 1);
+  EXPECT_EQ(step(s), "0@8+1 1@4+4");
+}
+
+TEST(SchedulerTruncateTest, WindowedKvAlreadyReleasedMeansAFullRecompute) {
+  BlockManager blocks(16, 4);
+  SchedulerConfig config{8, 64, true};
+  config.attention_window = 6;
+  Scheduler s(config, blocks);
+  s.add(make_seq(0, 4));
+  EXPECT_EQ(step(s), "0@0+4");
+  for (int i = 0; i < 9; ++i) step(s);  // 14 tokens, 13 computed: blocks 0 and 1 released
+  EXPECT_EQ(s.find(0)->block_table[0], BlockManager::kFreedBlock);
+  s.truncate_output(0, 4);  // 8 tokens: recomputing token 7 needs positions 2.. again
+  EXPECT_EQ(s.find(0)->num_computed_tokens, 0);
+  EXPECT_TRUE(s.find(0)->block_table.empty());
+  EXPECT_EQ(blocks.num_free_blocks(), 16);
+  EXPECT_EQ(step(s), "0@0+8");
+}
+
+}  // namespace
+}  // namespace weft

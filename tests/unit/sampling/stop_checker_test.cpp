@@ -152,5 +152,31 @@ TEST(StopChecker, LengthReleasesHeldText) {
   EXPECT_EQ(c.append(1, "more").finish, FinishReason::kNone);  // after finish: nothing
 }
 
+// The token part of the rule, foreseen without the text (banned phrases end the text with it).
+TEST(StopChecker, TokenFinishForeseesStopTokensAndLength) {
+  SamplingParams p;
+  p.max_tokens = 5;
+  p.min_tokens = 2;
+  p.stop_token_ids = {9};
+  const std::vector<int32_t> eos = {2};
+  StopChecker checker(p, eos);
+  EXPECT_EQ(checker.token_finish(2, 1), FinishReason::kNone);  // min_tokens holds eos back
+  EXPECT_EQ(checker.token_finish(2, 2), FinishReason::kStop);
+  EXPECT_EQ(checker.token_finish(9, 3), FinishReason::kStop);
+  EXPECT_EQ(checker.token_finish(4, 4), FinishReason::kNone);
+  EXPECT_EQ(checker.token_finish(4, 5), FinishReason::kLength);
+  p.ignore_eos = true;
+  EXPECT_EQ(StopChecker(p, eos).token_finish(2, 3), FinishReason::kNone);
+  // It agrees with append.
+  StopChecker run(p, eos);
+  for (int n = 1; n <= 5; ++n) {
+    const int32_t token = n == 3 ? 9 : 4;
+    const FinishReason foreseen = run.token_finish(token, n);
+    EXPECT_EQ(run.append(token, "x").finish, foreseen) << n;
+    if (foreseen != FinishReason::kNone) break;
+  }
+  EXPECT_EQ(finish_reason_name(FinishReason::kContentFilter), "content_filter");
+}
+
 }  // namespace
 }  // namespace weft

@@ -345,7 +345,10 @@ TEST(OpenAiRequestTest, FieldsThatWouldChangeTheResultAreRefusedByName) {
       {{{"messages", chat}, {"tool_choice", "required"}}, ApiKind::kChat, "tool_choice"},
       {{{"messages", chat}, {"functions", {{{"name", "f"}}}}}, ApiKind::kChat, "functions"},
       {{{"messages", chat}, {"chat_template", "{{ messages }}"}}, ApiKind::kChat, "chat_template"},
-      {{{"prompt", "x"}, {"bad_words", {"bad"}}}, ApiKind::kCompletion, "bad_words"},
+      {{{"prompt", "x"}, {"bad_words", {"ok", 5}}}, ApiKind::kCompletion, "bad_words"},
+      {{{"prompt", "x"}, {"bad_words", {""}}}, ApiKind::kCompletion, "bad_words"},
+      {{{"prompt", "x"}, {"bad_words", "bad"}}, ApiKind::kCompletion, "bad_words"},
+      {{{"prompt", "x"}, {"bad_words", {std::string(300, 'a')}}}, ApiKind::kCompletion, "bad_words"},
       {{{"prompt", "x"}, {"allowed_token_ids", {1, 2}}}, ApiKind::kCompletion, "allowed_token_ids"},
       {{{"prompt", "x"}, {"use_beam_search", true}}, ApiKind::kCompletion, "use_beam_search"},
       {{{"prompt", "x"}, {"include_stop_str_in_output", true}}, ApiKind::kCompletion, "include_stop_str_in_output"},
@@ -381,6 +384,23 @@ TEST(OpenAiRequestTest, FieldsThatWouldChangeTheResultAreRefusedByName) {
                            json{{"messages", chat}, {"include_stop_str_in_output", false}, {"best_of", 1}}}) {
     parsed(body, ApiKind::kChat);
   }
+}
+
+TEST(OpenAiRequestTest, BadWordsJoinTheServersBannedPhrases) {
+  ServedModel m = qwen_model();
+  GenerationRequest none = parsed({{"prompt", "x"}}, ApiKind::kCompletion, m);
+  EXPECT_TRUE(none.prompts.at(0).engine_request.banned_phrases.empty());
+  GenerationRequest own = parsed({{"prompt", {"x", "y"}}, {"bad_words", {"Moses", "the LORD"}}}, ApiKind::kCompletion, m);
+  for (const GenerationPrompt& p : own.prompts) {
+    ASSERT_EQ(p.engine_request.banned_phrases.size(), 1u);
+    EXPECT_EQ(p.engine_request.banned_phrases[0]->phrases(), (std::vector<std::string>{"Moses", "the LORD"}));
+  }
+  m.banned_phrases = *BannedPhraseSet::compile({"Pharaoh"}, "--banned-phrases", {});
+  GenerationRequest both = parsed({{"prompt", "x"}, {"bad_words", {"Moses"}}}, ApiKind::kCompletion, m);
+  ASSERT_EQ(both.prompts.at(0).engine_request.banned_phrases.size(), 2u);
+  EXPECT_EQ(both.prompts.at(0).engine_request.banned_phrases[0], m.banned_phrases);
+  GenerationRequest server_only = parsed({{"prompt", "x"}}, ApiKind::kCompletion, m);
+  EXPECT_EQ(server_only.prompts.at(0).engine_request.banned_phrases.size(), 1u);
 }
 
 TEST(OpenAiRequestTest, DocumentsAndTemplateKwargsReachTheTemplate) {

@@ -2,6 +2,7 @@
 // the concatenated deltas equal the full decode and each delta is valid UTF-8.
 #include "tokenizer/streaming_detokenizer.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,30 @@ TEST_P(StreamingTest, DeltasConcatenateToFullDecode) {
     }
   }
   EXPECT_EQ(failures, 0);
+}
+
+// Banned-phrase rollback: truncating to k ids and pushing the rest again gives the deltas of a
+// detokenizer that never saw the ids past k.
+TEST_P(StreamingTest, TruncateReturnsToTheStateAfterThatPush) {
+  const auto tok = testing::fixture_tokenizer(GetParam());
+  ASSERT_NE(tok, nullptr);
+  const auto& ref = testing::reference()["tokenizers"][GetParam()];
+  for (const auto& c : ref["cases"]) {
+    const auto ids = c["ids"].get<std::vector<int32_t>>();
+    for (size_t k = 0; k <= ids.size(); k += std::max<size_t>(1, ids.size() / 5)) {
+      StreamingDetokenizer fresh(tok, true), rolled(tok, true);
+      std::string expected, got;
+      for (int32_t id : ids) expected += fresh.push(id);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const std::string delta = rolled.push(ids[i]);
+        if (i < k) got += delta;
+      }
+      rolled.push(ids.empty() ? 0 : ids[0]);  // something else after the end, then undone too
+      rolled.truncate(k);
+      for (size_t i = k; i < ids.size(); ++i) got += rolled.push(ids[i]);
+      EXPECT_EQ(got + rolled.finish(), expected + fresh.finish()) << testing::ids_str(ids) << " k=" << k;
+    }
+  }
 }
 
 TEST_P(StreamingTest, HoldsBackSplitCharacters) {
