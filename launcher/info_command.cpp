@@ -204,8 +204,13 @@ int run_info(const std::vector<std::string>& args) {
       std::cerr << "weft info: " << layout.status().message() << "\n";
       return 1;
     }
-    const int64_t bytes = planned_weight_bytes(c, static_cast<int>(*tp), static_cast<int>(*ep), *layout,
-                                               *quantization);
+    const absl::StatusOr<int64_t> planned = checked_planned_weight_bytes(
+        c, static_cast<int>(*tp), static_cast<int>(*ep), *layout, *quantization);
+    if (!planned.ok()) {
+      std::cerr << "weft info: " << planned.status().message() << "\n";
+      return 1;
+    }
+    const int64_t bytes = *planned;
     std::cout << "weights per rank";
     if (*pp > 1) std::cout << ", stage " << stage << " (layers " << layout->first_layer << "-" << layout->end_layer - 1 << ")";
     std::cout << ": " << bytes << " bytes (" << bytes / 1048576.0 << " MiB; tp " << *tp

@@ -17,14 +17,19 @@ template <bool kVnni>
 struct Avx512Kernel {
   static constexpr int kOffset = kVnni ? 0 : 128;
 
+  // Two accumulators per row (alternate 64-element steps) hide the FMA latency at MR = 1.
   template <int MR>
-  static void tile(const BlockLinearProblem& p, const uint8_t* u, const float* a, int64_t i,
-                   float* out) {
+  static void tile(const BlockLinearProblem& p, const uint8_t* u, const float* a, const float* c,
+                   int64_t i, float* out) {
     // Lane l of a product holds elements 4l..4l+3: group l / 4.
     const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
-    __m512 acc[MR];
-    for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
-    for (int64_t t = 0; t < p.k_pad; t += 64) {
+    __m512 acc[MR][2];
+    __m128 acc_c[MR];
+    for (int r = 0; r < MR; ++r) {
+      acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+      acc_c[r] = _mm_setzero_ps();
+    }
+    const auto step = [&](int64_t t, int h) {
       const int64_t g = t / kUnpackGroup;
       const __m512i w = _mm512_load_si512(u + t);
       __m512i w_abs = w;
@@ -35,6 +40,7 @@ struct Avx512Kernel {
         negative = _mm512_movepi8_mask(s);
       }
       const __m128 a4 = _mm_loadu_ps(a + g);
+      const __m128 c4 = _mm_loadu_ps(c + g);
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) {
         const __m512i x = _mm512_loadu_si512(p.xq + (i + r) * p.k_pad + t);
@@ -47,16 +53,21 @@ struct Avx512Kernel {
         }
         const __m128 scale4 = _mm_mul_ps(a4, _mm_loadu_ps(p.xd + (i + r) * p.groups + g));
         const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(scale4));
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r]);
+        acc[r][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r][h]);
+        acc_c[r] = _mm_fmadd_ps(c4, _mm_loadu_ps(p.xs + (i + r) * p.groups + g), acc_c[r]);
       }
+    };
+    int64_t t = 0;
+    for (; t + 128 <= p.k_pad; t += 128) {
+      step(t, 0);
+      step(t + 64, 1);
     }
-    for (int r = 0; r < MR; ++r) out[r] = _mm512_reduce_add_ps(acc[r]);
-  }
-
-  static float offset_dot(const float* c, const float* xs, int64_t groups) {
-    float out;
-    kVecOpsAvx512.dot_rows(c, xs, 1, groups, 0, 1.0f, &out);
-    return out;
+    if (t < p.k_pad) step(t, 0);
+    for (int r = 0; r < MR; ++r) {
+      const __m128 offsets = _mm_add_ps(acc_c[r], _mm_movehl_ps(acc_c[r], acc_c[r]));
+      out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1])) +
+               _mm_cvtss_f32(_mm_add_ss(offsets, _mm_movehdup_ps(offsets)));
+    }
   }
 };
 

@@ -9,8 +9,8 @@ struct PortableKernel {
   static constexpr int kOffset = 0;
 
   template <int MR>
-  static void tile(const BlockLinearProblem& p, const uint8_t* u, const float* a, int64_t i,
-                   float* out) {
+  static void tile(const BlockLinearProblem& p, const uint8_t* u, const float* a, const float* c,
+                   int64_t i, float* out) {
     for (int r = 0; r < MR; ++r) {
       const int8_t* x = p.xq + (i + r) * p.k_pad;
       const float* xd = p.xd + (i + r) * p.groups;
@@ -20,14 +20,10 @@ struct PortableKernel {
         for (int64_t t = g * kUnpackGroup; t < (g + 1) * kUnpackGroup; ++t) dot += u[t] * x[t];
         acc += static_cast<float>(dot) * (a[g] * xd[g]);
       }
-      out[r] = acc;
+      float offsets;
+      kVecOpsPortable.dot_rows(c, p.xs + (i + r) * p.groups, 1, p.groups, 0, 1.0f, &offsets);
+      out[r] = acc + offsets;
     }
-  }
-
-  static float offset_dot(const float* c, const float* xs, int64_t groups) {
-    float out;
-    kVecOpsPortable.dot_rows(c, xs, 1, groups, 0, 1.0f, &out);
-    return out;
   }
 };
 

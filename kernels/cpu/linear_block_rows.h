@@ -7,9 +7,9 @@
 //   static constexpr int kOffset;  // added to -zero: 0 where the dot product takes u as
 //                                  // unsigned; 128 where it takes u - 128 as signed
 //   template <int MR> static void tile(const BlockLinearProblem&, const uint8_t* u,
-//                                      const float* a, int64_t i, float* out);
-//     out[r] = sum_g xd[i + r][g] * a[g] * (sum over the group of u_t xq_t, u as the path reads it)
-//   static float offset_dot(const float* c, const float* xs, int64_t groups);  // sum c[g] xs[g]
+//                                      const float* a, const float* c, int64_t i, float* out);
+//     out[r] = sum_g xd[i + r][g] a[g] (sum over the group of u_t xq_t, u as the path reads it)
+//              + sum_g c[g] xs[i + r][g]
 // Include after the file's `#pragma GCC target` (internal linkage, like block_unpack.h).
 #pragma once
 
@@ -25,11 +25,8 @@ template <class Kernel, int MR>
 inline void block_rows_tile(const BlockLinearProblem& p, const uint8_t* u, const float* a,
                             const float* c, int64_t i, int64_t j) {
   float sums[MR];
-  Kernel::template tile<MR>(p, u, a, i, sums);
-  for (int r = 0; r < MR; ++r) {
-    const float offsets = Kernel::offset_dot(c, p.xs + (i + r) * p.groups, p.groups);
-    p.y[(i + r) * p.n + j] = sums[r] + offsets + (p.bias ? p.bias[j] : 0.0f);
-  }
+  Kernel::template tile<MR>(p, u, a, c, i, sums);
+  for (int r = 0; r < MR; ++r) p.y[(i + r) * p.n + j] = sums[r] + (p.bias ? p.bias[j] : 0.0f);
 }
 
 template <class Kernel, DType D>

@@ -1,5 +1,7 @@
 #include "model/weight_plan.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace weft {
 namespace {
 
@@ -7,8 +9,12 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
-int64_t planned_weight_bytes(const ModelConfig& c, int tp, int expert_parallel,
-                             const StageLayout& layout, WeightQuantization quantization) {
+namespace {
+
+// planned_weight_bytes; `misfit` (may be null) gets the first linear weight whose shard columns
+// fit no layout of the quantization.
+int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayout& layout,
+             WeightQuantization quantization, absl::Status* misfit) {
   const int64_t t = tp, d = c.head_dim, h = c.hidden_size;
   const int64_t q = c.num_attention_heads / t * d;
   const int64_t kv = (c.num_key_value_heads >= t ? c.num_key_value_heads / t : 1) * d;
@@ -16,6 +22,11 @@ int64_t planned_weight_bytes(const ModelConfig& c, int tp, int expert_parallel,
   const int64_t norm_bytes = c.norm_weight_plus_one ? 4 : dtype_bytes;
   // A linear weight of `rows` output rows by `cols` inputs, as this rank holds it.
   const auto linear = [&](int64_t rows, int64_t cols) {
+    if (misfit != nullptr && misfit->ok() && quantization != WeightQuantization::kNone &&
+        quantization != WeightQuantization::kInt8) {
+      const absl::StatusOr<QuantizedLayout> fits = quantized_layout(quantization, cols);
+      if (!fits.ok()) *misfit = fits.status();
+    }
     return quantized_weight_bytes(quantization, rows, cols, dtype_bytes);
   };
 
@@ -49,6 +60,25 @@ int64_t planned_weight_bytes(const ModelConfig& c, int tp, int expert_parallel,
     if (!c.tie_word_embeddings) other += vocab_shard;
   }
   return bytes + other * dtype_bytes + norm_elements * norm_bytes;
+}
+
+}  // namespace
+
+int64_t planned_weight_bytes(const ModelConfig& config, int tp, int expert_parallel,
+                             const StageLayout& layout, WeightQuantization quantization) {
+  return plan(config, tp, expert_parallel, layout, quantization, nullptr);
+}
+
+absl::StatusOr<int64_t> checked_planned_weight_bytes(const ModelConfig& config, int tp,
+                                                     int expert_parallel, const StageLayout& layout,
+                                                     WeightQuantization quantization) {
+  absl::Status misfit;
+  const int64_t bytes = plan(config, tp, expert_parallel, layout, quantization, &misfit);
+  if (!misfit.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(misfit.message(), " (tensor parallelism of degree ",
+                                                   tp, "): this layout cannot load"));
+  }
+  return bytes;
 }
 
 }  // namespace weft

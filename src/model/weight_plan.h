@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "absl/status/statusor.h"
 #include "model/model_config.h"
 #include "model/stage_layout.h"
 #include "model/weight_quantization.h"
@@ -25,5 +26,11 @@ namespace weft {
 int64_t planned_weight_bytes(const ModelConfig& config, int tp, int expert_parallel,
                              const StageLayout& layout,
                              WeightQuantization quantization = WeightQuantization::kNone);
+
+// The same, or an InvalidArgument when some linear weight's shard fits no layout of the
+// quantization (the load would fail: model/weight_quantization.h quantized_layout): weft info.
+absl::StatusOr<int64_t> checked_planned_weight_bytes(const ModelConfig& config, int tp,
+                                                     int expert_parallel, const StageLayout& layout,
+                                                     WeightQuantization quantization);
 
 }  // namespace weft

@@ -9,6 +9,8 @@
 #include "engine/local_executor.h"
 #include "engine/scheduler.h"
 #include "model/safetensors.h"
+#include "model/stage_layout.h"
+#include "model/weight_plan.h"
 
 namespace weft::golden {
 namespace {
@@ -218,6 +220,19 @@ float max_abs_diff(const Tensor& a, const Tensor& b) {
     m = std::max(m, std::fabs(a.data_as<float>()[i] - b.data_as<float>()[i]));
   }
   return m;
+}
+
+float max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+  float worst = 0.0f;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) worst = std::max(worst, max_abs_diff(a[i], b[i]));
+  return worst;
+}
+
+int64_t planned_one_rank_weight_bytes(LocalEngine& engine, WeightQuantization quantization) {
+  const ModelConfig& config = engine.model().config;
+  auto layout = stage_layout(static_cast<int>(config.num_hidden_layers), 1, 0);
+  if (!layout.ok()) throw std::runtime_error(std::string(layout.status().message()));
+  return planned_weight_bytes(config, 1, 1, *layout, quantization);
 }
 
 std::vector<float> log_softmax_row(const Tensor& logits, int64_t row) {

@@ -93,6 +93,12 @@ std::string check_prompt_logprobs(const PromptLogprobs& got, const std::vector<i
 
 // max |a - b| over two F32 tensors of the same shape.
 float max_abs_diff(const Tensor& a, const Tensor& b);
+// The largest max_abs_diff(a[i], b[i]) over the prompts.
+float max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
+
+// What weft info prints for the engine's model on one rank under `quantization`
+// (model/weight_plan.h); the golden quantization tests hold the loaded bytes to it.
+int64_t planned_one_rank_weight_bytes(LocalEngine& engine, WeightQuantization quantization);
 // Row r of a [rows, vocab] F32 tensor, log-softmaxed.
 std::vector<float> log_softmax_row(const Tensor& logits, int64_t row);
 

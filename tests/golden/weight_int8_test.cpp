@@ -13,8 +13,6 @@
 #include <gtest/gtest.h>
 
 #include "golden_harness.h"
-#include "model/stage_layout.h"
-#include "model/weight_plan.h"
 
 namespace weft::golden {
 namespace {
@@ -33,18 +31,12 @@ TEST_P(WeightInt8Test, LogitErrorWithinBoundAndBytesAsPlanned) {
   options.quantization = WeightQuantization::kInt8;
   auto engine = LocalEngine::create(options);
   ASSERT_TRUE(engine.ok()) << engine.status();
-  const ModelConfig& config = (*engine)->model().config;
-  auto layout = stage_layout(static_cast<int>(config.num_hidden_layers), 1, 0);
-  ASSERT_TRUE(layout.ok());
-  const int64_t planned = planned_weight_bytes(config, 1, 1, *layout, WeightQuantization::kInt8);
+  const int64_t planned = planned_one_rank_weight_bytes(**engine, WeightQuantization::kInt8);
   EXPECT_EQ(static_cast<int64_t>((*engine)->model().model->weight_bytes()), planned);
-  EXPECT_LT(planned, planned_weight_bytes(config, 1, 1, *layout));
+  EXPECT_LT(planned, planned_one_rank_weight_bytes(**engine, WeightQuantization::kNone));
 
   const std::vector<Tensor> logits = score_prompts(**engine, ref.prompts, 7);
-  float worst = 0.0f;
-  for (int i = 0; i < kNumPrompts; ++i) {
-    worst = std::max(worst, max_abs_diff(logits[i], ref.prompt_logits[i]));
-  }
+  const float worst = max_abs_diff(logits, ref.prompt_logits);
   const GreedyRun run = greedy((*engine)->engine(), ref.prompts, kGreedyTokens);
   int same = 0;
   for (int i = 0; i < kNumPrompts; ++i) {

@@ -9,6 +9,7 @@
 
 #include "engine/distributed_engine.h"
 #include "golden_harness.h"
+#include "mpi_check_util.h"
 #include "model/weight_plan.h"
 #include "parallel/world_agreement.h"
 
@@ -19,14 +20,6 @@ using golden::Reference;
 
 constexpr float kTolerance = 2e-3f;  // the single-rank golden tolerance (tests/golden)
 
-struct Checks {
-  int passed = 0;
-  int failed = 0;
-  void expect(bool ok, const std::string& what) {
-    (ok ? passed : failed)++;
-    if (!ok) std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-  }
-};
 
 // Prompt logprobs (Request::prompt_logprobs) of the four prompts batched, prefill only and then
 // followed by greedy tokens, against log_softmax of transformers' prompt logits.
@@ -91,25 +84,12 @@ int run(int argc, char** argv) {
 
   // Every rank reports its weight bytes to rank 0.
   const ModelConfig& config = engine.model().config;
-  const StageLayout& layout = engine.model().model->layout();
-  const int64_t held = static_cast<int64_t>(engine.model().model->weight_bytes());
   // model/weight_plan.h, computed from the config, against the tensors the rank loaded.
-  const int64_t expected = planned_weight_bytes(config, engine.world_config().tp, options.ep, layout);
-  auto sizes = (*world)->gather_bytes(std::to_string(held) + " " + std::to_string(expected), 0);
-
-  if (!engine.is_coordinator()) {
-    absl::Status s = engine.serve();
-    if (!s.ok()) (*world)->abort(1, std::string(s.message()));
-    return 0;
-  }
+  auto sizes = gather_weight_bytes(**world, engine, options.ep, WeightQuantization::kNone);
+  if (serve_unless_coordinator(**world, engine)) return 0;
 
   Checks checks;
-  for (size_t r = 0; sizes.ok() && r < sizes->size(); ++r) {
-    long long h = 0, e = 0;
-    std::sscanf((*sizes)[r].c_str(), "%lld %lld", &h, &e);
-    checks.expect(h == e, "rank " + std::to_string(r) + " holds " + std::to_string(h) +
-                              " weight bytes, expected " + std::to_string(e));
-  }
+  expect_planned_bytes(sizes, checks);
   try {
     const Reference ref = golden::load_reference(name);
     if (!speculative.empty()) {

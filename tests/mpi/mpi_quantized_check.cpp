@@ -19,6 +19,7 @@
 
 #include "engine/distributed_engine.h"
 #include "golden_harness.h"
+#include "mpi_check_util.h"
 #include "model/weight_plan.h"
 
 namespace weft {
@@ -26,14 +27,6 @@ namespace {
 
 constexpr float kTolerance = 0.1f;
 
-struct Checks {
-  int passed = 0;
-  int failed = 0;
-  void expect(bool ok, const std::string& what) {
-    (ok ? passed : failed)++;
-    if (!ok) std::fprintf(stderr, "FAILED: %s\n", what.c_str());
-  }
-};
 
 // Deterministic prompts of 3..40 tokens (40 spans several chunks under the budget of 16).
 std::vector<std::vector<int32_t>> prompts_for(int64_t vocab) {
@@ -79,23 +72,11 @@ int run(int argc, char** argv) {
   }
   DistributedEngine& engine = **created;
   const ModelConfig& config = engine.model().config;
-  const int64_t held = static_cast<int64_t>(engine.model().model->weight_bytes());
-  const int64_t expected = planned_weight_bytes(config, engine.world_config().tp, 1,
-                                                engine.model().model->layout(), *quantization);
-  auto sizes = (*world)->gather_bytes(std::to_string(held) + " " + std::to_string(expected), 0);
-  if (!engine.is_coordinator()) {
-    absl::Status s = engine.serve();
-    if (!s.ok()) (*world)->abort(1, std::string(s.message()));
-    return 0;
-  }
+  auto sizes = gather_weight_bytes(**world, engine, 1, *quantization);
+  if (serve_unless_coordinator(**world, engine)) return 0;
 
   Checks checks;
-  for (size_t r = 0; sizes.ok() && r < sizes->size(); ++r) {
-    long long h = 0, e = 0;
-    std::sscanf((*sizes)[r].c_str(), "%lld %lld", &h, &e);
-    checks.expect(h == e, "rank " + std::to_string(r) + " holds " + std::to_string(h) +
-                              " weight bytes, expected " + std::to_string(e));
-  }
+  expect_planned_bytes(sizes, checks);
   const auto prompts = prompts_for(config.vocab_size);
   const auto job = golden::score_prompts(engine.executor(), engine.kv_cache().num_blocks(),
                                          engine.kv_cache().shape().block_size, config.vocab_size,

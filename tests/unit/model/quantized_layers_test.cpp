@@ -11,6 +11,8 @@
 #include "gtest/gtest.h"
 #include "model/layers/parallel_linear.h"
 #include "model/safetensors.h"
+#include "model/stage_layout.h"
+#include "model/weight_plan.h"
 #include "model/weight_slice.h"
 #include "model/weight_store.h"
 #include "model_test_util.h"
@@ -200,6 +202,30 @@ TEST(WeightQuantizationNames, EveryFlagValueRoundTrips) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("--quantize"));
   EXPECT_THAT(bad.status().message(), HasSubstr("int4-g128"));
+}
+
+// weft info's plan refuses, as the load does, a layout whose shards fit no block of the type.
+TEST(QuantizedWeightPlan, CheckedPlanRefusesShardsOffTheBlock) {
+  ModelConfig c;
+  c.hidden_size = 256;
+  c.intermediate_size = 768;
+  c.num_attention_heads = 8;
+  c.num_key_value_heads = 4;
+  c.head_dim = 32;
+  c.num_hidden_layers = 2;
+  c.vocab_size = 512;
+  c.torch_dtype = DType::kBF16;
+  auto layout = stage_layout(2, 1, 0);
+  ASSERT_TRUE(layout.ok());
+  auto tp1 = checked_planned_weight_bytes(c, 1, 1, *layout, WeightQuantization::kQ4_K);
+  ASSERT_TRUE(tp1.ok()) << tp1.status();
+  EXPECT_EQ(*tp1, planned_weight_bytes(c, 1, 1, *layout, WeightQuantization::kQ4_K));
+  // TP 2: o_proj shards of 128 columns, half a Q4_K block.
+  auto tp2 = checked_planned_weight_bytes(c, 2, 1, *layout, WeightQuantization::kQ4_K);
+  ASSERT_FALSE(tp2.ok());
+  EXPECT_THAT(tp2.status().message(), HasSubstr("128 input columns"));
+  EXPECT_THAT(tp2.status().message(), HasSubstr("degree 2"));
+  EXPECT_TRUE(checked_planned_weight_bytes(c, 2, 1, *layout, WeightQuantization::kInt4G128).ok());
 }
 
 }  // namespace
