@@ -219,7 +219,7 @@ std::optional<FieldError> unsupported_field(const json& body, bool chat) {
 
 std::optional<FieldError> bad_words_field(const json& body, std::shared_ptr<const BannedPhraseSet>& out) {
   out.reset();
-  const json* v = field(body, "bad_words");
+  const json* v = json_member(body, "bad_words");
   if (v == nullptr || is_empty_array(*v)) return std::nullopt;
   if (!v->is_array()) return FieldError{"bad_words", "bad_words: expected an array of strings"};
   if (v->size() > kMaxBadWords) {
