@@ -213,6 +213,19 @@ class BlockLinearTest : public testing::TestWithParam<std::string> {
   }
 };
 
+// wv [n, k] quantized row by row to `d`; `dequantized` receives the weights the tensor holds.
+Tensor quantized_weights(DType d, int64_t n, int64_t k, const std::vector<float>& wv,
+                         bool symmetric, std::vector<float>& dequantized) {
+  Tensor w = Tensor::zeros(d, Shape{n, k});
+  dequantized.resize(wv.size());
+  for (int64_t j = 0; j < n; ++j) {
+    char* row = static_cast<char*>(w.data()) + dtype_nbytes(d, j * k);
+    quantize_row(d, wv.data() + j * k, row, k, symmetric);
+    dequantize_row(d, row, dequantized.data() + j * k, k);
+  }
+  return w;
+}
+
 // Checks y against two double-precision references built from the dequantized weights w:
 //   exact: the product with the activations as the kernel quantizes them (sum_g dx_g qx w):
 //          only F32 rounding apart, |y - exact| <= 1e-5 * 3 max|w| sum|x| (+ the bias);
@@ -222,13 +235,8 @@ void check_block_linear(int64_t m, int64_t n, int64_t k, DType d, bool symmetric
   std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed, -2.0f, 2.0f);
   std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
   std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
-  Tensor w = Tensor::zeros(d, Shape{n, k});
-  std::vector<float> wd(wv.size());
-  for (int64_t j = 0; j < n; ++j) {
-    char* row = static_cast<char*>(w.data()) + dtype_nbytes(d, j * k);
-    quantize_row(d, wv.data() + j * k, row, k, symmetric);
-    dequantize_row(d, row, wd.data() + j * k, k);
-  }
+  std::vector<float> wd;
+  Tensor w = quantized_weights(d, n, k, wv, symmetric, wd);
   Tensor x = make_f32(xv, {m, k});
   Tensor b = make_f32(bv, {n});
   Tensor y = Tensor::zeros(DType::kF32, {m, n});
@@ -293,13 +301,8 @@ TEST_P(BlockLinearTest, DequantizedByDefault) {
       std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
       std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
       seed += 3;
-      Tensor w = Tensor::zeros(d, Shape{n, k});
-      std::vector<float> wd(wv.size());
-      for (int64_t j = 0; j < n; ++j) {
-        char* row = static_cast<char*>(w.data()) + dtype_nbytes(d, j * k);
-        quantize_row(d, wv.data() + j * k, row, k, false);
-        dequantize_row(d, row, wd.data() + j * k, k);
-      }
+      std::vector<float> wd;
+      Tensor w = quantized_weights(d, n, k, wv, false, wd);
       Tensor x = make_f32(xv, {m, k});
       Tensor b = make_f32(bv, {n});
       Tensor y = Tensor::zeros(DType::kF32, {m, n});
