@@ -1,5 +1,6 @@
 #include "model/gguf_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -172,14 +173,18 @@ absl::StatusOr<GgufTensorInfo> read_tensor_info(Reader& in, const std::string& n
                                           ")"));
   }
   std::vector<int64_t> ne(rank);
+  // The product of the non-zero dimensions must fit too: a zero dimension makes the element count
+  // 0, but code that multiplies the dimensions in another order would overflow before reaching it.
   uint64_t numel = 1;
+  uint64_t nonzero_product = 1;
   for (uint32_t d = 0; d < rank; ++d) {
     WEFT_ASSIGN_OR_RETURN(uint64_t n, in.read<uint64_t>(context));
     if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
-        __builtin_mul_overflow(numel, n, &numel) ||
-        numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        __builtin_mul_overflow(nonzero_product, std::max<uint64_t>(n, 1), &nonzero_product) ||
+        nonzero_product > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       return in.error(context, "its element count overflows");
     }
+    numel *= n;
     ne[d] = static_cast<int64_t>(n);
   }
   WEFT_ASSIGN_OR_RETURN(uint32_t ggml_type, in.read<uint32_t>(context));

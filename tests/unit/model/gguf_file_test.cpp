@@ -125,6 +125,13 @@ TEST_F(GgufFileTest, RefusesTensorDescriptionsThatOverflowOrLieOutside) {
   GgufBytes overflow;
   overflow.header(1, 0).tensor("t", {uint64_t{1} << 32, uint64_t{1} << 32}, 0, 0).data(64);
   expect_error(overflow, "element count overflows");
+  // A zero dimension does not excuse the others: found by the gguf fuzzer, whose Shape::numel
+  // multiplied the two huge dimensions before the zero.
+  GgufBytes zero_then_overflow;
+  zero_then_overflow.header(1, 0)
+      .tensor("t", {0, uint64_t{1} << 32, uint64_t{1} << 32}, 0, 0)
+      .data(64);
+  expect_error(zero_then_overflow, "element count overflows");
   GgufBytes rank;
   rank.header(1, 0).string("t").raw<uint32_t>(5).data(64);
   expect_error(rank, "5 dimensions");
