@@ -147,6 +147,25 @@ std::vector<CommandSpec> make_specs() {
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});
 
+  add("supervise", "keep a serving engine job up: restart it when a rank dies, replay its requests",
+      "usage: weft supervise [--host H] [--port P] --engine-port Q [flags] -- ENGINE COMMAND...\n"
+      "  Runs ENGINE COMMAND (e.g. mpirun -n 4 weft serve --tp 2 --pp 2 --port Q ...) and serves its API\n"
+      "  on H:P. When the engine job dies or stalls it is restarted and every in-flight request is\n"
+      "  replayed (same pinned seed; streams continue where they stopped). /ready is 503 while it\n"
+      "  restarts. SIGTERM / SIGINT stop the engine (it drains), then it exits 0; exit 1 when it gave up.\n")
+      .add("supervise flags",
+           {{"host", "H", "address to listen on (default 127.0.0.1)"},
+            {"port", "P", "HTTP port (default 8000; 0 picks a free one, printed on stderr)"},
+            {"engine-port", "Q", "the port the engine command serves on, on 127.0.0.1 (required)"},
+            {"max-restarts", "N", "give up after more than N restarts within --restart-window (default 10)"},
+            {"restart-window", "S", "seconds (default 600)"},
+            {"restart-backoff-ms", "MS",
+             "wait before a restart, doubled after each start that never became ready (default 200)"},
+            {"engine-start-timeout", "S", "seconds from start until the engine's /ready answers 200 (default 600)"},
+            {"max-attempts", "N",
+             "engine failures one request may meet before it gets an error (default 3)"}})
+      .add("other", {kHelp});
+
   add("perplexity", "the perplexity of a text file (sliding windows)",
       "usage: weft perplexity [--model DIR] --text FILE [--context N] [--stride S] [flags]\n"
       "  Prints one JSON object: perplexity, nll_per_token, tokens, windows, context, stride,\n"

@@ -16,5 +16,6 @@ int run_detokenize(const std::vector<std::string>& args);
 int run_chat_template(const std::vector<std::string>& args);
 int run_serve(const std::vector<std::string>& args);
 int run_perplexity(const std::vector<std::string>& args);
+int run_supervise(const std::vector<std::string>& args);
 
 }  // namespace weft

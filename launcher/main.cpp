@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   if (command == "chat-template") return weft::run_chat_template(args);
   if (command == "serve") return weft::run_serve(args);
   if (command == "perplexity") return weft::run_perplexity(args);
+  if (command == "supervise") return weft::run_supervise(args);
   if (command == "--help" || command == "help" || command == "-h") {
     std::cout << weft::weft_usage();
     return 0;

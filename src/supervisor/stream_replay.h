@@ -1,0 +1,52 @@
+// Continuing a client's stream across engine restarts (the supervisor, supervisor.h).
+//
+// When the engine dies mid-stream, the supervisor sends the same request (same body, same pinned
+// seed) to the restarted engine and passes its stream through a StreamReplay. Greedy and seeded
+// generation are a function of the request alone (sampling/rng.h keys every draw by seed,
+// sequence and position), so the new attempt regenerates the events the client already has,
+// then goes on. StreamReplay drops those repeated events after checking that each one equals,
+// choice by choice, what was sent; the first new event goes out as if nothing had happened, with
+// the first attempt's response id and creation time. An event that differs from what the client
+// already holds (a divergence: e.g. speculative decoding, whose event boundaries depend on the
+// batch) is an error: the supervisor then ends the stream with an error event rather than send
+// the client a text that is not one generation.
+//
+// Events are the parsed JSON objects of `data:` lines in OpenAI's chunk shape: a "choices" array
+// of objects with an "index" (deltas for chat, "text" for completions), plus top-level fields.
+// A chunk whose "choices" is empty (the final usage chunk) passes through unchanged.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace weft {
+
+class StreamReplay {
+ public:
+  // Starts a new attempt: the events that follow are compared from each choice's first event.
+  void begin_attempt();
+  // The chunk to send to the client (rewritten as above), nullopt when every choice in it repeats
+  // what was sent, or an error when it diverges from what was sent.
+  absl::StatusOr<std::optional<nlohmann::json>> on_chunk(nlohmann::json chunk);
+
+  // Events already sent to the client, over all choices.
+  size_t num_sent() const;
+  int attempt() const { return attempt_; }
+
+ private:
+  struct ChoiceLog {
+    std::vector<std::string> sent;  // each forwarded choice object, dumped
+    size_t seen_this_attempt = 0;
+  };
+  std::map<int64_t, ChoiceLog> choices_;
+  std::optional<nlohmann::json> id_;
+  std::optional<nlohmann::json> created_;
+  int attempt_ = 1;
+};
+
+}  // namespace weft
