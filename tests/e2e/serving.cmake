@@ -71,4 +71,20 @@ if(WEFT_MPI)
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/serve_mpi_test.sh ${MPIEXEC_EXECUTABLE}
                    $<TARGET_FILE:weft> $<TARGET_FILE:make_test_model>)
   set_tests_properties(e2e_serve_mpi_tp2 PROPERTIES LABELS "e2e;mpi" TIMEOUT 300)
+  if(Python3_Interpreter_FOUND)
+    # weft supervise under 20 random rank kills (10 TP2, 10 PP2; the PP2 run stalls a rank with
+    # SIGSTOP once too): every request completes with the undisturbed run's text.
+    foreach(layout tp2 pp2)
+      set(stops 0)
+      if(layout STREQUAL "pp2")
+        set(stops 1)
+      endif()
+      add_test(NAME e2e_supervisor_fault_${layout}
+               COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/supervisor_fault_test.py
+                       --weft $<TARGET_FILE:weft> --mpirun ${MPIEXEC_EXECUTABLE}
+                       --model ${PROJECT_SOURCE_DIR}/configs/default-model --layout ${layout}
+                       --kills 10 --stops ${stops})
+      set_tests_properties(e2e_supervisor_fault_${layout} PROPERTIES LABELS "e2e;mpi" TIMEOUT 600)
+    endforeach()
+  endif()
 endif()

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The fault test of `weft supervise` (issue 18): random SIGKILLs of a random rank of a 2-rank
-engine job (TP2 or PP2, oversubscribed) while concurrent streaming and non-streaming requests run.
+"""The fault test of `weft supervise` (issue 18): random SIGKILLs (or SIGSTOPs: a stalled rank) of
+a random rank of a 2-rank engine job (TP2 or PP2, oversubscribed) while concurrent streaming and
+non-streaming requests run.
 
 Every request must complete, through the official openai client, with exactly the text of an
 undisturbed run (greedy and seeded sampled requests; unseeded ones get a seed pinned by the
@@ -159,6 +160,8 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--layout", choices=["tp2", "pp2"], default="tp2")
     ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--stops", type=int, default=0,
+                    help="of the kills, how many SIGSTOP the rank instead (a stall, not a death)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     rng = random.Random(args.seed)
@@ -199,7 +202,7 @@ def main():
         client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=300)
         mix = requests_for_round()
 
-        def run_round(kill_after=None):
+        def run_round(kill_after=None, sig=signal.SIGKILL):
             results = [dict() for _ in mix]
             threads = [threading.Thread(target=run_one, args=(client, k, p, params, results[i]))
                        for i, (k, p, params, _) in enumerate(mix)]
@@ -213,7 +216,7 @@ def main():
                     fail(f"expected 2 engine ranks, found {ranks}")
                 victim = rng.randrange(2)
                 killed = (victim, time.monotonic())
-                os.kill(ranks[victim], signal.SIGKILL)
+                os.kill(ranks[victim], sig)
             for t in threads:
                 t.join(600)
                 if t.is_alive():
@@ -231,7 +234,8 @@ def main():
         cut_streams = 0
         for k in range(args.kills):
             # Kill somewhere inside a round, so that streams are cut mid-way.
-            results, (victim, killed_at) = run_round(kill_after=rng.uniform(0.1, 0.8) * round_s)
+            sig = signal.SIGSTOP if k < args.stops else signal.SIGKILL
+            results, (victim, killed_at) = run_round(kill_after=rng.uniform(0.1, 0.8) * round_s, sig=sig)
             # A kill after the last request finished is noticed later: wait for the restart.
             end = time.monotonic() + 120
             while restarts_total(base) < k + 1:
@@ -251,8 +255,9 @@ def main():
                 if r["first_at"] is not None and r["first_at"] < killed_at < r["done_at"]:
                     cut_streams += 1
             recoveries.append(metric(base, "weft:supervisor_last_recovery_seconds"))
-            print(f"kill {k + 1:2d}: rank {victim} after {killed_at - round_started(results):.2f} s, "
-                  f"recovery {recoveries[-1]:.2f} s", flush=True)
+            print(f"kill {k + 1:2d}: {signal.Signals(sig).name} rank {victim} after {killed_at - round_started(results):.2f} s, "
+                  f"recovery {recoveries[-1]:.2f} s (failure seen -> ready), every request done "
+                  f"{max(r['done_at'] for r in results) - killed_at:.2f} s after the kill", flush=True)
         if cut_streams == 0:
             fail("no stream was still running at a kill: the test exercised no replay")
         if restarts_total(base) != args.kills:
