@@ -1,24 +1,29 @@
 #include "supervisor/stream_replay.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/bounded_json.h"
 
 namespace weft {
 
 using json = nlohmann::json;
 
-void StreamReplay::begin_attempt() {
-  ++attempt_;
-  for (auto& [index, log] : choices_) log.seen_this_attempt = 0;
+namespace {
+
+absl::StatusOr<json> parse_chunk(const std::string& data) {
+  auto chunk = parse_json_bounded<json>(data, "engine stream event", JsonLimits{});
+  if (!chunk.ok()) return chunk.status();
+  if (!chunk->is_object()) return absl::DataLossError("a stream event is not a JSON object");
+  return chunk;
 }
 
-size_t StreamReplay::num_sent() const {
-  size_t n = 0;
-  for (const auto& [index, log] : choices_) n += log.sent.size();
-  return n;
+int64_t choice_index(const json& choice) {
+  const auto it = choice.is_object() ? choice.find("index") : choice.end();
+  return it != choice.end() && it->is_number_integer() ? it->get<int64_t>() : -1;
 }
 
-absl::StatusOr<std::optional<json>> StreamReplay::on_chunk(json chunk) {
-  if (!chunk.is_object()) return absl::DataLossError("a stream event is not a JSON object");
+}  // namespace
+
+void StreamReplay::keep_identity(json& chunk) {
   // The first attempt's identity wins: a resumed stream must read as one response.
   for (auto [field, kept] : {std::pair{"id", &id_}, std::pair{"created", &created_}}) {
     auto it = chunk.find(field);
@@ -29,23 +34,58 @@ absl::StatusOr<std::optional<json>> StreamReplay::on_chunk(json chunk) {
       *kept = *it;
     }
   }
-  auto choices = chunk.find("choices");
-  if (choices == chunk.end() || !choices->is_array() || choices->empty()) return chunk;
+}
+
+absl::Status StreamReplay::index_first_attempt() {
+  if (indexed_) return absl::OkStatus();
+  indexed_ = true;
+  for (const std::string& data : first_attempt_) {
+    auto chunk = parse_chunk(data);
+    if (!chunk.ok()) return chunk.status();
+    keep_identity(*chunk);
+    auto choices = chunk->find("choices");
+    if (choices == chunk->end() || !choices->is_array()) continue;
+    for (const json& choice : *choices) {
+      const int64_t index = choice_index(choice);
+      if (index < 0) return absl::DataLossError("a stream event's choice has no integer index");
+      choices_[index].sent.push_back(choice.dump());
+    }
+  }
+  num_sent_later_ += first_attempt_.size();
+  first_attempt_.clear();
+  return absl::OkStatus();
+}
+
+void StreamReplay::begin_attempt() {
+  ++attempt_;
+  for (auto& [index, log] : choices_) log.seen_this_attempt = 0;
+}
+
+absl::StatusOr<std::optional<std::string>> StreamReplay::on_event(std::string data) {
+  if (attempt_ == 1) {
+    first_attempt_.push_back(data);
+    return std::optional<std::string>(std::move(data));
+  }
+  if (absl::Status s = index_first_attempt(); !s.ok()) return s;
+  auto chunk = parse_chunk(data);
+  if (!chunk.ok()) return chunk.status();
+  keep_identity(*chunk);
+  auto choices = chunk->find("choices");
+  if (choices == chunk->end() || !choices->is_array() || choices->empty()) {
+    ++num_sent_later_;
+    return std::optional<std::string>(chunk->dump());
+  }
   json fresh = json::array();
   for (json& choice : *choices) {
-    const auto index_it = choice.is_object() ? choice.find("index") : choice.end();
-    if (index_it == choice.end() || !index_it->is_number_integer()) {
-      return absl::DataLossError("a stream event's choice has no integer index");
-    }
-    ChoiceLog& log = choices_[index_it->get<int64_t>()];
+    const int64_t index = choice_index(choice);
+    if (index < 0) return absl::DataLossError("a stream event's choice has no integer index");
+    ChoiceLog& log = choices_[index];
     std::string dumped = choice.dump();
     if (log.seen_this_attempt < log.sent.size()) {
       if (dumped != log.sent[log.seen_this_attempt]) {
-        return absl::AbortedError(
-            absl::StrCat("the restarted engine's output for choice ", index_it->get<int64_t>(),
-                         " differs from what "
-                         "was already streamed at event ",
-                         log.seen_this_attempt + 1, " (attempt ", attempt_, ")"));
+        return absl::AbortedError(absl::StrCat(
+            "the restarted engine's output for choice ", index, " differs from what was already streamed at "
+            "event ", log.seen_this_attempt + 1, " (attempt ", attempt_, ")"));
       }
       ++log.seen_this_attempt;
       continue;
@@ -54,9 +94,10 @@ absl::StatusOr<std::optional<json>> StreamReplay::on_chunk(json chunk) {
     ++log.seen_this_attempt;
     fresh.push_back(std::move(choice));
   }
-  if (fresh.empty()) return std::optional<json>();
+  if (fresh.empty()) return std::optional<std::string>();
   *choices = std::move(fresh);
-  return chunk;
+  ++num_sent_later_;
+  return std::optional<std::string>(chunk->dump());
 }
 
 }  // namespace weft

@@ -11,9 +11,9 @@
 // batch) is an error: the supervisor then ends the stream with an error event rather than send
 // the client a text that is not one generation.
 //
-// Events are the parsed JSON objects of `data:` lines in OpenAI's chunk shape: a "choices" array
-// of objects with an "index" (deltas for chat, "text" for completions), plus top-level fields.
-// A chunk whose "choices" is empty (the final usage chunk) passes through unchanged.
+// Events are the `data:` payloads in OpenAI's chunk shape: a JSON object with a "choices" array of
+// objects with an "index" (deltas for chat, "text" for completions), plus top-level fields. A
+// chunk whose "choices" is empty (the final usage chunk) passes through (with the kept identity).
 #pragma once
 
 #include <map>
@@ -30,12 +30,15 @@ class StreamReplay {
  public:
   // Starts a new attempt: the events that follow are compared from each choice's first event.
   void begin_attempt();
-  // The chunk to send to the client (rewritten as above), nullopt when every choice in it repeats
-  // what was sent, or an error when it diverges from what was sent.
-  absl::StatusOr<std::optional<nlohmann::json>> on_chunk(nlohmann::json chunk);
+  // `data` is one event's `data:` payload (a JSON chunk). Returns the payload to send to the
+  // client (rewritten as above), nullopt when every choice in it repeats what was sent, or an
+  // error when it diverges from what was sent or is not a chunk. The first attempt's events pass
+  // unchanged and unparsed (so a healthy stream costs no JSON work); they are parsed only when a
+  // replay needs them.
+  absl::StatusOr<std::optional<std::string>> on_event(std::string data);
 
-  // Events already sent to the client, over all choices.
-  size_t num_sent() const;
+  // Events already sent to the client.
+  size_t num_sent() const { return first_attempt_.size() + num_sent_later_; }
   int attempt() const { return attempt_; }
 
  private:
@@ -43,9 +46,17 @@ class StreamReplay {
     std::vector<std::string> sent;  // each forwarded choice object, dumped
     size_t seen_this_attempt = 0;
   };
+  // Turns the first attempt's events into per-choice logs (once).
+  absl::Status index_first_attempt();
+  // Records `chunk`'s id/created (first attempt) or rewrites them (later ones).
+  void keep_identity(nlohmann::json& chunk);
+
+  std::vector<std::string> first_attempt_;  // payloads as sent, until indexed
+  bool indexed_ = false;
   std::map<int64_t, ChoiceLog> choices_;
   std::optional<nlohmann::json> id_;
   std::optional<nlohmann::json> created_;
+  size_t num_sent_later_ = 0;
   int attempt_ = 1;
 };
 

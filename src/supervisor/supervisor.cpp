@@ -478,23 +478,27 @@ void Supervisor::proxy_generation(Call& call) {
           });
           return;
         }
-        auto chunk = parse_json_bounded<json>(data, "engine stream event", JsonLimits{});
-        if (!chunk.ok()) return respond_error(call, true, std::string(chunk.status().message()));
-        if (is_engine_failure(*chunk)) {
-          fail(absl::StrCat("error event: ", data));
-          retry = true;
-          break;
+        // Only an event that may be an error is parsed here: the key "error" with its quotes
+        // cannot appear inside a JSON string (its quotes would be escaped).
+        if (data.find("\"error\"") != std::string::npos) {
+          auto chunk = parse_json_bounded<json>(data, "engine stream event", JsonLimits{});
+          if (chunk.ok() && is_engine_failure(*chunk)) {
+            fail(absl::StrCat("error event: ", data));
+            retry = true;
+            break;
+          }
+          if (chunk.ok() && chunk->is_object() && chunk->contains("error")) {
+            // The request's own error: the engine ends the stream next.
+            http_.post([this, conn = call.conn, line = absl::StrCat("data: ", data, "\n\n")] {
+              if (http_.is_open(conn)) http_.write_chunk(conn, line);
+            });
+            continue;
+          }
         }
-        if (chunk->contains("error")) {  // the request's own error: the engine ends the stream next
-          http_.post([this, conn = call.conn, line = absl::StrCat("data: ", data, "\n\n")] {
-            if (http_.is_open(conn)) http_.write_chunk(conn, line);
-          });
-          continue;
-        }
-        auto out = replay.on_chunk(std::move(*chunk));
+        auto out = replay.on_event(std::move(data));
         if (!out.ok()) return respond_error(call, true, std::string(out.status().message()));
         if (!out->has_value()) continue;
-        http_.post([this, conn = call.conn, line = absl::StrCat("data: ", (*out)->dump(), "\n\n")] {
+        http_.post([this, conn = call.conn, line = absl::StrCat("data: ", **out, "\n\n")] {
           if (http_.is_open(conn)) http_.write_chunk(conn, line);
         });
       }
