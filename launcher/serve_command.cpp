@@ -24,6 +24,7 @@
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
 #include "launcher/sampling_flags.h"
+#include "launcher/termination_signals.h"
 #include "serving/metrics.h"
 #include "serving/openai_server.h"
 #ifdef WEFT_HAVE_GRPC
@@ -57,12 +58,7 @@ int run_serve(const std::vector<std::string>& args) {
   if (*port < 0 || *port > 65535) return fail(absl::InvalidArgumentError("--port: must be in [0, 65535]"));
 
   // Signals go to the watcher thread only: block them before any thread (MPI's included) starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  const sigset_t signals = block_termination_signals();
 
   auto started = EngineSession::start(cli);
   if (!started.ok()) return fail(started.status());

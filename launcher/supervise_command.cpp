@@ -9,11 +9,13 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <iostream>
 #include <thread>
 
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
+#include "launcher/termination_signals.h"
 #include "supervisor/supervisor.h"
 
 namespace weft {
@@ -71,25 +73,22 @@ int run_supervise(const std::vector<std::string>& args) {
   options.max_attempts_per_request = static_cast<int>(*attempts);
 
   // Signals go to the watcher thread only (the engine command gets the defaults back).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  const sigset_t signals = block_termination_signals();
 
   Supervisor supervisor(options);
   if (absl::Status s = supervisor.listen(); !s.ok()) return fail(s);
   std::cerr << "weft supervise: listening on http://" << options.http.host << ":"
             << supervisor.port() << ", engine on port " << options.engine_port << std::endl;
+  std::atomic<bool> finished{false};
   std::thread watcher([&] {
     int sig = 0;
     sigwait(&signals, &sig);
-    if (sig == SIGUSR2) return;  // the wake-up below
+    if (finished.load()) return;  // the wake-up below
     std::cerr << "weft supervise: " << strsignal(sig) << ": stopping the engine" << std::endl;
     supervisor.stop();
   });
   const absl::Status result = supervisor.run();
+  finished.store(true);
   pthread_kill(watcher.native_handle(), SIGTERM);  // ends a sigwait that is still waiting
   watcher.join();
   if (!result.ok()) return fail(result);

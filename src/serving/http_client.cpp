@@ -203,20 +203,25 @@ absl::StatusOr<HttpResponseHead> HttpClientConnection::read_head(
   }
 }
 
+absl::StatusOr<std::string> HttpClientConnection::take_counted(std::chrono::milliseconds timeout) {
+  if (buffer_.empty()) {
+    auto more = fill(timeout);
+    if (!more.ok()) return more.status();
+    if (!*more) return absl::UnavailableError("the upstream closed the connection mid-response");
+  }
+  const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, buffer_.size()));
+  std::string out = buffer_.substr(0, take);
+  buffer_.erase(0, take);
+  remaining_ -= take;
+  return out;
+}
+
 absl::StatusOr<std::string> HttpClientConnection::next_chunked_part(
     std::chrono::milliseconds timeout) {
   for (;;) {
     if (chunk_open_) {
-      if (buffer_.empty()) {
-        auto more = fill(timeout);
-        if (!more.ok()) return more.status();
-        if (!*more)
-          return absl::UnavailableError("the upstream closed the connection mid-response");
-      }
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, buffer_.size()));
-      std::string out = buffer_.substr(0, take);
-      buffer_.erase(0, take);
-      remaining_ -= take;
+      auto out = take_counted(timeout);
+      if (!out.ok()) return out.status();
       if (remaining_ == 0) {
         chunk_open_ = false;
         auto crlf = read_line(timeout);
@@ -253,17 +258,8 @@ absl::StatusOr<std::string> HttpClientConnection::read_body_part(
     case Framing::kChunked:
       return next_chunked_part(timeout);
     case Framing::kLength: {
-      if (buffer_.empty()) {
-        auto more = fill(timeout);
-        if (!more.ok()) return more.status();
-        if (!*more)
-          return absl::UnavailableError("the upstream closed the connection mid-response");
-      }
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, buffer_.size()));
-      std::string out = buffer_.substr(0, take);
-      buffer_.erase(0, take);
-      remaining_ -= take;
-      if (remaining_ == 0) body_done_ = true;
+      auto out = take_counted(timeout);
+      if (out.ok() && remaining_ == 0) body_done_ = true;
       return out;
     }
     case Framing::kClose: {

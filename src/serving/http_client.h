@@ -62,6 +62,8 @@ class HttpClientConnection {
   absl::StatusOr<bool> fill(std::chrono::milliseconds timeout);
   absl::StatusOr<std::string> read_line(std::chrono::milliseconds timeout);
   absl::StatusOr<std::string> next_chunked_part(std::chrono::milliseconds timeout);
+  // Up to remaining_ bytes of a counted body or chunk (waiting for the first), remaining_ reduced.
+  absl::StatusOr<std::string> take_counted(std::chrono::milliseconds timeout);
 
   enum class Framing { kLength, kChunked, kClose };
   int fd_;
