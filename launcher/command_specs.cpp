@@ -163,7 +163,9 @@ std::vector<CommandSpec> make_specs() {
              "wait before a restart, doubled after each start that never became ready (default 200)"},
             {"engine-start-timeout", "S", "seconds from start until the engine's /ready answers 200 (default 600)"},
             {"max-attempts", "N",
-             "engine failures one request may meet before it gets an error (default 3)"}})
+             "engine failures one request may meet before it gets an error (default 3)"},
+            {"grpc-port", "P", "also supervise weft.serving.Generation over gRPC (0: any free port)"},
+            {"engine-grpc-port", "R", "the engine command's `weft serve --grpc-port` (with --grpc-port)"}})
       .add("other", {kHelp});
 
   add("perplexity", "the perplexity of a text file (sliding windows)",

@@ -47,8 +47,10 @@ int run_supervise(const std::vector<std::string>& args) {
   auto backoff = cli.get_int("restart-backoff-ms", options.restart_backoff.count());
   auto start_timeout = cli.get_int("engine-start-timeout", options.engine_start_timeout.count());
   auto attempts = cli.get_int("max-attempts", options.max_attempts_per_request);
-  for (const auto* v :
-       {&port, &engine_port, &max_restarts, &window, &backoff, &start_timeout, &attempts}) {
+  auto grpc_port = cli.get_int("grpc-port", -1);
+  auto engine_grpc_port = cli.get_int("engine-grpc-port", 0);
+  for (const auto* v : {&port, &engine_port, &max_restarts, &window, &backoff, &start_timeout,
+                        &attempts, &grpc_port, &engine_grpc_port}) {
     if (!v->ok()) return fail(v->status());
   }
   if (*port < 0 || *port > 65535)
@@ -64,6 +66,15 @@ int run_supervise(const std::vector<std::string>& args) {
                                    "--restart-window, --engine-start-timeout, "
                                    "--max-attempts >= 1"));
   }
+  if (cli.has("grpc-port") != cli.has("engine-grpc-port") || *grpc_port < -1 ||
+      *grpc_port > 65535 ||
+      (cli.has("engine-grpc-port") && (*engine_grpc_port <= 0 || *engine_grpc_port > 65535))) {
+    return fail(absl::InvalidArgumentError(
+        "--grpc-port and --engine-grpc-port go together (the engine command's `weft serve "
+        "--grpc-port`)"));
+  }
+  options.grpc_port = static_cast<int>(*grpc_port);
+  options.engine_grpc_port = static_cast<int>(*engine_grpc_port);
   options.http.port = static_cast<int>(*port);
   options.engine_port = static_cast<int>(*engine_port);
   options.max_restarts = static_cast<int>(*max_restarts);
@@ -78,7 +89,9 @@ int run_supervise(const std::vector<std::string>& args) {
   Supervisor supervisor(options);
   if (absl::Status s = supervisor.listen(); !s.ok()) return fail(s);
   std::cerr << "weft supervise: listening on http://" << options.http.host << ":"
-            << supervisor.port() << ", engine on port " << options.engine_port << std::endl;
+            << supervisor.port() << ", engine on port " << options.engine_port;
+  if (supervisor.grpc_port() >= 0) std::cerr << "; gRPC on port " << supervisor.grpc_port();
+  std::cerr << std::endl;
   std::atomic<bool> finished{false};
   std::thread watcher([&] {
     int sig = 0;

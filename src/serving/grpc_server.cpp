@@ -124,7 +124,10 @@ class GenerateReactor : public grpc::ServerWriteReactor<pb::GenerateResponse> {
       return finish_locked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
     }
     ApiKind kind = ApiKind::kCompletion;
-    auto parsed = parse_generation_request(to_json(request, kind), kind, shared_.model);
+    // to_json sets kind: it must run before kind is read (argument order is unspecified, and g++
+    // read kind first, so chat requests were parsed as completions without a prompt).
+    const json body = to_json(request, kind);
+    auto parsed = parse_generation_request(body, kind, shared_.model);
     if (auto* e = std::get_if<ApiError>(&parsed)) return finish_locked(to_grpc(*e));
     GenerationRequest& req = std::get<GenerationRequest>(parsed);
     // The gRPC request holds one prompt and no echo, so it parses to one engine request.

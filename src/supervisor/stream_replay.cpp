@@ -23,6 +23,22 @@ int64_t choice_index(const json& choice) {
 
 }  // namespace
 
+absl::StatusOr<bool> ChoiceHistory::admit(int64_t index, std::string event) {
+  ChoiceLog& log = choices_[index];
+  if (log.seen_this_attempt < log.sent.size()) {
+    if (event != log.sent[log.seen_this_attempt]) {
+      return absl::AbortedError(absl::StrCat("the restarted engine's output for choice ", index,
+                                             " differs from what was already streamed at event ",
+                                             log.seen_this_attempt + 1, " (attempt ", attempt_, ")"));
+    }
+    ++log.seen_this_attempt;
+    return false;
+  }
+  log.sent.push_back(std::move(event));
+  ++log.seen_this_attempt;
+  return true;
+}
+
 void StreamReplay::keep_identity(json& chunk) {
   // The first attempt's identity wins: a resumed stream must read as one response.
   for (auto [field, kept] : {std::pair{"id", &id_}, std::pair{"created", &created_}}) {
@@ -37,7 +53,6 @@ void StreamReplay::keep_identity(json& chunk) {
 }
 
 absl::Status StreamReplay::index_first_attempt() {
-  if (indexed_) return absl::OkStatus();
   indexed_ = true;
   for (const std::string& data : first_attempt_) {
     auto chunk = parse_chunk(data);
@@ -48,7 +63,8 @@ absl::Status StreamReplay::index_first_attempt() {
     for (const json& choice : *choices) {
       const int64_t index = choice_index(choice);
       if (index < 0) return absl::DataLossError("a stream event's choice has no integer index");
-      choices_[index].sent.push_back(choice.dump());
+      // Attempt 1's events are all new: this records them.
+      if (auto admitted = history_.admit(index, choice.dump()); !admitted.ok()) return admitted.status();
     }
   }
   num_sent_later_ += first_attempt_.size();
@@ -57,16 +73,17 @@ absl::Status StreamReplay::index_first_attempt() {
 }
 
 void StreamReplay::begin_attempt() {
-  ++attempt_;
-  for (auto& [index, log] : choices_) log.seen_this_attempt = 0;
+  // Indexing first: attempt 1's events are recorded as attempt 1's, then compared against.
+  if (!indexed_) indexing_status_ = index_first_attempt();
+  history_.begin_attempt();
 }
 
 absl::StatusOr<std::optional<std::string>> StreamReplay::on_event(std::string data) {
-  if (attempt_ == 1) {
+  if (history_.attempt() == 1) {
     first_attempt_.push_back(data);
     return std::optional<std::string>(std::move(data));
   }
-  if (absl::Status s = index_first_attempt(); !s.ok()) return s;
+  if (!indexing_status_.ok()) return indexing_status_;
   auto chunk = parse_chunk(data);
   if (!chunk.ok()) return chunk.status();
   keep_identity(*chunk);
@@ -79,20 +96,9 @@ absl::StatusOr<std::optional<std::string>> StreamReplay::on_event(std::string da
   for (json& choice : *choices) {
     const int64_t index = choice_index(choice);
     if (index < 0) return absl::DataLossError("a stream event's choice has no integer index");
-    ChoiceLog& log = choices_[index];
-    std::string dumped = choice.dump();
-    if (log.seen_this_attempt < log.sent.size()) {
-      if (dumped != log.sent[log.seen_this_attempt]) {
-        return absl::AbortedError(absl::StrCat(
-            "the restarted engine's output for choice ", index, " differs from what was already streamed at "
-            "event ", log.seen_this_attempt + 1, " (attempt ", attempt_, ")"));
-      }
-      ++log.seen_this_attempt;
-      continue;
-    }
-    log.sent.push_back(std::move(dumped));
-    ++log.seen_this_attempt;
-    fresh.push_back(std::move(choice));
+    auto admitted = history_.admit(index, choice.dump());
+    if (!admitted.ok()) return admitted.status();
+    if (*admitted) fresh.push_back(std::move(choice));
   }
   if (fresh.empty()) return std::optional<std::string>();
   *choices = std::move(fresh);

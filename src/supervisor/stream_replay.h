@@ -26,6 +26,29 @@
 
 namespace weft {
 
+// Per choice index, the events sent to the client (each serialized), and how far the current
+// attempt has repeated them: what both front ends (HTTP's JSON chunks, gRPC's ChoiceDelta
+// messages) compare replays against.
+class ChoiceHistory {
+ public:
+  void begin_attempt() {
+    ++attempt_;
+    for (auto& [index, log] : choices_) log.seen_this_attempt = 0;
+  }
+  // True when `event` (choice `index`'s next event, serialized) is new: it is recorded and must be
+  // sent. False when it repeats what was sent at this point. An Aborted error when it differs.
+  absl::StatusOr<bool> admit(int64_t index, std::string event);
+  int attempt() const { return attempt_; }
+
+ private:
+  struct ChoiceLog {
+    std::vector<std::string> sent;
+    size_t seen_this_attempt = 0;
+  };
+  std::map<int64_t, ChoiceLog> choices_;
+  int attempt_ = 1;
+};
+
 class StreamReplay {
  public:
   // Starts a new attempt: the events that follow are compared from each choice's first event.
@@ -39,25 +62,21 @@ class StreamReplay {
 
   // Events already sent to the client.
   size_t num_sent() const { return first_attempt_.size() + num_sent_later_; }
-  int attempt() const { return attempt_; }
+  int attempt() const { return history_.attempt(); }
 
  private:
-  struct ChoiceLog {
-    std::vector<std::string> sent;  // each forwarded choice object, dumped
-    size_t seen_this_attempt = 0;
-  };
-  // Turns the first attempt's events into per-choice logs (once).
+  // Turns the first attempt's events into the per-choice history (once).
   absl::Status index_first_attempt();
   // Records `chunk`'s id/created (first attempt) or rewrites them (later ones).
   void keep_identity(nlohmann::json& chunk);
 
   std::vector<std::string> first_attempt_;  // payloads as sent, until indexed
   bool indexed_ = false;
-  std::map<int64_t, ChoiceLog> choices_;
+  absl::Status indexing_status_;
+  ChoiceHistory history_;
   std::optional<nlohmann::json> id_;
   std::optional<nlohmann::json> created_;
   size_t num_sent_later_ = 0;
-  int attempt_ = 1;
 };
 
 }  // namespace weft

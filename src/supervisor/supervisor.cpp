@@ -13,6 +13,9 @@
 #include "nlohmann/json.hpp"
 #include "serving/http_client.h"
 #include "supervisor/stream_replay.h"
+#ifdef WEFT_HAVE_GRPC
+#include "supervisor/grpc_proxy.h"
+#endif
 
 namespace weft {
 
@@ -114,7 +117,34 @@ Supervisor::~Supervisor() {
   cv_.wait(lock, [&] { return active_calls_.load() == 0; });
 }
 
-absl::Status Supervisor::listen() { return http_.listen(); }
+absl::Status Supervisor::listen() {
+  if (absl::Status s = http_.listen(); !s.ok()) return s;
+  if (options_.grpc_port < 0) return absl::OkStatus();
+#ifdef WEFT_HAVE_GRPC
+  GrpcProxyHooks hooks;
+  hooks.wait_ready = [this](int64_t after) { return wait_ready(after); };
+  hooks.report_failure = [this](int64_t generation, const std::string& reason) {
+    report_failure(generation, reason);
+  };
+  hooks.count_replay = [this] { ++replays_total_; };
+  hooks.count_abandoned = [this] { ++abandoned_total_; };
+  auto proxy = GrpcProxy::start(absl::StrCat(options_.http.host, ":", options_.grpc_port),
+                                absl::StrCat(options_.engine_host, ":", options_.engine_grpc_port),
+                                options_.max_attempts_per_request, std::move(hooks));
+  if (!proxy.ok()) return proxy.status();
+  grpc_ = std::shared_ptr<GrpcProxy>(std::move(*proxy));
+  return absl::OkStatus();
+#else
+  return absl::InvalidArgumentError("--grpc-port: this weft was built without gRPC");
+#endif
+}
+
+int Supervisor::grpc_port() const {
+#ifdef WEFT_HAVE_GRPC
+  if (grpc_) return static_cast<GrpcProxy*>(grpc_.get())->port();
+#endif
+  return -1;
+}
 
 void Supervisor::stop() {
   {
@@ -129,6 +159,10 @@ absl::Status Supervisor::run() {
   keeper_ = std::thread([this] { keep_engine(); });
   http_.run();
   if (keeper_.joinable()) keeper_.join();
+#ifdef WEFT_HAVE_GRPC
+  // Calls still waiting for an engine see the state and end; the rest are cancelled.
+  if (grpc_) static_cast<GrpcProxy*>(grpc_.get())->shutdown(std::chrono::milliseconds(1000));
+#endif
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ == EngineState::kGaveUp) return absl::UnavailableError(give_up_reason_);
   return absl::OkStatus();

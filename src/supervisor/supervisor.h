@@ -19,7 +19,7 @@
 //
 // /health answers for the supervisor itself (liveness); /ready is 200 only while an engine is up
 // (false while one restarts); /metrics is the engine's plus weft:supervisor_* lines.
-// Not supervised: gRPC (the engine's --grpc-port is reached directly, and fails with it).
+// gRPC's Generate is supervised the same way when both gRPC ports are given (grpc_proxy.h).
 #pragma once
 
 #include <atomic>
@@ -52,6 +52,10 @@ struct SupervisorOptions {
   std::chrono::seconds engine_start_timeout{600};  // from start until the engine's /ready is 200
   int max_attempts_per_request = 3;
   std::chrono::milliseconds stop_grace{30000};  // SIGTERM to SIGKILL when shutting down
+  // gRPC (grpc_proxy.h; builds with gRPC only): the public port (-1: none, 0: any free one) and
+  // the engine's `weft serve --grpc-port`.
+  int grpc_port = -1;
+  int engine_grpc_port = 0;
 };
 
 class Supervisor {
@@ -61,8 +65,10 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
+  // Binds the HTTP port (and starts the gRPC front when asked for).
   absl::Status listen();
   int port() const { return http_.port(); }
+  int grpc_port() const;
   // Serves until stop() (OK) or until the supervisor gives up on the engine (the reason).
   absl::Status run();
   // Thread-safe (not async-signal-safe): ends run() after stopping the engine.
@@ -91,6 +97,7 @@ class Supervisor {
 
   SupervisorOptions options_;
   HttpServer http_;
+  std::shared_ptr<void> grpc_;  // the GrpcProxy, type-erased so this header needs no gRPC
   EngineProcess engine_;
   std::thread keeper_;
 

@@ -10,6 +10,7 @@
 #include "model/random_model.h"
 #include "proto/generation_service.grpc.pb.h"
 #include "serving/grpc_server.h"
+#include "tokenizer/chat_template/chat_template.h"
 
 namespace weft {
 namespace {
@@ -57,6 +58,9 @@ class GrpcGenerateTest : public ::testing::Test {
     model.max_model_len = 512;
     model.vocab_size = 151669;
     model.tokenizer = tokenizer_;
+    auto tmpl = ChatTemplate::parse(tokenizer_->chat_template());
+    ASSERT_TRUE(tmpl.ok()) << tmpl.status();
+    model.chat_template = std::make_shared<ChatTemplate>(std::move(*tmpl));
     auto server = GrpcServer::start("127.0.0.1:0", *engine_, model, metrics_, "");
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -113,6 +117,30 @@ TEST_F(GrpcGenerateTest, StreamsTokensWhoseTextIsTheirDecode) {
   EXPECT_EQ(usage.completion_tokens(), 12);
   auto prompt = tokenizer_->encode("The capital of France", true);
   EXPECT_EQ(usage.prompt_tokens(), static_cast<int64_t>(prompt->size()));
+}
+
+TEST_F(GrpcGenerateTest, AChatRequestIsRenderedWithTheTemplate) {
+  // Regression: the request kind was read before the request was converted, so every chat
+  // request failed with "prompt: required".
+  pb::GenerateRequest req;
+  pb::ChatMessage* m = req.mutable_chat()->add_messages();
+  m->set_role("user");
+  m->set_content("Hello");
+  req.mutable_sampling()->set_max_tokens(3);
+  req.mutable_sampling()->set_temperature(0);
+  req.mutable_sampling()->set_ignore_eos(true);
+  grpc::ClientContext ctx;
+  auto reader = stub_->Generate(&ctx, req);
+  pb::GenerateResponse r;
+  pb::Usage usage;
+  while (reader->Read(&r)) {
+    if (r.has_usage()) usage = r.usage();
+  }
+  const grpc::Status status = reader->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(usage.completion_tokens(), 3);
+  // The prompt is the rendered conversation, longer than the message's own tokens.
+  EXPECT_GT(usage.prompt_tokens(), static_cast<int64_t>(tokenizer_->encode("Hello", false)->size()));
 }
 
 TEST_F(GrpcGenerateTest, ErrorsMapToStatusCodes) {

@@ -55,6 +55,9 @@ if(Python3_Interpreter_FOUND)
 endif()
 
 if(TARGET weft_serving_proto)
+  # For scripts (the supervisor's fault test): one streamed Generate call, printed as JSON.
+  add_executable(grpc_generate_client ${CMAKE_CURRENT_LIST_DIR}/grpc_generate_client.cpp)
+  target_link_libraries(grpc_generate_client PRIVATE weft_serving_proto nlohmann_json::nlohmann_json)
   weft_add_gtest(grpc_generate_test e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/grpc_generate_test.cpp
                  LIBS weft_serving weft_model)
 endif()
@@ -79,11 +82,15 @@ if(WEFT_MPI)
       if(layout STREQUAL "pp2")
         set(stops 1)
       endif()
+      set(grpc_client)
+      if(TARGET weft_serving_proto)  # gRPC requests in the mix too
+        set(grpc_client --grpc-client $<TARGET_FILE:grpc_generate_client>)
+      endif()
       add_test(NAME e2e_supervisor_fault_${layout}
                COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/supervisor_fault_test.py
                        --weft $<TARGET_FILE:weft> --mpirun ${MPIEXEC_EXECUTABLE}
                        --model ${PROJECT_SOURCE_DIR}/configs/default-model --layout ${layout}
-                       --kills 10 --stops ${stops})
+                       --kills 10 --stops ${stops} ${grpc_client})
       set_tests_properties(e2e_supervisor_fault_${layout} PROPERTIES LABELS "e2e;mpi" TIMEOUT 600)
     endforeach()
   endif()

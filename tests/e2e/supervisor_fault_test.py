@@ -103,9 +103,12 @@ def round_started(results):
     return min(r["started_at"] for r in results)
 
 
-def requests_for_round():
-    """(kind, kwargs, comparable): the mix every round sends."""
+def requests_for_round(grpc):
+    """(kind, prompt, params, comparable): the mix every round sends."""
     out = []
+    if grpc:
+        out.append(("grpc", PROMPTS[2], {"max_tokens": MAX_TOKENS, "temperature": 0.0}, True))
+        out.append(("grpc-chat", PROMPTS[3], {"max_tokens": MAX_TOKENS, "temperature": 0.8, "seed": 7}, True))
     for i, prompt in enumerate(PROMPTS):
         sampled = i % 2 == 1
         params = {"max_tokens": MAX_TOKENS, "temperature": 0.8 if sampled else 0.0}
@@ -119,7 +122,28 @@ def requests_for_round():
     return out
 
 
-def run_one(client, kind, prompt, params, result):
+def run_grpc(client_path, port, kind, prompt, params, result, seen):
+    cmd = [client_path, "--port", str(port), "--prompt", prompt, "--max-tokens", str(params["max_tokens"]),
+           "--temperature", str(params["temperature"])]
+    if "seed" in params:
+        cmd += ["--seed", str(params["seed"])]
+    if kind == "grpc-chat":
+        cmd.append("--chat")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    last = None
+    for line in proc.stdout:
+        if line.strip() == "first":
+            seen()
+        else:
+            last = line
+    proc.wait()
+    out = json.loads(last)
+    if out["status"] != 0:
+        raise RuntimeError(f"gRPC call ended with status {out['status']}: {out['message']}")
+    return out["text"], out["finish_reason"], out["messages"]
+
+
+def run_one(client, kind, prompt, params, result, grpc=None):
     """Fills result with text, finish_reason and the number of streamed events."""
     events = 0
     text = ""
@@ -131,7 +155,9 @@ def run_one(client, kind, prompt, params, result):
         if result["first_at"] is None:
             result["first_at"] = time.monotonic()
 
-    if kind == "completion":
+    if kind.startswith("grpc"):
+        text, finish, events = run_grpc(grpc[0], grpc[1], kind, prompt, params, result, seen)
+    elif kind == "completion":
         r = client.completions.create(model="m", prompt=prompt, **params)
         text, finish = r.choices[0].text, r.choices[0].finish_reason
     elif kind == "completion-stream":
@@ -160,6 +186,7 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--layout", choices=["tp2", "pp2"], default="tp2")
     ap.add_argument("--kills", type=int, default=10)
+    ap.add_argument("--grpc-client", help="grpc_generate_client: supervise gRPC too and send some requests over it")
     ap.add_argument("--stops", type=int, default=0,
                     help="of the kills, how many SIGSTOP the rank instead (a stall, not a death)")
     ap.add_argument("--seed", type=int, default=1)
@@ -168,13 +195,17 @@ def main():
 
     port, engine_port = free_port(), free_port()
     layout = ["--tp", "2"] if args.layout == "tp2" else ["--pp", "2"]
+    grpc_port, engine_grpc_port = free_port(), free_port()
+    supervise_grpc = ["--grpc-port", str(grpc_port), "--engine-grpc-port", str(engine_grpc_port)] if args.grpc_client else []
+    serve_grpc = ["--grpc-port", str(engine_grpc_port)] if args.grpc_client else []
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     log = tempfile.NamedTemporaryFile("w+", prefix="supervise-", suffix=".log", delete=False)
     cmd = [args.weft, "supervise", "--port", str(port), "--engine-port", str(engine_port),
-           "--max-restarts", str(args.kills + 5), "--restart-backoff-ms", "100", "--",
+           "--max-restarts", str(args.kills + 5), "--restart-backoff-ms", "100", *supervise_grpc, "--",
            args.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2",
            args.weft, "serve", "--model", args.model, "--port", str(engine_port), "--threads", "1",
-           "--served-model-name", "m", "--max-model-len", "512", "--step-timeout-floor", "5", *layout]
+           "--served-model-name", "m", "--max-model-len", "512", "--step-timeout-floor", "5", *layout,
+           *serve_grpc]
     sup = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
 
@@ -200,11 +231,12 @@ def main():
         if not wait_ready(120):
             fail("the supervised engine did not become ready")
         client = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=300)
-        mix = requests_for_round()
+        mix = requests_for_round(bool(args.grpc_client))
+        grpc = (args.grpc_client, grpc_port)
 
         def run_round(kill_after=None, sig=signal.SIGKILL):
             results = [dict() for _ in mix]
-            threads = [threading.Thread(target=run_one, args=(client, k, p, params, results[i]))
+            threads = [threading.Thread(target=run_one, args=(client, k, p, params, results[i], grpc))
                        for i, (k, p, params, _) in enumerate(mix)]
             for t in threads:
                 t.start()
