@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
+#include "model/sentencepiece_merges.h"
 
 namespace weft {
 namespace {
@@ -182,8 +183,10 @@ absl::StatusOr<const GgufValue*> array_key(const GgufFile& file, const std::stri
     return metadata_error(file, key, "missing (needed to build the tokenizer)");
   }
   const bool integer_elements = element_type == GgufType::kI32;
+  const bool float_elements = element_type == GgufType::kF32;
   const bool ok = v->type == GgufType::kArray &&
                   (integer_elements ? GgufValue{v->element_type}.is_integer()
+                   : float_elements ? GgufValue{v->element_type}.is_float()
                                     : v->element_type == element_type);
   if (!ok) {
     return metadata_error(file, key, absl::StrCat("expected an array of ",
@@ -192,8 +195,118 @@ absl::StatusOr<const GgufValue*> array_key(const GgufFile& file, const std::stri
   return v;
 }
 
+constexpr int kTokenTypeUnknown = 2;
 constexpr int kTokenTypeControl = 3;
 constexpr int kTokenTypeUserDefined = 4;
+
+json added_token(size_t id, const std::string& content, bool special) {
+  return {{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
+          {"rstrip", false}, {"normalized", false}, {"special", special}};
+}
+
+// The file's token types, checked against its token count (absent: every token normal).
+absl::StatusOr<const GgufValue*> token_types(const GgufFile& file, const GgufValue& tokens) {
+  WEFT_ASSIGN_OR_RETURN(const GgufValue* types,
+                        array_key(file, "tokenizer.ggml.token_type", GgufType::kI32, false));
+  if (types != nullptr && types->items.size() != tokens.items.size()) {
+    return metadata_error(file, "tokenizer.ggml.token_type",
+                          absl::StrCat(types->items.size(), " entries for ", tokens.items.size(),
+                                       " tokens"));
+  }
+  return types;
+}
+
+bool flag_or(const GgufFile& file, const char* key, bool fallback) {
+  const GgufValue* v = file.find(key);
+  return v != nullptr && v->type == GgufType::kBool ? v->integer != 0 : fallback;
+}
+
+// A sentencepiece vocabulary (tokenizer.ggml.model "llama") as transformers builds it from a
+// GGUF file (gguf_tokenizer_mapping.sentencepiece_tokenizer -> LlamaTokenizer): BPE over the
+// tokens as the file spells them, with byte fallback and fused unknowns; merges from the file or
+// derived from the scores (sentencepiece_merges.h); Metaspace("▁", prepend first, no split);
+// the <s>/</s> the flags ask for (BOS by default, as llama.cpp and transformers add it); the
+// unknown and control tokens special, the user-defined ones whole but not special.
+absl::StatusOr<json> sentencepiece_tokenizer_json(const GgufFile& file, const GgufValue& tokens) {
+  WEFT_ASSIGN_OR_RETURN(const GgufValue* types, token_types(file, tokens));
+  WEFT_ASSIGN_OR_RETURN(const GgufValue* merges,
+                        array_key(file, "tokenizer.ggml.merges", GgufType::kString, false));
+  std::vector<std::string> texts;
+  texts.reserve(tokens.items.size());
+  json vocab = json::object();
+  json added = json::array();
+  for (size_t id = 0; id < tokens.items.size(); ++id) {
+    const std::string& token = tokens.items[id].text;
+    texts.push_back(token);
+    vocab[token] = id;
+    const int64_t type = types != nullptr ? types->items[id].integer : 1;
+    if (type == kTokenTypeUnknown || type == kTokenTypeControl || type == kTokenTypeUserDefined) {
+      added.push_back(added_token(id, token, type != kTokenTypeUserDefined));
+    }
+  }
+  json merge_list = json::array();
+  if (merges != nullptr) {
+    for (const GgufValue& m : merges->items) merge_list.push_back(m.text);
+  } else {
+    WEFT_ASSIGN_OR_RETURN(const GgufValue* scores,
+                          array_key(file, "tokenizer.ggml.scores", GgufType::kF32, true));
+    if (scores->items.size() != tokens.items.size()) {
+      return metadata_error(file, "tokenizer.ggml.scores",
+                            absl::StrCat(scores->items.size(), " entries for ",
+                                         tokens.items.size(), " tokens"));
+    }
+    std::vector<double> values;
+    values.reserve(scores->items.size());
+    for (const GgufValue& v : scores->items) values.push_back(v.real);
+    for (auto& [left, right] : sentencepiece_merges(texts, values)) {
+      merge_list.push_back(json::array({std::move(left), std::move(right)}));
+    }
+  }
+  // BOS / EOS around every sequence, as the flags say (llama.cpp adds BOS when the file is silent).
+  json single = json::array();
+  json special_tokens = json::object();
+  const auto add_special = [&](const char* key, bool wanted) -> absl::Status {
+    if (!wanted) return absl::OkStatus();
+    const GgufValue* id = file.find(key);
+    if (id == nullptr || !id->is_integer() || id->integer < 0 ||
+        id->integer >= static_cast<int64_t>(tokens.items.size())) {
+      return metadata_error(file, key, "missing or out of range, but the file asks for the token");
+    }
+    const std::string& text = tokens.items[id->integer].text;
+    single.push_back({{"SpecialToken", {{"id", text}, {"type_id", 0}}}});
+    special_tokens[text] = {{"id", text}, {"ids", {id->integer}}, {"tokens", {text}}};
+    return absl::OkStatus();
+  };
+  WEFT_RETURN_IF_ERROR(add_special("tokenizer.ggml.bos_token_id",
+                                   flag_or(file, "tokenizer.ggml.add_bos_token", true)));
+  single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
+  WEFT_RETURN_IF_ERROR(add_special("tokenizer.ggml.eos_token_id",
+                                   flag_or(file, "tokenizer.ggml.add_eos_token", false)));
+  return json{
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"},
+        {"split", false}}},
+      {"post_processor",
+       {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single},
+        {"special_tokens", special_tokens}}},
+      {"decoder",
+       {{"type", "Sequence"},
+        {"decoders",
+         {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+          {{"type", "ByteFallback"}},
+          {{"type", "Fuse"}},
+          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
+      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+                 {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
+                 {"fuse_unk", true}, {"byte_fallback", true}, {"ignore_merges", false},
+                 {"vocab", vocab}, {"merges", merge_list}}},
+  };
+}
 
 }  // namespace
 
@@ -288,24 +401,20 @@ json gguf_generation_config_json(const GgufFile& file) {
 
 absl::StatusOr<json> gguf_tokenizer_json(const GgufFile& file) {
   const std::string model = string_key(file, "tokenizer.ggml.model");
-  if (model != "gpt2") {
+  if (model != "gpt2" && model != "llama") {
     return metadata_error(
         file, "tokenizer.ggml.model",
         model.empty() ? "missing (the file has no tokenizer)"
                       : absl::StrCat("'", model,
-                                     "' is not supported (supported: gpt2, byte-level BPE)"));
+                                     "' is not supported (supported: gpt2, byte-level BPE; llama, "
+                                     "sentencepiece BPE)"));
   }
   WEFT_ASSIGN_OR_RETURN(const GgufValue* tokens,
                         array_key(file, "tokenizer.ggml.tokens", GgufType::kString, true));
+  if (model == "llama") return sentencepiece_tokenizer_json(file, *tokens);
   WEFT_ASSIGN_OR_RETURN(const GgufValue* merges,
                         array_key(file, "tokenizer.ggml.merges", GgufType::kString, true));
-  WEFT_ASSIGN_OR_RETURN(const GgufValue* types,
-                        array_key(file, "tokenizer.ggml.token_type", GgufType::kI32, false));
-  if (types != nullptr && types->items.size() != tokens->items.size()) {
-    return metadata_error(file, "tokenizer.ggml.token_type",
-                          absl::StrCat(types->items.size(), " entries for ", tokens->items.size(),
-                                       " tokens"));
-  }
+  WEFT_ASSIGN_OR_RETURN(const GgufValue* types, token_types(file, *tokens));
 
   json vocab = json::object();
   json added = json::array();
@@ -317,9 +426,7 @@ absl::StatusOr<json> gguf_tokenizer_json(const GgufFile& file) {
     // Control tokens (whole, special) and user-defined ones (whole, not special), as transformers
     // adds them; a control token outside the byte alphabet is a llama.cpp mislabel it skips.
     if ((type == kTokenTypeControl && spelled) || type == kTokenTypeUserDefined) {
-      added.push_back({{"id", id}, {"content", token}, {"single_word", false},
-                       {"lstrip", false}, {"rstrip", false}, {"normalized", false},
-                       {"special", type == kTokenTypeControl}});
+      added.push_back(added_token(id, token, type == kTokenTypeControl));
     }
   }
   json merge_list = json::array();

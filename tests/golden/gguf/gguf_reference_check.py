@@ -9,6 +9,10 @@ file's metadata.
 
   gguf_reference_check.py WEFT --variant f16 [--variant q8_0 ...] [--mpirun MPIEXEC --tp 2]
   gguf_reference_check.py WEFT --reference smollm2_reference.json --variant q4_1 --file FILE
+  gguf_reference_check.py WEFT --reference spm_reference.json --variant f16
+
+A reference with a "tokenize" list (the sentencepiece file) is also checked string by string:
+`weft tokenize` must give transformers' ids and `weft detokenize` its decoded text.
 """
 import argparse
 import json
@@ -64,6 +68,31 @@ def check_case(args, variant: str, gguf: Path, case: dict) -> list:
     return errors
 
 
+def run_lines(args, command: str, gguf: Path, lines: list) -> list:
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    out = subprocess.run([args.weft, command, "--model", str(gguf)], input=stdin,
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        raise SystemExit(f"FAIL: weft {command} exited {out.returncode}:\n{out.stderr}")
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def check_tokenization(args, variant: str, gguf: Path, cases: list) -> list:
+    errors = []
+    got_ids = run_lines(args, "tokenize", gguf, [
+        {"text": c["text"], "add_special_tokens": c["add_special_tokens"]} for c in cases])
+    got_text = run_lines(args, "detokenize", gguf, [
+        {"ids": c["ids"], "skip_special_tokens": False} for c in cases])
+    for case, ids, text in zip(cases, got_ids, got_text):
+        if ids.get("ids") != case["ids"]:
+            errors.append(f"{variant} tokenize {case['text']!r} (add_special_tokens "
+                          f"{case['add_special_tokens']}): {ids} != {case['ids']}")
+        if text.get("text") != case["decoded"]:
+            errors.append(f"{variant} detokenize {case['ids']}: {text} != {case['decoded']!r}")
+    print(f"{variant}: {len(cases)} tokenizer cases, {len(errors)} differences")
+    return errors
+
+
 def check_chat_template(args, gguf: Path) -> list:
     request = json.dumps({"messages": [{"role": "user", "content": "hi"}],
                           "add_generation_prompt": True})
@@ -98,6 +127,8 @@ def main():
                              "the real file)")
         for case in reference[variant]["cases"]:
             errors += check_case(args, variant, gguf, case)
+        if "tokenize" in reference[variant] and not args.mpirun:
+            errors += check_tokenization(args, variant, gguf, reference[variant]["tokenize"])
     if not args.mpirun and args.reference == "reference.json":
         errors += check_chat_template(args, HERE / reference[args.variant[0]]["file"])
     for e in errors:

@@ -12,7 +12,14 @@
 4. transformers opens every file (`from_pretrained(dir, gguf_file=...)`, dequantized to F32) and
    records, per prompt: the token ids, the greedy continuation and the top-5 logprobs of each step.
 
-  /work/refvenv/bin/python tests/golden/gguf/make_gguf.py [--llama-cpp DIR]
+--spm writes the sentencepiece case instead (tiny_llama_spm.f16.gguf, spm_reference.json): a BPE
+sentencepiece model with byte fallback, trained by sentencepiece itself on this repository's docs,
+becomes the tokenizer.model of a small random Llama; llama.cpp's converter writes it the way it
+writes Llama 2 / Mistral / TinyLlama files (tokenizer.ggml.model "llama": tokens, scores, token
+types, no merges); transformers' ids for a corpus of awkward strings and its logits are the
+reference.
+
+  /work/refvenv/bin/python tests/golden/gguf/make_gguf.py [--llama-cpp DIR] [--spm]
 """
 import argparse
 import json
@@ -53,6 +60,69 @@ def make_hf_model(out: Path):
     model.save_pretrained(out, safe_serialization=True)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(REPO / "configs/default-model" / name, out / name)
+
+
+SPM_VOCAB = 1000
+# Strings that stress a sentencepiece tokenizer: leading/trailing/multiple spaces, newlines and
+# tabs, characters outside the vocabulary (byte fallback), special tokens in the text, digits.
+SPM_TEXTS = ["Hello world", " Hello world", "  two leading spaces", "trailing space ", "a  b   c",
+             "line one\nline two\n\nafter a blank", "tab\tseparated\tvalues", "", " ", "\n",
+             "caf\u00e9 na\u00efve r\u00e9sum\u00e9", "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8",
+             "emoji \U0001F600 and \U0001F680!", "<s>literal special</s> tokens", "12345 67890 3.14159",
+             "weft serves large language models across many GPUs.",
+             "The tensor parallel group splits each layer; the pipeline splits the layers.",
+             "\u2581already a metaspace", "mixed\u00a0nbsp and \u200bzero width"]
+
+
+def make_spm_hf_model(out: Path):
+    """A small random Llama whose tokenizer.model is a sentencepiece BPE trained here."""
+    import sentencepiece as spm
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+    out.mkdir(parents=True)
+    corpus = out / "corpus.txt"
+    lines = []
+    for doc in ["README.md", "docs/architecture.md"]:
+        lines += (REPO / doc).read_text(encoding="utf-8").splitlines()
+    lines += ["caf\u00e9 r\u00e9sum\u00e9 na\u00efve \u00e9t\u00e9"] * 20
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(corpus), model_prefix=str(out / "tokenizer"), model_type="bpe",
+        vocab_size=SPM_VOCAB, byte_fallback=True, character_coverage=1.0, num_threads=1,
+        split_digits=True, allow_whitespace_only_pieces=True, remove_extra_whitespaces=False,
+        normalization_rule_name="identity", bos_id=1, eos_id=2, unk_id=0, pad_id=-1)
+    corpus.unlink()
+    (out / "tokenizer.vocab").unlink()
+    torch.manual_seed(1)
+    config = LlamaConfig(vocab_size=SPM_VOCAB, hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-5,
+                         rope_theta=10000.0, tie_word_embeddings=False, bos_token_id=1,
+                         eos_token_id=2)
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.08)
+        for layer in model.model.layers:
+            layer.input_layernorm.weight.uniform_(0.8, 1.2)
+            layer.post_attention_layernorm.weight.uniform_(0.8, 1.2)
+        model.model.norm.weight.uniform_(0.8, 1.2)
+    model.save_pretrained(out, safe_serialization=True)
+    (out / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
+         "unk_token": "<unk>", "add_bos_token": True, "add_eos_token": False}))
+
+
+def spm_tokenization_reference(gguf_path: Path) -> list:
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    cases = []
+    for text in SPM_TEXTS:
+        for add_special in (True, False):
+            ids = tok.encode(text, add_special_tokens=add_special)
+            cases.append({"text": text, "add_special_tokens": add_special, "ids": ids,
+                          "decoded": tok.decode(ids, skip_special_tokens=False)})
+    return cases
 
 
 def convert(llama_cpp: Path, hf_dir: Path, out: Path):
@@ -132,10 +202,22 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--llama-cpp", type=Path, default=DEFAULT_LLAMA_CPP)
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--spm", action="store_true", help="write the sentencepiece case only")
     parser.add_argument("--smollm2", type=Path,
                         help="only write smollm2_reference.json for this file "
                              "(scripts/fetch-smollm2-gguf.sh prints its path)")
     args = parser.parse_args()
+    if args.spm:
+        with tempfile.TemporaryDirectory() as tmp:
+            hf_dir = Path(tmp) / "hf"
+            make_spm_hf_model(hf_dir)
+            gguf_path = args.out / "tiny_llama_spm.f16.gguf"
+            convert(args.llama_cpp, hf_dir, gguf_path)
+        ref = reference(gguf_path, ["The capital of France is", " weft serves models", "caf\u00e9 \U0001F600"])
+        ref["tokenize"] = spm_tokenization_reference(gguf_path)
+        (args.out / "spm_reference.json").write_text(json.dumps({"f16": ref}, indent=1) + "\n")
+        print(gguf_path, gguf_path.stat().st_size, "bytes")
+        return
     if args.smollm2:
         ref = reference(args.smollm2, SMOLLM2_PROMPTS, 16)
         (args.out / "smollm2_reference.json").write_text(json.dumps({"q4_1": ref}, indent=1) + "\n")

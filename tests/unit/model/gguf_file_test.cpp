@@ -186,14 +186,25 @@ TEST_F(GgufFileTest, MetadataThatWeftWouldIgnoreIsRefusedByName) {
   ASSERT_FALSE(config.ok());
   EXPECT_NE(config.status().message().find("'gemma3' is not supported"), std::string::npos);
 
+  GgufBytes unigram;
+  unigram.header(0, 2).kv_string("tokenizer.ggml.model", "t5")
+      .kv_string_array("tokenizer.ggml.tokens", {"a"}).data(8);
+  file = open(unigram);
+  ASSERT_TRUE(file.ok());
+  auto tokenizer = gguf_tokenizer_json(**file);
+  ASSERT_FALSE(tokenizer.ok());
+  EXPECT_NE(tokenizer.status().message().find("tokenizer.ggml.model"), std::string::npos);
+
+  // A sentencepiece vocabulary needs its merges or its scores to derive them from.
   GgufBytes spm;
   spm.header(0, 2).kv_string("tokenizer.ggml.model", "llama")
       .kv_string_array("tokenizer.ggml.tokens", {"a"}).data(8);
   file = open(spm);
   ASSERT_TRUE(file.ok());
-  auto tokenizer = gguf_tokenizer_json(**file);
+  tokenizer = gguf_tokenizer_json(**file);
   ASSERT_FALSE(tokenizer.ok());
-  EXPECT_NE(tokenizer.status().message().find("tokenizer.ggml.model"), std::string::npos);
+  EXPECT_NE(tokenizer.status().message().find("tokenizer.ggml.scores"), std::string::npos)
+      << tokenizer.status();
 }
 
 TEST_F(GgufFileTest, TensorNamesMapToHuggingFaceNames) {
