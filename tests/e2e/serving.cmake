@@ -77,6 +77,11 @@ if(WEFT_MPI)
   if(Python3_Interpreter_FOUND)
     # weft supervise under 20 random rank kills (10 TP2, 10 PP2; the PP2 run stalls a rank with
     # SIGSTOP once too): every request completes with the undisturbed run's text.
+    # Its bounds: an engine that cannot run or never becomes ready, one that dies every time.
+    add_test(NAME e2e_supervisor_give_up
+             COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/supervisor_give_up_test.sh $<TARGET_FILE:weft>
+                     ${PROJECT_SOURCE_DIR}/configs/default-model)
+    set_tests_properties(e2e_supervisor_give_up PROPERTIES LABELS e2e TIMEOUT 300)
     foreach(layout tp2 pp2)
       set(stops 0)
       if(layout STREQUAL "pp2")
