@@ -72,3 +72,12 @@ if(WEFT_MPI)
                    $<TARGET_FILE:weft> $<TARGET_FILE:make_test_model>)
   set_tests_properties(e2e_serve_mpi_tp2 PROPERTIES LABELS "e2e;mpi" TIMEOUT 300)
 endif()
+
+if(Python3_Interpreter_FOUND)
+  # weft inspect: the report against tokenize / generate --json, the stop kinds, and the page in
+  # a headless Chromium (scripts/install-deps.sh installs it; the page check skips without it).
+  add_test(NAME e2e_inspect
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_inspect.py
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+  set_tests_properties(e2e_inspect PROPERTIES LABELS e2e TIMEOUT 600)
+endif()
