@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "core/html_escape.h"
+
 namespace weft {
 namespace {
 
@@ -193,22 +195,6 @@ void attention_section(std::ostringstream& o, const ReportJson& attention, const
 }
 
 }  // namespace
-
-std::string html_escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string render_inspect_html(const ReportJson& report) {
   std::ostringstream o;

@@ -12,7 +12,4 @@ namespace weft {
 
 std::string render_inspect_html(const ReportJson& report);
 
-// `text` with &, <, >, " and ' escaped for HTML text and attribute values.
-std::string html_escape(const std::string& text);
-
 }  // namespace weft

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -17,6 +19,13 @@ ReportJson piece_of(int32_t id, const Tokenizer* tokenizer) {
   if (tokenizer == nullptr) return nullptr;
   std::optional<std::string> bytes = tokenizer->token_bytes(id);
   return bytes ? ReportJson(*bytes) : ReportJson(nullptr);
+}
+
+// A float parameter as the decimal it was written as (0.8, not 0.800000011920929).
+double decimal(float v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.7g", static_cast<double>(v));
+  return std::strtod(text, nullptr);
 }
 
 ReportJson sourced(ReportJson value, const std::string& source) {
@@ -49,16 +58,16 @@ ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation,
     return "weft default";
   };
   ReportJson out;
-  out["temperature"] = sourced(p.temperature, source("temperature", generation.temperature.has_value(), "temperature"));
+  out["temperature"] = sourced(decimal(p.temperature), source("temperature", generation.temperature.has_value(), "temperature"));
   out["greedy"] = p.is_greedy();
-  out["top_p"] = sourced(p.top_p, source("top-p", generation.top_p.has_value(), "top_p"));
+  out["top_p"] = sourced(decimal(p.top_p), source("top-p", generation.top_p.has_value(), "top_p"));
   out["top_k"] = sourced(p.top_k, source("top-k", generation.top_k.has_value(), "top_k"));
-  out["min_p"] = sourced(p.min_p, source("min-p", generation.min_p.has_value(), "min_p"));
-  out["repetition_penalty"] = sourced(p.repetition_penalty, source("repetition-penalty",
+  out["min_p"] = sourced(decimal(p.min_p), source("min-p", generation.min_p.has_value(), "min_p"));
+  out["repetition_penalty"] = sourced(decimal(p.repetition_penalty), source("repetition-penalty",
                                                                    generation.repetition_penalty.has_value(),
                                                                    "repetition_penalty"));
-  out["presence_penalty"] = sourced(p.presence_penalty, source("presence-penalty", false, ""));
-  out["frequency_penalty"] = sourced(p.frequency_penalty, source("frequency-penalty", false, ""));
+  out["presence_penalty"] = sourced(decimal(p.presence_penalty), source("presence-penalty", false, ""));
+  out["frequency_penalty"] = sourced(decimal(p.frequency_penalty), source("frequency-penalty", false, ""));
   out["max_tokens"] = sourced(p.max_tokens, source("max-tokens", generation.max_new_tokens.has_value(),
                                                    "max_new_tokens"));
   out["min_tokens"] = sourced(p.min_tokens, source("min-tokens", false, ""));

@@ -2,7 +2,8 @@
 stop, and the HTML page in a real headless Chromium.
 
 Run by ctest (label e2e) as:
-  python3 test_inspect.py --weft WEFT_BINARY --model DEFAULT_MODEL_DIR [--screenshot-dir DIR]
+  python3 test_inspect.py --weft WEFT_BINARY --model DEFAULT_MODEL_DIR --eos-model GOLDEN_LLAMA_GQA
+                          [--screenshot-dir DIR]
 Checks: the report's prompt ids equal `weft tokenize` of its rendered prompt (plain and --chat);
 pieces and offsets are consistent; its per-step tokens and logprobs equal `weft generate --json`
 (greedy and seeded sampling); the stop kind is right for max_tokens, a stop string (with its
@@ -74,7 +75,8 @@ class InspectReport(unittest.TestCase):
                 self.assertTrue(any(t["special"] for t in tokens), "the chat template's markers are special")
 
     def test_steps_equal_generate_json_logprobs(self):
-        for flags in (["--max-tokens", "12"],
+        # Sampled both times (the default model's generation_config.json sets temperature 0.8).
+        for flags in (["--max-tokens", "12", "--request-seed", "3"],
                       ["--max-tokens", "12", "--temperature", "0.9", "--top-p", "0.95", "--request-seed", "7"]):
             report, _ = inspect(self.tmp, "steps", "--prompt", PROMPT, *flags)
             ref = generate_json("--prompt", PROMPT, *flags)
@@ -100,17 +102,18 @@ class InspectReport(unittest.TestCase):
                 self.assertNotEqual(sampling["temperature"]["source"], "request (--temperature)")
 
     def test_stop_kinds(self):
-        base = generate_json("--prompt", PROMPT, "--max-tokens", "24", "--ignore-eos")
+        greedy = ["--temperature", "0"]
+        base = generate_json("--prompt", PROMPT, "--max-tokens", "24", "--ignore-eos", *greedy)
         text, ids = base["text"], base["output_ids"]
 
-        report, _ = inspect(self.tmp, "max", "--prompt", PROMPT, "--max-tokens", "4", "--ignore-eos")
+        report, _ = inspect(self.tmp, "max", "--prompt", PROMPT, *greedy, "--max-tokens", "4", "--ignore-eos")
         self.assertEqual(report["stop"]["kind"], "max_tokens")
         self.assertEqual(report["stop"]["finish_reason"], "length")
         self.assertEqual(len(report["steps"]), 4)
         self.assertFalse(report["stop"]["context_length_reached"])
 
         stop = text[8:12]
-        report, _ = inspect(self.tmp, "stopstr", "--prompt", PROMPT, "--max-tokens", "24", "--ignore-eos",
+        report, _ = inspect(self.tmp, "stopstr", "--prompt", PROMPT, *greedy, "--max-tokens", "24", "--ignore-eos",
                             "--stop", stop)
         self.assertEqual(report["stop"]["kind"], "stop_string")
         self.assertEqual(report["stop"]["stop_string"], stop)
@@ -118,7 +121,7 @@ class InspectReport(unittest.TestCase):
         self.assertEqual(report["text"], text[: text.index(stop)])
 
         token = ids[3]
-        report, _ = inspect(self.tmp, "stoptok", "--prompt", PROMPT, "--max-tokens", "24", "--ignore-eos",
+        report, _ = inspect(self.tmp, "stoptok", "--prompt", PROMPT, *greedy, "--max-tokens", "24", "--ignore-eos",
                             "--stop-token-ids", str(token))
         self.assertEqual(report["stop"]["kind"], "stop_token")
         self.assertEqual(report["stop"]["token"], token)
@@ -126,27 +129,42 @@ class InspectReport(unittest.TestCase):
 
         # The context length: prompt + max_tokens exactly fill --max-model-len.
         prompt_len = len(base["prompt_ids"])
-        report, _ = inspect(self.tmp, "ctx", "--prompt", PROMPT, "--max-tokens", "3", "--ignore-eos",
+        report, _ = inspect(self.tmp, "ctx", "--prompt", PROMPT, *greedy, "--max-tokens", "3", "--ignore-eos",
                             "--max-model-len", str(prompt_len + 3))
         self.assertEqual(report["stop"]["kind"], "max_tokens")
         self.assertTrue(report["stop"]["context_length_reached"])
         self.assertIn("context length %d" % (prompt_len + 3), report["stop"]["detail"])
 
-        # End of sequence: the chat reply of the default model ends with its EOS token.
-        report, _ = inspect(self.tmp, "eos", "--prompt", "Who was Moses?", "--chat", "--max-tokens", "200")
-        eos = report["sampling"]["eos_token_ids"]["value"]
+        # End of sequence: the default model hardly ever ends its text, so the golden llama_gqa with
+        # its prompt_2, whose greedy continuation by transformers (reference.safetensors) has EOS (2)
+        # as token 9: 366 454 385 20 487 340 314 181 2.
+        html = os.path.join(self.tmp, "eos.html")
+        run("inspect", "--model", ARGS.eos_model, "--generation-config", "none", "--max-tokens", "32", "--report", html,
+            "--prompt-ids", "470,39,173,443,469,132,417,65,45,419,208,321,335,476,277,464,243,149,59,138,89,46,173,"
+            "227,247,107")
+        with open(os.path.join(self.tmp, "eos.json")) as f:
+            report = json.load(f)
+        self.assertEqual(report["output_ids"], [366, 454, 385, 20, 487, 340, 314, 181, 2])
         self.assertEqual(report["stop"]["kind"], "eos", report["stop"])
-        self.assertIn(report["stop"]["token"], eos)
-        self.assertEqual(report["output_ids"][-1], report["stop"]["token"])
+        self.assertEqual(report["stop"]["token"], 2)
+        self.assertEqual(report["sampling"]["eos_token_ids"]["value"], [2])
+        self.assertIsNone(report["steps"][0]["piece"])  # no tokenizer: ids only
 
-        report, _ = inspect(self.tmp, "choice", "--prompt", PROMPT, "--choice", "yes|no", "--max-tokens", "10")
+        # A complete choice allows only the end of sequence, which then ends it; with --ignore-eos the
+        # end of sequence does not stop, and the complete grammar does.
+        report, _ = inspect(self.tmp, "choice", "--prompt", PROMPT, *greedy, "--choice", "yes|no", "--max-tokens", "10")
+        self.assertEqual(report["stop"]["kind"], "eos")
+        self.assertIn(report["text"], ("yes", "no"))
+        report, _ = inspect(self.tmp, "choice", "--prompt", PROMPT, *greedy, "--choice", "yes|no", "--max-tokens", "10",
+                            "--ignore-eos")
         self.assertEqual(report["stop"]["kind"], "grammar_complete")
         self.assertIn(report["text"], ("yes", "no"))
         self.assertTrue(all("constraint or banned-phrase mask" in s["changed_by"] or
                             s["processed_argmax"] == s["raw_argmax"] for s in report["steps"]))
 
     def test_penalty_that_moves_the_choice_is_named(self):
-        report, _ = inspect(self.tmp, "penalty", "--prompt", PROMPT, "--max-tokens", "24", "--ignore-eos",
+        report, _ = inspect(self.tmp, "penalty", "--prompt", PROMPT, "--temperature", "0", "--max-tokens", "24",
+                            "--ignore-eos",
                             "--repetition-penalty", "1.8")
         moved = 0
         for s in report["steps"]:
@@ -169,7 +187,8 @@ class InspectReport(unittest.TestCase):
                 self.assertAlmostEqual(sum(r["weights"]), 1.0, delta=1e-4)
         self.assertGreater(report["resources"]["ranks"][0]["peak_rss_bytes"], 0)
         self.assertGreaterEqual(report["resources"]["kv_blocks_peak"], 1)
-        page = open(html, encoding="utf-8").read()
+        with open(html, encoding="utf-8") as f:
+            page = f.read()
         # Nothing to fetch: no scripts, links, images or URLs other than the SVG namespace.
         for needle in ("<script", "<link", "<img", "src=", "href=", "url("):
             self.assertNotIn(needle, page)
@@ -214,6 +233,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--weft", required=True)
     parser.add_argument("--model", required=True)
+    parser.add_argument("--eos-model", required=True, help="tests/golden/models/llama_gqa")
     parser.add_argument("--screenshot-dir")
     ARGS, rest = parser.parse_known_args()
     unittest.main(argv=[sys.argv[0]] + rest)
