@@ -50,7 +50,7 @@ def main():
         ax = axes[2]
         ax.plot(batches, [100 * f for f in fractions], "o-", color="tab:green")
         ax.set_title("decode bytes / measured read bandwidth")
-        ax.set_ylabel("% of %.1f GB/s" % (bench["memory_read_bandwidth_bytes_per_s"] / 1e9))
+        ax.set_ylabel("%% of %.1f GB/s" % (bench["memory_read_bandwidth_bytes_per_s"] / 1e9))
         ax.set_ylim(0, max(100, 105 * max(fractions)))
     for ax in axes:
         ax.set_xscale("log", base=2)

@@ -177,6 +177,18 @@ class InspectReport(unittest.TestCase):
                 self.assertEqual(s["changed_by"], [])
         self.assertGreater(moved, 0, "a 1.8 repetition penalty should move some greedy choice")
 
+    def test_bad_flags_are_named(self):
+        for flags, message in ((["--prompt", PROMPT], "--report FILE.html is required"),
+                               (["--prompt", PROMPT, "--report", "x.html", "--attention-layers", "99"],
+                                "--attention-layers: 99 is outside [0, "),
+                               (["--prompt", PROMPT, "--report", "x.html", "--attention-heads", "a"],
+                                "--attention-heads"),
+                               (["--prompt", PROMPT, "--report", "x.html", "--n", "2"], "--n: weft inspect follows one")):
+            done = subprocess.run([ARGS.weft, "inspect", "--model", ARGS.model, *flags], capture_output=True, text=True,
+                                  timeout=60, cwd=self.tmp)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn(message, done.stderr)
+
     def test_html_in_headless_chromium(self):
         report, html = inspect(self.tmp, "page", "--prompt", PROMPT, "--chat", "--max-tokens", "10",
                                "--attention-layers", "0,1", "--attention-heads", "0,1")
@@ -236,4 +248,5 @@ if __name__ == "__main__":
     parser.add_argument("--eos-model", required=True, help="tests/golden/models/llama_gqa")
     parser.add_argument("--screenshot-dir")
     ARGS, rest = parser.parse_known_args()
+    ARGS.weft, ARGS.model, ARGS.eos_model = (os.path.abspath(p) for p in (ARGS.weft, ARGS.model, ARGS.eos_model))
     unittest.main(argv=[sys.argv[0]] + rest)
