@@ -190,7 +190,9 @@ class InspectReport(unittest.TestCase):
             self.assertIn(message, done.stderr)
 
     def test_html_in_headless_chromium(self):
-        report, html = inspect(self.tmp, "page", "--prompt", PROMPT, "--chat", "--max-tokens", "10",
+        # Markup in the prompt must come out as text (the page would otherwise hold a script).
+        report, html = inspect(self.tmp, "page", "--prompt", PROMPT + ' <script>x("&")</script>', "--chat",
+                               "--max-tokens", "10",
                                "--attention-layers", "0,1", "--attention-heads", "0,1")
         self.assertEqual(len(report["attention"]["maps"]), 4)
         for m in report["attention"]["maps"]:
@@ -205,6 +207,7 @@ class InspectReport(unittest.TestCase):
         for needle in ("<script", "<link", "<img", "src=", "href=", "url("):
             self.assertNotIn(needle, page)
         self.assertEqual(page.replace('xmlns="http://www.w3.org/2000/svg"', "").count("http"), 0)
+        self.assertIn("&lt;script&gt;x(&#34;&amp;&#34;)&lt;/script&gt;", page)
         chromium = shutil.which("chromium") or shutil.which("chromium-browser")
         if chromium is None:
             raise unittest.SkipTest("chromium is not installed (scripts/install-deps.sh installs it)")

@@ -7,7 +7,7 @@ Runs `weft inspect` on the golden model with the committed dump's prompt (greedy
 layer and head recorded) and checks: the generated ids equal transformers' greedy ids; every
 recorded row, for every layer and query head, equals transformers' weights within 1e-4; nothing is
 missing or extra. With --mpirun, the same under `mpirun -np 2 ... --tp 2`, where each rank records
-its own query heads and rank 0 gathers them.
+its own query heads and rank 0 gathers them, and under --pp 2, where each stage records its layers.
 """
 
 import argparse
@@ -22,15 +22,15 @@ HERE = Path(__file__).resolve().parent
 TOLERANCE = 1e-4
 
 
-def run_inspect(weft, reference, mpirun, workdir):
+def run_inspect(weft, reference, mpirun, workdir, layout=()):
     model = HERE.parent / "models" / reference["model"]
-    report = Path(workdir) / ("tp2.html" if mpirun else "one.html")
+    report = Path(workdir) / (("_".join(layout) or "one") + ".html")
     cmd = [weft, "inspect", "--model", str(model), "--prompt-ids", ",".join(map(str, reference["prompt_ids"])),
            "--max-tokens", str(len(reference["output_ids"])), "--ignore-eos", "--generation-config", "none",
            "--attention-layers", "all", "--attention-heads", "all", "--threads", "1", "--report", str(report)]
     env = dict(os.environ)
     if mpirun:
-        cmd = [mpirun, "--oversubscribe", "-np", "2"] + cmd + ["--tp", "2"]
+        cmd = [mpirun, "--oversubscribe", "-np", "2"] + cmd + list(layout)
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240)
     if done.returncode != 0:
@@ -82,7 +82,8 @@ def main():
     with tempfile.TemporaryDirectory() as workdir:
         failures += compare(run_inspect(args.weft, reference, None, workdir), reference, "one process")
         if args.mpirun:
-            failures += compare(run_inspect(args.weft, reference, args.mpirun, workdir), reference, "TP2")
+            failures += compare(run_inspect(args.weft, reference, args.mpirun, workdir, ("--tp", "2")), reference, "TP2")
+            failures += compare(run_inspect(args.weft, reference, args.mpirun, workdir, ("--pp", "2")), reference, "PP2")
     for f in failures:
         print("FAIL", f)
     sys.exit(1 if failures else 0)
