@@ -42,7 +42,8 @@ absl::StatusOr<std::vector<int>> index_list(const CliArgs& cli, const std::strin
     if (!ids.ok()) return ids.status();
     for (int32_t id : *ids) {
       if (id < 0 || id >= count) {
-        return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", id, " is outside [0, ", count, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("--", flag, ": ", id, " is outside [0, ", count, ")"));
       }
       out.push_back(id);
     }
@@ -53,7 +54,8 @@ absl::StatusOr<std::vector<int>> index_list(const CliArgs& cli, const std::strin
 }
 
 // Defaults: the first, middle and last layers; query heads 0 and 1.
-absl::StatusOr<AttentionSelection> attention_selection(const CliArgs& cli, const ModelConfig& config) {
+absl::StatusOr<AttentionSelection> attention_selection(const CliArgs& cli,
+                                                       const ModelConfig& config) {
   const int layers = static_cast<int>(config.num_hidden_layers);
   const int heads = static_cast<int>(config.num_attention_heads);
   AttentionSelection s;
@@ -75,8 +77,8 @@ struct Inspection {
   int64_t major_faults_after = 0;
 };
 
-int inspect(EngineSession& session, const CliArgs& cli, const PromptInput& prompt, const SamplingParams& params,
-            Inspection& result) {
+int inspect(EngineSession& session, const CliArgs& cli, const PromptInput& prompt,
+            const SamplingParams& params, Inspection& result) {
   Engine& engine = session.engine();
   auto request = request_from_flags(cli, prompt, params, session);
   if (!request.ok()) return fail(request.status());
@@ -101,7 +103,8 @@ int inspect(EngineSession& session, const CliArgs& cli, const PromptInput& promp
     peak_blocks = std::max(peak_blocks, total_blocks - engine.blocks().num_free_blocks());
     for (SequenceOutput& out : *outputs) {
       for (size_t i = 0; i < out.token_ids.size(); ++i) {
-        steps.push_back(step_json(static_cast<int64_t>(output_ids.size()), out.samples[i], params, tokenizer));
+        steps.push_back(
+            step_json(static_cast<int64_t>(output_ids.size()), out.samples[i], params, tokenizer));
         output_ids.push_back(out.token_ids[i]);
       }
       text += out.text;
@@ -121,7 +124,8 @@ int inspect(EngineSession& session, const CliArgs& cli, const PromptInput& promp
   r["steps"] = std::move(steps);
   r["output_ids"] = output_ids;
   if (tokenizer != nullptr) r["text"] = text;
-  r["stop"] = stop_json(last, text, result.prompt_len, result.num_output, params, eos_ids, engine.config().max_model_len);
+  r["stop"] = stop_json(last, text, result.prompt_len, result.num_output, params, eos_ids,
+                        engine.config().max_model_len);
   const BannedPhraseStats& banned = engine.banned_phrase_stats();
   r["resources"] = {{"kv_blocks_peak", peak_blocks},
                     {"kv_blocks_total", total_blocks},
@@ -140,7 +144,8 @@ absl::Status write_file(const std::filesystem::path& path, const std::string& te
   std::ofstream out(path, std::ios::binary);
   out << text;
   out.close();
-  if (!out) return absl::InvalidArgumentError(absl::StrCat("--report: cannot write ", path.string()));
+  if (!out)
+    return absl::InvalidArgumentError(absl::StrCat("--report: cannot write ", path.string()));
   return absl::OkStatus();
 }
 
@@ -155,7 +160,8 @@ int run_inspect(const std::vector<std::string>& args) {
   defaults.temperature = 0.0f;
   auto checked = sampling_params_from(cli, defaults);
   if (!checked.ok()) return fail(checked.status());
-  if (checked->n != 1) return fail(absl::InvalidArgumentError("--n: weft inspect follows one sequence (n 1)"));
+  if (checked->n != 1)
+    return fail(absl::InvalidArgumentError("--n: weft inspect follows one sequence (n 1)"));
   auto started = EngineSession::start(cli);
   if (!started.ok()) return fail(started.status());
   EngineSession& session = **started;
@@ -200,11 +206,14 @@ int run_inspect(const std::vector<std::string>& args) {
     return std::tie(a.layer, a.head, a.position) < std::tie(b.layer, b.head, b.position);
   });
   ReportJson& report = inspection.report;
-  report["attention"] = attention_json(*selection, all, inspection.prompt_len, inspection.num_output, 5);
+  report["attention"] =
+      attention_json(*selection, all, inspection.prompt_len, inspection.num_output, 5);
   ReportJson ranks = ReportJson::array();
   for (size_t rank = 0; rank < usage->size(); ++rank) {
     const ProcessUsage u = ProcessUsage::parse((*usage)[rank]);
-    ranks.push_back({{"rank", rank}, {"peak_rss_bytes", u.peak_rss_bytes}, {"major_page_faults", u.major_faults}});
+    ranks.push_back({{"rank", rank},
+                     {"peak_rss_bytes", u.peak_rss_bytes},
+                     {"major_page_faults", u.major_faults}});
   }
   report["resources"]["ranks"] = std::move(ranks);
   report["resources"]["major_page_faults_during_generation"] =
@@ -215,8 +224,10 @@ int run_inspect(const std::vector<std::string>& args) {
   const std::string json = report.dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::filesystem::path html_file = cli.get_or("report", "");
   if (absl::Status s = write_file(json_path(html_file), json + "\n"); !s.ok()) return fail(s);
-  if (absl::Status s = write_file(html_file, render_inspect_html(ReportJson::parse(json))); !s.ok()) return fail(s);
-  std::cerr << "weft inspect: wrote " << html_file.string() << " and " << json_path(html_file).string() << "\n";
+  if (absl::Status s = write_file(html_file, render_inspect_html(ReportJson::parse(json))); !s.ok())
+    return fail(s);
+  std::cerr << "weft inspect: wrote " << html_file.string() << " and "
+            << json_path(html_file).string() << "\n";
   return 0;
 }
 

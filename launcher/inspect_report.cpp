@@ -42,14 +42,15 @@ ReportJson token_list_json(const std::vector<int32_t>& ids, const Tokenizer* tok
     t["special"] = tokenizer != nullptr && tokenizer->is_special(id);
     t["byte_fallback"] = tokenizer != nullptr && tokenizer->is_fallback_byte(id);
     t["offset"] = tokenizer != nullptr ? ReportJson(offset) : ReportJson(nullptr);
-    if (t["piece"].is_string()) offset += static_cast<int64_t>(t["piece"].get<std::string>().size());
+    if (t["piece"].is_string())
+      offset += static_cast<int64_t>(t["piece"].get<std::string>().size());
     out.push_back(std::move(t));
   }
   return out;
 }
 
-ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation, const SamplingParams& p,
-                         const std::vector<int32_t>& eos_ids) {
+ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation,
+                         const SamplingParams& p, const std::vector<int32_t>& eos_ids) {
   const bool from_file = cli.get_or("generation-config", "auto") != "none";
   // A parameter's source: its flag, else generation_config.json's field when used and set.
   auto source = [&](const char* flag, bool file_sets, const char* file_field) -> std::string {
@@ -58,18 +59,23 @@ ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation,
     return "weft default";
   };
   ReportJson out;
-  out["temperature"] = sourced(decimal(p.temperature), source("temperature", generation.temperature.has_value(), "temperature"));
+  out["temperature"] =
+      sourced(decimal(p.temperature),
+              source("temperature", generation.temperature.has_value(), "temperature"));
   out["greedy"] = p.is_greedy();
   out["top_p"] = sourced(decimal(p.top_p), source("top-p", generation.top_p.has_value(), "top_p"));
   out["top_k"] = sourced(p.top_k, source("top-k", generation.top_k.has_value(), "top_k"));
   out["min_p"] = sourced(decimal(p.min_p), source("min-p", generation.min_p.has_value(), "min_p"));
-  out["repetition_penalty"] = sourced(decimal(p.repetition_penalty), source("repetition-penalty",
-                                                                   generation.repetition_penalty.has_value(),
-                                                                   "repetition_penalty"));
-  out["presence_penalty"] = sourced(decimal(p.presence_penalty), source("presence-penalty", false, ""));
-  out["frequency_penalty"] = sourced(decimal(p.frequency_penalty), source("frequency-penalty", false, ""));
-  out["max_tokens"] = sourced(p.max_tokens, source("max-tokens", generation.max_new_tokens.has_value(),
-                                                   "max_new_tokens"));
+  out["repetition_penalty"] =
+      sourced(decimal(p.repetition_penalty),
+              source("repetition-penalty", generation.repetition_penalty.has_value(),
+                     "repetition_penalty"));
+  out["presence_penalty"] =
+      sourced(decimal(p.presence_penalty), source("presence-penalty", false, ""));
+  out["frequency_penalty"] =
+      sourced(decimal(p.frequency_penalty), source("frequency-penalty", false, ""));
+  out["max_tokens"] = sourced(
+      p.max_tokens, source("max-tokens", generation.max_new_tokens.has_value(), "max_new_tokens"));
   out["min_tokens"] = sourced(p.min_tokens, source("min-tokens", false, ""));
   out["stop"] = sourced(p.stop, source("stop", false, ""));
   out["stop_token_ids"] = sourced(p.stop_token_ids, source("stop-token-ids", false, ""));
@@ -78,19 +84,24 @@ ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation,
   out["seed"] = p.seed ? sourced(*p.seed, source("request-seed", false, ""))
                        : sourced(nullptr, "engine seed (--seed or random)");
   out["eos_token_ids"] =
-      sourced(eos_ids, generation.eos_token_ids.empty() ? "config.json" : "generation_config.json (eos_token_id)");
+      sourced(eos_ids, generation.eos_token_ids.empty() ? "config.json"
+                                                        : "generation_config.json (eos_token_id)");
   return out;
 }
 
 ReportJson step_json(int64_t index, const SampleResult& sample, const SamplingParams& params,
                      const Tokenizer* tokenizer) {
-  ReportJson s = {{"index", index}, {"token", sample.token}, {"piece", piece_of(sample.token, tokenizer)}};
+  ReportJson s = {
+      {"index", index}, {"token", sample.token}, {"piece", piece_of(sample.token, tokenizer)}};
   s["special"] = tokenizer != nullptr && tokenizer->is_special(sample.token);
   s["logprob"] = std::isnan(sample.logprob) ? ReportJson(nullptr) : ReportJson(sample.logprob);
-  s["probability"] = std::isnan(sample.logprob) ? ReportJson(nullptr) : ReportJson(std::exp(sample.logprob));
+  s["probability"] =
+      std::isnan(sample.logprob) ? ReportJson(nullptr) : ReportJson(std::exp(sample.logprob));
   ReportJson top = ReportJson::array();
   for (const auto& [id, logprob] : sample.top_logprobs) {
-    top.push_back({{"token", id}, {"piece", piece_of(id, tokenizer)}, {"logprob", logprob},
+    top.push_back({{"token", id},
+                   {"piece", piece_of(id, tokenizer)},
+                   {"logprob", logprob},
                    {"probability", std::exp(logprob)}});
   }
   s["top"] = std::move(top);
@@ -115,8 +126,9 @@ ReportJson step_json(int64_t index, const SampleResult& sample, const SamplingPa
   return s;
 }
 
-ReportJson stop_json(const SequenceOutput& last, const std::string& text, int64_t prompt_len, int64_t num_output,
-                     const SamplingParams& params, const std::vector<int32_t>& eos_ids, int64_t max_model_len) {
+ReportJson stop_json(const SequenceOutput& last, const std::string& text, int64_t prompt_len,
+                     int64_t num_output, const SamplingParams& params,
+                     const std::vector<int32_t>& eos_ids, int64_t max_model_len) {
   ReportJson s = {{"finish_reason", std::string(finish_reason_name(last.finish_reason))}};
   switch (last.finish_reason) {
     case FinishReason::kStop:
@@ -125,14 +137,16 @@ ReportJson stop_json(const SequenceOutput& last, const std::string& text, int64_
         s["stop_string"] = *last.stop_string;
         // The text ends where the stop string began (it is not part of the output).
         s["offset"] = text.size();
-        s["detail"] = "stop string matched at byte " + std::to_string(text.size()) + " of the generated text";
+        s["detail"] =
+            "stop string matched at byte " + std::to_string(text.size()) + " of the generated text";
       } else if (last.stop_token) {
-        const bool eos = !params.ignore_eos &&
-                         std::find(eos_ids.begin(), eos_ids.end(), *last.stop_token) != eos_ids.end();
+        const bool eos = !params.ignore_eos && std::find(eos_ids.begin(), eos_ids.end(),
+                                                         *last.stop_token) != eos_ids.end();
         s["kind"] = eos ? "eos" : "stop_token";
         s["token"] = *last.stop_token;
-        s["detail"] = std::string(eos ? "end-of-sequence token " : "stop token (--stop-token-ids) ") +
-                      std::to_string(*last.stop_token);
+        s["detail"] =
+            std::string(eos ? "end-of-sequence token " : "stop token (--stop-token-ids) ") +
+            std::to_string(*last.stop_token);
       } else {
         s["kind"] = "grammar_complete";
         s["detail"] = "the output constraint allows nothing more";
@@ -148,13 +162,15 @@ ReportJson stop_json(const SequenceOutput& last, const std::string& text, int64_
         s["detail"] = "max_tokens " + std::to_string(params.max_tokens) + " reached";
         if (prompt_len + num_output >= max_model_len) {
           s["detail"] = s["detail"].get<std::string>() + ", which is also the context length " +
-                        std::to_string(max_model_len) + " (prompt " + std::to_string(prompt_len) + " tokens)";
+                        std::to_string(max_model_len) + " (prompt " + std::to_string(prompt_len) +
+                        " tokens)";
         }
       } else {
         s["kind"] = "context_length";
         s["limit"] = max_model_len;
-        s["detail"] = "prompt " + std::to_string(prompt_len) + " + output " + std::to_string(num_output) +
-                      " tokens reached the context length " + std::to_string(max_model_len);
+        s["detail"] = "prompt " + std::to_string(prompt_len) + " + output " +
+                      std::to_string(num_output) + " tokens reached the context length " +
+                      std::to_string(max_model_len);
       }
       break;
     case FinishReason::kContentFilter:
@@ -174,7 +190,8 @@ ReportJson stop_json(const SequenceOutput& last, const std::string& text, int64_
 ProcessUsage ProcessUsage::now() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  return {static_cast<int64_t>(u.ru_maxrss) * 1024, static_cast<int64_t>(u.ru_majflt)};  // ru_maxrss: KiB
+  return {static_cast<int64_t>(u.ru_maxrss) * 1024,
+          static_cast<int64_t>(u.ru_majflt)};  // ru_maxrss: KiB
 }
 
 std::string ProcessUsage::serialize() const {
@@ -188,8 +205,9 @@ ProcessUsage ProcessUsage::parse(const std::string& text) {
   return u;
 }
 
-ReportJson attention_json(const AttentionSelection& selection, const std::vector<AttentionRecord>& records,
-                          int64_t prompt_len, int64_t num_output, int top) {
+ReportJson attention_json(const AttentionSelection& selection,
+                          const std::vector<AttentionRecord>& records, int64_t prompt_len,
+                          int64_t num_output, int top) {
   ReportJson out = {{"layers", selection.layers}, {"heads", selection.heads}};
   std::map<std::pair<int, int>, ReportJson> maps;  // (layer, head) -> rows
   for (const AttentionRecord& r : records) {
@@ -199,15 +217,23 @@ ReportJson attention_json(const AttentionSelection& selection, const std::vector
     for (size_t p = 0; p < order.size(); ++p) order[p] = static_cast<int32_t>(p);
     const size_t k = std::min<size_t>(static_cast<size_t>(top), order.size());
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
-                      [&](int32_t a, int32_t b) { return r.weights[a] > r.weights[b] || (r.weights[a] == r.weights[b] && a < b); });
+                      [&](int32_t a, int32_t b) {
+                        return r.weights[a] > r.weights[b] ||
+                               (r.weights[a] == r.weights[b] && a < b);
+                      });
     ReportJson most = ReportJson::array();
-    for (size_t i = 0; i < k; ++i) most.push_back({{"position", order[i]}, {"weight", r.weights[order[i]]}});
+    for (size_t i = 0; i < k; ++i)
+      most.push_back({{"position", order[i]}, {"weight", r.weights[order[i]]}});
     ReportJson& rows = maps[{r.layer, r.head}];
     if (rows.is_null()) rows = ReportJson::array();
-    rows.push_back({{"step", step}, {"position", r.position}, {"weights", r.weights}, {"top", std::move(most)}});
+    rows.push_back({{"step", step},
+                    {"position", r.position},
+                    {"weights", r.weights},
+                    {"top", std::move(most)}});
   }
   ReportJson list = ReportJson::array();
-  for (auto& [key, rows] : maps) list.push_back({{"layer", key.first}, {"head", key.second}, {"rows", std::move(rows)}});
+  for (auto& [key, rows] : maps)
+    list.push_back({{"layer", key.first}, {"head", key.second}, {"rows", std::move(rows)}});
   out["maps"] = std::move(list);
   return out;
 }

@@ -28,8 +28,8 @@ ReportJson token_list_json(const std::vector<int32_t>& ids, const Tokenizer* tok
 // Each effective parameter with its source: "request" (a CLI flag), "generation_config.json"
 // (--generation-config auto and the file sets it) or "weft default". `eos_ids`: what the engine
 // stops on.
-ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation, const SamplingParams& params,
-                         const std::vector<int32_t>& eos_ids);
+ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation,
+                         const SamplingParams& params, const std::vector<int32_t>& eos_ids);
 
 // One generated step: the chosen token with its raw probability, rank and the row's entropy
 // (SampleResult::diagnostics), the raw top alternatives, the probability it was drawn with, and
@@ -40,8 +40,9 @@ ReportJson step_json(int64_t index, const SampleResult& sample, const SamplingPa
 // Why the sequence ended: finish_reason plus kind (eos, stop_token, stop_string, grammar_complete,
 // max_tokens, context_length, content_filter, abort, error) and its detail (the stop string and
 // its byte offset in the generated text, the token id, the limit).
-ReportJson stop_json(const SequenceOutput& last, const std::string& text, int64_t prompt_len, int64_t num_output,
-                     const SamplingParams& params, const std::vector<int32_t>& eos_ids, int64_t max_model_len);
+ReportJson stop_json(const SequenceOutput& last, const std::string& text, int64_t prompt_len,
+                     int64_t num_output, const SamplingParams& params,
+                     const std::vector<int32_t>& eos_ids, int64_t max_model_len);
 
 // getrusage of this process: peak resident set and major page faults (since it started).
 struct ProcessUsage {
@@ -55,7 +56,8 @@ struct ProcessUsage {
 // The recorded rows as the report shows them: selection, and per (layer, head) the rows that
 // chose generated token i (query position prompt_len - 1 + i), each with its weights over
 // positions [0, position] and its `top` most attended positions.
-ReportJson attention_json(const AttentionSelection& selection, const std::vector<AttentionRecord>& records,
-                          int64_t prompt_len, int64_t num_output, int top);
+ReportJson attention_json(const AttentionSelection& selection,
+                          const std::vector<AttentionRecord>& records, int64_t prompt_len,
+                          int64_t num_output, int top);
 
 }  // namespace weft

@@ -4,7 +4,8 @@
 
 namespace weft {
 
-std::vector<std::filesystem::path> shipped_file_candidates(const std::string& installed, const std::string& in_source) {
+std::vector<std::filesystem::path> shipped_file_candidates(const std::string& installed,
+                                                           const std::string& in_source) {
   std::vector<std::filesystem::path> out;
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -10,6 +10,7 @@ namespace weft {
 
 // <directory of the weft binary>/../share/weft/<installed>, then <source tree>/<in_source>: the
 // places a shipped file may be, in the order they are tried.
-std::vector<std::filesystem::path> shipped_file_candidates(const std::string& installed, const std::string& in_source);
+std::vector<std::filesystem::path> shipped_file_candidates(const std::string& installed,
+                                                           const std::string& in_source);
 
 }  // namespace weft

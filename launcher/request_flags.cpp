@@ -16,9 +16,8 @@ namespace weft {
 namespace {
 
 // --json-schema FILE | --json-object | --regex R | --grammar FILE | --choice A|B: at most one.
-absl::StatusOr<std::shared_ptr<const TokenConstraintSource>> constraint_from_flags(const CliArgs& cli,
-                                                                                  const Tokenizer* tokenizer,
-                                                                                  EngineSession& session) {
+absl::StatusOr<std::shared_ptr<const TokenConstraintSource>> constraint_from_flags(
+    const CliArgs& cli, const Tokenizer* tokenizer, EngineSession& session) {
   nlohmann::json body = nlohmann::json::object();
   int given = 0;
   auto read = [](const std::string& flag, const std::string& path) -> absl::StatusOr<std::string> {
@@ -53,28 +52,36 @@ absl::StatusOr<std::shared_ptr<const TokenConstraintSource>> constraint_from_fla
   }
   if (given == 0) return std::shared_ptr<const TokenConstraintSource>();
   if (given > 1) {
-    return absl::InvalidArgumentError("--json-schema, --json-object, --regex, --grammar and --choice: give at most one");
+    return absl::InvalidArgumentError(
+        "--json-schema, --json-object, --regex, --grammar and --choice: give at most one");
   }
 #ifdef WEFT_HAVE_CONSTRAIN
   if (tokenizer == nullptr) {
-    return absl::InvalidArgumentError("--json-schema / --regex / --grammar / --choice need the model's tokenizer.json");
+    return absl::InvalidArgumentError(
+        "--json-schema / --regex / --grammar / --choice need the model's tokenizer.json");
   }
-  WEFT_ASSIGN_OR_RETURN(auto compiler, model_grammar_compiler(*tokenizer, session.model().config.vocab_size,
-                                                              model_eos_ids(session.model())));
+  WEFT_ASSIGN_OR_RETURN(auto compiler,
+                        model_grammar_compiler(*tokenizer, session.model().config.vocab_size,
+                                               model_eos_ids(session.model())));
   auto constraint = request_constraint(body, *compiler);
   if (!constraint.ok()) {
     // Name the flag rather than the request field the flag became.
     std::string message(constraint.status().message());
-    for (const auto& [field, flag] : std::vector<std::pair<std::string, std::string>>{
-             {"guided_json", "--json-schema"}, {"response_format", "--json-object"}, {"guided_regex", "--regex"},
-             {"guided_grammar", "--grammar"}, {"guided_choice", "--choice"}}) {
+    for (const auto& [field, flag] :
+         std::vector<std::pair<std::string, std::string>>{{"guided_json", "--json-schema"},
+                                                          {"response_format", "--json-object"},
+                                                          {"guided_regex", "--regex"},
+                                                          {"guided_grammar", "--grammar"},
+                                                          {"guided_choice", "--choice"}}) {
       if (message.rfind(field, 0) == 0) message = flag + message.substr(field.size());
     }
     return absl::Status(constraint.status().code(), message);
   }
   return constraint;
 #else
-  return absl::InvalidArgumentError("--json-schema / --regex / --grammar / --choice: this weft was built without constrained output");
+  return absl::InvalidArgumentError(
+      "--json-schema / --regex / --grammar / --choice: this weft was built without constrained "
+      "output");
 #endif
 }
 
@@ -85,7 +92,8 @@ std::vector<FlagSpec> request_flag_specs() {
   flags.push_back({"json-schema", "FILE", "constrain the output to JSON valid under this schema"});
   flags.push_back({"json-object", "", "constrain the output to any JSON object or array"});
   flags.push_back({"regex", "R", "constrain the output to match this regular expression"});
-  flags.push_back({"grammar", "FILE", "constrain the output to this EBNF (GBNF) grammar (root rule: root)"});
+  flags.push_back(
+      {"grammar", "FILE", "constrain the output to this EBNF (GBNF) grammar (root rule: root)"});
   flags.push_back({"choice", "A|B|C", "constrain the output to one of these strings"});
   flags.push_back(banned_phrases_flag_spec());
   return flags;
@@ -96,10 +104,13 @@ absl::StatusOr<Request> request_from_flags(const CliArgs& cli, const PromptInput
   Request request;
   request.prompt_ids = prompt.ids;
   request.params = params;
-  WEFT_ASSIGN_OR_RETURN(request.constraint, constraint_from_flags(cli, prompt.tokenizer.get(), session));
-  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const BannedPhraseSet> banned, banned_phrases_from_flags(cli));
+  WEFT_ASSIGN_OR_RETURN(request.constraint,
+                        constraint_from_flags(cli, prompt.tokenizer.get(), session));
+  WEFT_ASSIGN_OR_RETURN(std::shared_ptr<const BannedPhraseSet> banned,
+                        banned_phrases_from_flags(cli));
   if (banned != nullptr) {
-    if (!prompt.tokenizer) return absl::InvalidArgumentError("--banned-phrases: needs the model's tokenizer (text)");
+    if (!prompt.tokenizer)
+      return absl::InvalidArgumentError("--banned-phrases: needs the model's tokenizer (text)");
     request.banned_phrases.push_back(std::move(banned));
   }
   return request;

@@ -10,10 +10,12 @@ namespace weft {
 AttentionProbe::AttentionProbe(AttentionSelection selection) : selection_(std::move(selection)) {}
 
 bool AttentionProbe::records_layer(int layer) const {
-  return std::find(selection_.layers.begin(), selection_.layers.end(), layer) != selection_.layers.end();
+  return std::find(selection_.layers.begin(), selection_.layers.end(), layer) !=
+         selection_.layers.end();
 }
 
-AttentionProbe::Pass AttentionProbe::begin(const ForwardBatch& batch, int64_t num_local_heads) const {
+AttentionProbe::Pass AttentionProbe::begin(const ForwardBatch& batch,
+                                           int64_t num_local_heads) const {
   Pass pass;
   pass.row_of_token_.assign(static_cast<size_t>(batch.num_tokens), -1);
   int64_t stride = 0;

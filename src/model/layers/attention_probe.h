@@ -55,7 +55,8 @@ class AttentionProbe {
     kernels::AttentionWeightsOut out_;
   };
   Pass begin(const ForwardBatch& batch, int64_t num_local_heads) const;
-  void end(const Pass& pass, const ForwardBatch& batch, int layer, int64_t first_head, int64_t num_local_heads);
+  void end(const Pass& pass, const ForwardBatch& batch, int layer, int64_t first_head,
+           int64_t num_local_heads);
 
   // The newest record of every (sequence, layer, head, position), in that order.
   std::vector<AttentionRecord> records() const;

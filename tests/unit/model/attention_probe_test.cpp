@@ -40,7 +40,8 @@ TEST(AttentionProbeTest, RecordsLogitRowsOfSelectedHeads) {
   // What a kernel would write: row r, local head h, position p -> 100 r + 10 h + p.
   for (int r = 0; r < 2; ++r)
     for (int h = 0; h < 4; ++h)
-      for (int p = 0; p < 5; ++p) out->weights[(r * 4 + h) * 5 + p] = static_cast<float>(100 * r + 10 * h + p);
+      for (int p = 0; p < 5; ++p)
+        out->weights[(r * 4 + h) * 5 + p] = static_cast<float>(100 * r + 10 * h + p);
   probe.end(pass, batch, 1, 4, 4);
   const std::vector<AttentionRecord> records = probe.records();
   ASSERT_EQ(records.size(), 2u);
@@ -71,7 +72,8 @@ TEST(AttentionProbeTest, NoLogitRowsRecordsNothing) {
 }
 
 TEST(AttentionProbeTest, BytesRoundTripAndTruncationIsAnError) {
-  std::vector<AttentionRecord> records = {{3, 1, 2, 11, {0.25f, 0.5f, 0.25f}}, {0, 0, 0, 12, {1.0f}}};
+  std::vector<AttentionRecord> records = {{3, 1, 2, 11, {0.25f, 0.5f, 0.25f}},
+                                          {0, 0, 0, 12, {1.0f}}};
   const std::string bytes = AttentionProbe::serialize(records);
   auto back = AttentionProbe::parse(bytes);
   ASSERT_TRUE(back.ok()) << back.status();
