@@ -35,9 +35,10 @@ std::vector<CommandSpec> make_specs() {
       "  output_ids, text, finish_reason and per-step logprobs.\n")
       .add("prompt flags",
            [] {
+             // --json right after the prompt flags, before the constraint flags, as before.
              auto flags = request_flag_specs();
-             flags.push_back(
-                 {"json", "", "print one JSON object (ids, text, per-step logprobs) at the end"});
+             flags.insert(flags.begin() + static_cast<std::ptrdiff_t>(prompt_flag_specs().size()),
+                          {"json", "", "print one JSON object (ids, text, per-step logprobs) at the end"});
              return flags;
            }())
       .add("chat template flags (with --chat)", chat_template_flag_specs())

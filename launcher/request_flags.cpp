@@ -87,18 +87,6 @@ absl::StatusOr<std::shared_ptr<const TokenConstraintSource>> constraint_from_fla
 
 }  // namespace
 
-std::vector<FlagSpec> request_flag_specs() {
-  std::vector<FlagSpec> flags = prompt_flag_specs();
-  flags.push_back({"json-schema", "FILE", "constrain the output to JSON valid under this schema"});
-  flags.push_back({"json-object", "", "constrain the output to any JSON object or array"});
-  flags.push_back({"regex", "R", "constrain the output to match this regular expression"});
-  flags.push_back(
-      {"grammar", "FILE", "constrain the output to this EBNF (GBNF) grammar (root rule: root)"});
-  flags.push_back({"choice", "A|B|C", "constrain the output to one of these strings"});
-  flags.push_back(banned_phrases_flag_spec());
-  return flags;
-}
-
 absl::StatusOr<Request> request_from_flags(const CliArgs& cli, const PromptInput& prompt,
                                            const SamplingParams& params, EngineSession& session) {
   Request request;
