@@ -30,6 +30,7 @@
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
+#include "launcher/bench_plot.h"
 #include "launcher/memory_bandwidth.h"
 #include "model/random_model.h"
 #include "weft/kernels/linear.h"
@@ -159,8 +160,9 @@ absl::StatusOr<SamplingParams> bench_sampling(const std::string& mode) {
   return p;
 }
 
+// `table`: what the run printed, as data (bench_plot.h draws it).
 int bench(EngineSession& session, const SamplingParams& sampling, const std::vector<int32_t>& batches,
-          int prompt_len, int decode_steps, double* wall_seconds) {
+          int prompt_len, int decode_steps, double* wall_seconds, nlohmann::ordered_json& table) {
   const double weight_bytes = static_cast<double>(session.model().model->weight_bytes());
   const bool single = session.world_size() == 1;
   double bandwidth = 0;
@@ -183,6 +185,12 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
     std::printf("memory read bandwidth (measured, %d threads): %.2f GB/s\n", pool.num_threads(),
                 bandwidth / 1e9);
   }
+  table = {{"cpu", cpu_features().to_string()},
+           {"model", session.options().model_dir.string()},
+           {"ranks", session.world_size()},
+           {"weight_bytes", weight_bytes},
+           {"memory_read_bandwidth_bytes_per_s", single ? nlohmann::ordered_json(bandwidth) : nullptr},
+           {"rows", nlohmann::ordered_json::array()}};
   const std::vector<const SparseMoe*> sparse = session.model().model->sparse_blocks();
   const MoeConfig& moe = session.model().config.moe;
   if (moe.enabled()) {
@@ -211,13 +219,21 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
     }
     std::printf("%-6d %-8d %-15.1f %-14.1f %-10.2f", batch, prompt_len, m->prefill_tokens_per_s,
                 m->decode_tokens_per_s, m->decode_step_ms);
+    nlohmann::ordered_json row = {{"batch", batch},
+                                  {"prompt_len", prompt_len},
+                                  {"prefill_tokens_per_s", m->prefill_tokens_per_s},
+                                  {"decode_tokens_per_s", m->decode_tokens_per_s},
+                                  {"decode_step_ms", m->decode_step_ms},
+                                  {"bandwidth_fraction", nullptr}};
     if (single) {
       // Each decode step reads every weight once plus the KV cache of every sequence.
       // (A mixture's step reads only the experts some token chose.)
       const double bytes_per_s = (weight_bytes - m->unread_expert_bytes + m->kv_bytes_per_step) *
                                  1000.0 / m->decode_step_ms;
       std::printf(" %.1f%% (%.2f GB/s)", 100.0 * bytes_per_s / bandwidth, bytes_per_s / 1e9);
+      row["bandwidth_fraction"] = bytes_per_s / bandwidth;
     }
+    table["rows"].push_back(std::move(row));
     if (moe.enabled()) std::printf("   %.2f of %lld, %.2f", m->experts_hit,
                                    static_cast<long long>(moe.num_experts), m->expert_imbalance);
     std::printf("\n");
@@ -302,9 +318,16 @@ int run_bench(const std::vector<std::string>& args) {
     return 1;
   }
   double wall = 0;
+  nlohmann::ordered_json table;
   const int code = run_session(session, [&] {
-    return bench(session, *sampling, *batches, static_cast<int>(*prompt_len), static_cast<int>(*decode_steps),
-                 &wall);
+    const int measured = bench(session, *sampling, *batches, static_cast<int>(*prompt_len),
+                               static_cast<int>(*decode_steps), &wall, table);
+    if (measured != 0 || !cli->has("plot")) return measured;
+    if (absl::Status s = plot_bench(table, cli->get_or("plot", "")); !s.ok()) {
+      std::cerr << "weft bench: " << s.message() << "\n";
+      return 1;
+    }
+    return 0;
   });
   auto compute = session.gather_compute_seconds();
   if (compute.ok() && !compute->empty() && wall > 0) {

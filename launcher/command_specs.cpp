@@ -8,6 +8,7 @@
 #include "launcher/chat_template_flags.h"
 #include "launcher/engine_flags.h"
 #include "launcher/prompt_input.h"
+#include "launcher/request_flags.h"
 #include "launcher/sampling_flags.h"
 
 namespace weft {
@@ -34,17 +35,30 @@ std::vector<CommandSpec> make_specs() {
       "  output_ids, text, finish_reason and per-step logprobs.\n")
       .add("prompt flags",
            [] {
-             auto flags = prompt_flag_specs();
-             flags.push_back(
-                 {"json", "", "print one JSON object (ids, text, per-step logprobs) at the end"});
-             flags.push_back({"json-schema", "FILE", "constrain the output to JSON valid under this schema"});
-             flags.push_back({"json-object", "", "constrain the output to any JSON object or array"});
-             flags.push_back({"regex", "R", "constrain the output to match this regular expression"});
-             flags.push_back({"grammar", "FILE", "constrain the output to this EBNF (GBNF) grammar (root rule: root)"});
-             flags.push_back({"choice", "A|B|C", "constrain the output to one of these strings"});
-             flags.push_back(banned_phrases_flag_spec());
+             // --json right after the prompt flags, before the constraint flags, as before.
+             auto flags = request_flag_specs();
+             flags.insert(flags.begin() + static_cast<std::ptrdiff_t>(prompt_flag_specs().size()),
+                          {"json", "", "print one JSON object (ids, text, per-step logprobs) at the end"});
              return flags;
            }())
+      .add("chat template flags (with --chat)", chat_template_flag_specs())
+      .add("sampling flags", sampling_flag_specs())
+      .add("engine flags", engine_flag_specs())
+      .add("other", {kHelp});
+
+  add("inspect", "run one prompt and write an HTML + JSON report of what happened inside",
+      "usage: weft inspect [--model DIR] (--prompt TEXT [--chat] | --prompt-ids 1,2,3) --report FILE.html "
+      "[flags]\n"
+      "  Writes FILE.html (self-contained: inline SVG, no network) and FILE.json: the prompt's tokens,\n"
+      "  the effective sampling parameters and their sources, per step the chosen token, its raw\n"
+      "  probability, rank, the entropy and top alternatives, the stop condition, KV blocks, memory,\n"
+      "  and attention weights of the chosen layers / heads.\n")
+      .add("inspect flags",
+           {{"report", "FILE.html", "where the report goes (FILE.json beside it; required)"},
+            {"attention-layers", "0,5|all|none",
+             "layers whose attention weights are recorded (default: first, middle, last)"},
+            {"attention-heads", "0,1|all|none", "query heads recorded in those layers (default 0,1)"}})
+      .add("prompt flags", request_flag_specs())
       .add("chat template flags (with --chat)", chat_template_flag_specs())
       .add("sampling flags", sampling_flag_specs())
       .add("engine flags", engine_flag_specs())
@@ -96,7 +110,10 @@ std::vector<CommandSpec> make_specs() {
             {"write-model", "DIR", "write the generated benchmark model to DIR and exit"},
             {"experts", "E", "generate a Mixtral-shaped mixture of E experts instead, with the dense "
                              "model's active parameters (expert intermediate 2048 / K)"},
-            {"experts-per-token", "K", "top-K routing of the generated mixture (default 2)"}})
+            {"experts-per-token", "K", "top-K routing of the generated mixture (default 2)"},
+            {"plot", "FILE.png",
+             "also draw throughput, step latency and bandwidth fraction against batch size (matplotlib; "
+             "the data goes to FILE.json)"}})
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});
 

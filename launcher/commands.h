@@ -8,6 +8,7 @@
 namespace weft {
 
 int run_generate(const std::vector<std::string>& args);
+int run_inspect(const std::vector<std::string>& args);
 int run_batch_command(const std::vector<std::string>& args);
 int run_info(const std::vector<std::string>& args);
 int run_bench(const std::vector<std::string>& args);

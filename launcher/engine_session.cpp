@@ -99,6 +99,13 @@ int EngineSession::rank() const {
   return 0;
 }
 
+void EngineSession::set_attention_probe(std::shared_ptr<AttentionProbe> probe) {
+  options_.attention_probe = probe;
+#ifdef WEFT_HAVE_MPI
+  distributed_.engine.attention_probe = std::move(probe);
+#endif
+}
+
 absl::Status EngineSession::load(DetokenizerFactory detokenizers) {
   WEFT_RETURN_IF_ERROR(create_engine(std::move(detokenizers)));
   // Said once, at start-up, on the coordinator: where weft's numbers part from transformers'.
@@ -172,11 +179,18 @@ absl::StatusOr<std::vector<double>> EngineSession::gather_compute_seconds() {
 #ifdef WEFT_HAVE_MPI
   if (distributed_engine_) {
     WEFT_ASSIGN_OR_RETURN(std::vector<std::string> all,
-                          world_->gather_bytes(std::to_string(distributed_engine_->compute_seconds()), 0));
+                          gather_to_coordinator(std::to_string(distributed_engine_->compute_seconds())));
     for (const std::string& s : all) seconds.push_back(std::stod(s));
   }
 #endif
   return seconds;
+}
+
+absl::StatusOr<std::vector<std::string>> EngineSession::gather_to_coordinator(const std::string& mine) {
+#ifdef WEFT_HAVE_MPI
+  if (world_) return world_->gather_bytes(mine, 0);
+#endif
+  return std::vector<std::string>{mine};
 }
 
 int EngineSession::world_size() const {

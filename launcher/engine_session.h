@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,8 @@ class EngineSession {
   bool is_coordinator() const { return rank() == 0; }
   const LocalEngineOptions& options() const { return options_; }
 
+  // Before load(): this rank's forward passes record attention weights into `probe`.
+  void set_attention_probe(std::shared_ptr<AttentionProbe> probe);
   // Loads the model (collective in a job). `detokenizers` matters on the coordinator only.
   absl::Status load(DetokenizerFactory detokenizers);
 
@@ -44,6 +47,9 @@ class EngineSession {
   // Collective (every rank, after the step loops ended): each rank's seconds spent computing
   // steps, in rank order, on the coordinator (empty elsewhere; {} in a single process).
   absl::StatusOr<std::vector<double>> gather_compute_seconds();
+  // Collective (every rank, after the step loops ended): every rank's `mine`, in rank order, on
+  // the coordinator (empty elsewhere; {mine} in a single process).
+  absl::StatusOr<std::vector<std::string>> gather_to_coordinator(const std::string& mine);
   int world_size() const;
   // Ends the whole job at once with a message (a rank that cannot go on must not leave the
   // others waiting). In a single process: prints the message and returns.

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
   if (command == "generate") return weft::run_generate(args);
+  if (command == "inspect") return weft::run_inspect(args);
   if (command == "batch") return weft::run_batch_command(args);
   if (command == "info") return weft::run_info(args);
   if (command == "bench") return weft::run_bench(args);

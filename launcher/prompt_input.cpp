@@ -15,25 +15,32 @@ std::vector<FlagSpec> prompt_flag_specs() {
   };
 }
 
+namespace {
+
+absl::StatusOr<std::string> render_messages(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
+                                            const nlohmann::ordered_json& messages,
+                                            const nlohmann::ordered_json& template_kwargs, ChatPromptEnd end) {
+  if (!messages.is_array()) return absl::InvalidArgumentError("messages: expected an array");
+  return render_chat(tmpl, messages, end, tokenizer.bos_token().value_or(""),
+                           tokenizer.eos_token().value_or(""), template_kwargs);
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<int32_t>> encode_chat_messages(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
                                                           const nlohmann::ordered_json& messages,
                                                           const nlohmann::ordered_json& template_kwargs,
                                                           ChatPromptEnd end) {
-  if (!messages.is_array()) return absl::InvalidArgumentError("messages: expected an array");
-  WEFT_ASSIGN_OR_RETURN(std::string text,
-                        render_chat(tmpl, messages, end,
-                                    tokenizer.bos_token().value_or(""),
-                                    tokenizer.eos_token().value_or(""), template_kwargs));
+  WEFT_ASSIGN_OR_RETURN(std::string text, render_messages(tokenizer, tmpl, messages, template_kwargs, end));
   return tokenizer.encode(text, /*add_special_tokens=*/false);
 }
 
-absl::StatusOr<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
-                                                 const std::string& user_text,
-                                                 const std::string& system_text) {
+absl::StatusOr<std::string> render_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
+                                        const std::string& user_text, const std::string& system_text) {
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!system_text.empty()) messages.push_back({{"role", "system"}, {"content", system_text}});
   messages.push_back({{"role", "user"}, {"content", user_text}});
-  return encode_chat_messages(tokenizer, tmpl, messages);
+  return render_messages(tokenizer, tmpl, messages, nlohmann::ordered_json(), ChatPromptEnd::kGenerationPrompt);
 }
 
 absl::StatusOr<PromptInput> prompt_from_flags(const CliArgs& args,
@@ -55,8 +62,10 @@ absl::StatusOr<PromptInput> prompt_from_flags(const CliArgs& args,
   if (args.has("chat")) {
     auto tmpl = chat_template_from_flags(args, *input.tokenizer, ChatTemplateNeed::kRequired);
     if (!tmpl.ok()) return absl::InvalidArgumentError(absl::StrCat("--chat: ", tmpl.status().message()));
-    WEFT_ASSIGN_OR_RETURN(input.ids, encode_chat(*input.tokenizer, **tmpl, text, args.get_or("system", "")));
+    WEFT_ASSIGN_OR_RETURN(input.text, render_chat_prompt(*input.tokenizer, **tmpl, text, args.get_or("system", "")));
+    WEFT_ASSIGN_OR_RETURN(input.ids, input.tokenizer->encode(input.text, /*add_special_tokens=*/false));
   } else {
+    input.text = text;
     WEFT_ASSIGN_OR_RETURN(input.ids, input.tokenizer->encode(text, /*add_special_tokens=*/true));
   }
   return input;

@@ -23,6 +23,7 @@ std::vector<FlagSpec> prompt_flag_specs();
 struct PromptInput {
   std::vector<int32_t> ids;
   std::shared_ptr<const Tokenizer> tokenizer;  // null in --prompt-ids mode
+  std::string text;  // the text the ids encode (after the chat template); empty with --prompt-ids
 };
 
 // Errors name the flag: neither or both of --prompt / --prompt-ids, --chat-template(-name)
@@ -30,11 +31,10 @@ struct PromptInput {
 absl::StatusOr<PromptInput> prompt_from_flags(const CliArgs& args,
                                               const std::filesystem::path& model_dir);
 
-// Renders [{system}, {user: text}] with `tmpl` (add_generation_prompt) and encodes it without
-// adding special tokens again (as transformers' apply_chat_template does).
-absl::StatusOr<std::vector<int32_t>> encode_chat(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
-                                                 const std::string& user_text,
-                                                 const std::string& system_text);
+// Renders [{system}, {user: text}] with `tmpl` (add_generation_prompt): the text that is then
+// encoded without adding special tokens again (as transformers' apply_chat_template does).
+absl::StatusOr<std::string> render_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate& tmpl,
+                                        const std::string& user_text, const std::string& system_text);
 
 // Renders an OpenAI messages array ([{"role", "content"}, ...]) with `tmpl` (ending as `end`
 // says: a generation prompt by default; `template_kwargs`' members as extra template variables)

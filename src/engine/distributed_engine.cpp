@@ -33,6 +33,7 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   WEFT_RETURN_IF_ERROR(agree_on_status(world, allocated));
 
   e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, *e->groups_.tp, *e->pool_);
+  e->runner_->set_attention_probe(options.engine.attention_probe.get());
   WEFT_ASSIGN_OR_RETURN(e->pipeline_, PipelineChannel::create(e->config_));
   e->watchdog_ = world.make_watchdog();
   e->worker_ = std::make_unique<StageWorker>(e->config_, *e->runner_, *e->groups_.tp, *e->pipeline_,

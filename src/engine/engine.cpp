@@ -158,7 +158,7 @@ void Engine::choose_sampling_output(StepPlan& plan) const {
     for (const Sequence& child : requests_.at(sequences_.at(seq->id).request_id).forks) {
       if (sequences_.at(child.id).constraint) return;
     }
-    if (!p.logit_bias.empty() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f ||
+    if (p.diagnostics || !p.logit_bias.empty() || p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f ||
         p.frequency_penalty != 0.0f || !min_tokens_met) {
       return;
     }

@@ -248,8 +248,8 @@ class Engine {
   // otherwise the largest of each sequence's need: 1 for greedy, top_k when sampling with top_k
   // <= kMaxSampleCandidates (top_p and min_p act within those k), the N alternatives of logprobs
   // N (which also ask for each row's log-sum-exp). K = 0 (full logits) when any sequence needs the
-  // whole row: logit_bias, penalties, pending min_tokens (eos suppression), sampling without
-  // top_k, or a chunk that wants every token's logits.
+  // whole row: diagnostics (weft inspect), logit_bias, penalties, pending min_tokens (eos
+  // suppression), sampling without top_k, or a chunk that wants every token's logits.
   void choose_sampling_output(StepPlan& plan) const;
   // A planned step, with the guesses its chunks carry (by sequence) and the k it was planned with.
   struct InFlight {

@@ -22,6 +22,10 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
         "--quantize ", weight_quantization_name(options.quantization),
         ": quantized weights run on the CPU only for now; use --device cpu"));
   }
+  if (options.device != EngineDevice::kCpu && options.attention_probe) {
+    return absl::UnimplementedError(
+        "--attention-layers: attention weights are recorded by the CPU kernels only for now; use --device cpu");
+  }
   std::unique_ptr<LocalEngine> e(new LocalEngine());
   e->pool_ = std::make_unique<ThreadPool>(options.num_threads);
   WEFT_ASSIGN_OR_RETURN(e->model_, load_whole_model(options.model_dir, e->tp_,
@@ -36,6 +40,7 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
     e->num_kv_blocks_ = device.num_kv_blocks;
   }
   e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, e->tp_, *e->pool_);
+  e->runner_->set_attention_probe(options.attention_probe.get());
   e->executor_ = std::make_unique<LocalExecutor>(*e->runner_);
 
   EngineConfig config;

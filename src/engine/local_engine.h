@@ -31,6 +31,8 @@ struct LocalEngineOptions {
   std::optional<uint64_t> seed;
   WeightQuantization quantization = WeightQuantization::kNone;  // --quantize (CPU only)
   SpeculativeDecodingOptions speculative;  // --speculative ... (enabled on the coordinator)
+  // Set (weft inspect, CPU only): this rank's forward passes record attention weights into it.
+  std::shared_ptr<AttentionProbe> attention_probe;
 };
 
 // The executor of a non-CPU device and the KV blocks it holds (its own device KV pool).

@@ -69,6 +69,7 @@ absl::StatusOr<ForwardBatch> build_forward_batch(const StepPlan& plan, int block
     row += static_cast<int32_t>(len);
     batch.query_start.push_back(row);
     batch.context_len.push_back(static_cast<int32_t>(context));
+    batch.seq_ids.push_back(c.seq_id);
   }
   return batch;
 }
@@ -78,7 +79,8 @@ ModelRunner::ModelRunner(const DecoderModel& model, const KvCache& kv, Communica
     : model_(model), kv_(kv), tp_(tp), pool_(pool) {}
 
 ForwardContext ModelRunner::context(const ForwardBatch& batch) const {
-  return ForwardContext{batch, model_.rope_inv_freq(), model_.rope_attention_scaling(), tp_, pool_};
+  return ForwardContext{batch, model_.rope_inv_freq(), model_.rope_attention_scaling(), tp_, pool_, nullptr,
+                        attention_probe_};
 }
 
 absl::StatusOr<ForwardBatch> ModelRunner::prepare(const StepPlan& plan) const {

@@ -49,6 +49,9 @@ class ModelRunner {
   absl::StatusOr<StepOutput> output(const StepPlan& plan, const ForwardBatch& batch, const Tensor& hidden);
 
   const DecoderModel& model() const { return model_; }
+  // Set (weft inspect): every forward pass records attention weights into `probe` (borrowed;
+  // null turns it off).
+  void set_attention_probe(AttentionProbe* probe) { attention_probe_ = probe; }
 
  private:
   ForwardContext context(const ForwardBatch& batch) const;
@@ -57,6 +60,7 @@ class ModelRunner {
   const KvCache& kv_;
   Communicator& tp_;
   ThreadPool& pool_;
+  AttentionProbe* attention_probe_ = nullptr;
 };
 
 }  // namespace weft

@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
     WEFT_ASSIGN_OR_RETURN(RmsNorm input_norm,
                           RmsNorm::load(ctx, prefix + ".input_layernorm", config.hidden_size));
     WEFT_ASSIGN_OR_RETURN(Attention attention, Attention::load(ctx, prefix + ".self_attn",
-                                                                    config.layer_window[i]));
+                                                                    config.layer_window[i], i));
     const char* pre_mlp_norm =
         config.sandwich_norms ? ".pre_feedforward_layernorm" : ".post_attention_layernorm";
     WEFT_ASSIGN_OR_RETURN(RmsNorm post_norm,
@@ -114,7 +114,8 @@ absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache
                           outer.rope_attention_scaling,
                           outer.tp,
                           outer.pool,
-                          longrope ? &rope_table : outer.rope_table};
+                          longrope ? &rope_table : outer.rope_table,
+                          outer.attention_probe};
   // Sliding layers with their own RoPE (Gemma 3) rotate by sliding_rope_inv_freq_.
   const ForwardContext sliding_fc{
       fc.batch,
@@ -122,7 +123,8 @@ absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache
       fc.rope_attention_scaling,
       fc.tp,
       fc.pool,
-      fc.rope_table};
+      fc.rope_table,
+      fc.attention_probe};
   const int64_t tokens = fc.batch.num_tokens;
   Tensor x = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});
   Tensor delta = Tensor::empty(DType::kF32, Shape{tokens, config_.hidden_size});

@@ -18,6 +18,7 @@ struct ForwardBatch {
   Tensor slots;      // I64 [num_tokens]: KV-cache slot of each token
   std::vector<int32_t> query_start;   // [num_seqs + 1]
   std::vector<int32_t> context_len;   // [num_seqs]
+  std::vector<int64_t> seq_ids;       // [num_seqs]: the plan's sequence ids
   // [num_seqs] or empty: for LongRoPE only, the length each sequence's frequency set is chosen
   // by, when the coordinator tracks it (model/rope.h: longrope_table). Empty: every token's own
   // position + 1.

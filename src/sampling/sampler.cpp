@@ -332,6 +332,31 @@ int32_t prepare_row(std::span<const float> raw, const SequenceSamplingState& sta
   return -1;
 }
 
+TokenDistribution distribution_row(std::span<const float> raw, const SequenceSamplingState& state,
+                                   RowScratch& s);
+
+SampleDiagnostics diagnose_row(std::span<const float> raw, const SequenceSamplingState& state, int32_t token) {
+  SampleDiagnostics d;
+  RowScratch s;
+  const float max_raw = *std::max_element(raw.begin(), raw.end());
+  s.weights.resize(raw.size());
+  const double total = exp_row(raw.data(), max_raw, s.weights.data(), static_cast<int64_t>(raw.size()));
+  double entropy = 0.0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const double p = s.weights[i] / total;
+    if (p > 0.0) entropy -= p * std::log(p);
+    if (raw[i] > raw[token] || (raw[i] == raw[token] && static_cast<int32_t>(i) < token)) ++d.raw_rank;
+  }
+  ++d.raw_rank;
+  d.raw_entropy = entropy;
+  d.raw_argmax = std::max(argmax(raw), 0);
+  prepare_row(raw, state, s);
+  d.processed_argmax = argmax(s.logits);
+  d.masked = !state.allowed.empty();
+  d.sampled_probability = distribution_row(raw, state, s).prob_of(token);
+  return d;
+}
+
 SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState& state,
                         RowScratch& s) {
   const SamplingParams& p = *state.params;
@@ -348,6 +373,7 @@ SampleResult sample_row(std::span<const float> raw, const SequenceSamplingState&
   } else {
     r.logprob = std::numeric_limits<float>::quiet_NaN();
   }
+  if (p.diagnostics) r.diagnostics = diagnose_row(raw, state, token);
   return r;
 }
 

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -38,10 +39,22 @@
 
 namespace weft {
 
+// What weft inspect shows of one sampled row (SamplingParams::diagnostics): the raw distribution
+// (the row as the model produced it) against the one the token was drawn from.
+struct SampleDiagnostics {
+  int32_t raw_rank = 0;          // 1-based rank of the token in the raw row (ties to the lower id)
+  double raw_entropy = 0.0;      // of softmax(raw row), in nats
+  int32_t raw_argmax = 0;        // the token the raw row ranks first
+  int32_t processed_argmax = 0;  // ... after the mask and the logits processors (-1: all -inf)
+  float sampled_probability = 0.0f;  // the probability the token was drawn with (greedy: 1)
+  bool masked = false;               // a constraint / banned-phrase mask applied to the row
+};
+
 struct SampleResult {
   int32_t token = 0;
   float logprob = 0.0f;
   std::vector<std::pair<int32_t, float>> top_logprobs;
+  std::optional<SampleDiagnostics> diagnostics;  // with SamplingParams::diagnostics only
 };
 
 // The distribution a row is sampled from after processing, temperature and filtering: the

@@ -47,6 +47,9 @@ struct SamplingParams {
   bool ignore_eos = false;
   std::optional<int> logprobs;
   bool skip_special_tokens = true;
+  // Set by weft inspect (not a request field): the sampler adds SampleResult::diagnostics, and the
+  // engine gives such rows their full logits.
+  bool diagnostics = false;
 
   bool is_greedy() const { return temperature < kGreedyTemperature; }
   // True when top_k selects fewer than `vocab_size` tokens.

@@ -100,3 +100,13 @@ if(WEFT_MPI)
     endforeach()
   endif()
 endif()
+
+if(Python3_Interpreter_FOUND)
+  # weft inspect: the report against tokenize / generate --json, the stop kinds, and the page in
+  # a headless Chromium (scripts/install-deps.sh installs it; the page check skips without it).
+  add_test(NAME e2e_inspect
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_inspect.py
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model
+                   --eos-model ${PROJECT_SOURCE_DIR}/tests/golden/models/llama_gqa)
+  set_tests_properties(e2e_inspect PROPERTIES LABELS e2e TIMEOUT 600)
+endif()

@@ -11,7 +11,7 @@
 namespace weft {
 
 absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::string& prefix,
-                                          int64_t window) {
+                                          int64_t window, int layer) {
   const ModelConfig& c = ctx.config;
   const int rank = ctx.tp.rank(), size = ctx.tp.size();
   WEFT_ASSIGN_OR_RETURN(ShardRange q_rows,
@@ -52,6 +52,8 @@ absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::str
   }
   attn.softcap_ = static_cast<float>(c.attn_logit_softcapping.value_or(0.0));
   attn.window_ = static_cast<int32_t>(window);
+  attn.layer_ = layer;
+  attn.first_head_ = q_rows.begin / c.head_dim;
   return attn;
 }
 
@@ -99,6 +101,13 @@ absl::Status Attention::forward(const ForwardContext& fc, const TensorView& x,
   kernels::AttentionBatch batch = fc.batch.attention();
   batch.window = window_;
   batch.softcap = softcap_;
+  AttentionProbe* probe = fc.attention_probe;
+  if (probe != nullptr && !probe->records_layer(layer_)) probe = nullptr;
+  AttentionProbe::Pass recording;
+  if (probe != nullptr) {
+    recording = probe->begin(fc.batch, num_heads_);
+    batch.weights_out = recording.out();
+  }
   if (int8) {
     kernels::write_kv_cache(k.view(), v.view(), fc.batch.slots.view(), k_cache.view(),
                             v_cache.view(), k_scale->view(), v_scale->view(), fc.pool);
@@ -111,6 +120,7 @@ absl::Status Attention::forward(const ForwardContext& fc, const TensorView& x,
     kernels::paged_attention(q.view(), k_cache.view(), v_cache.view(), batch, scale_,
                              attn_out.view(), fc.pool);
   }
+  if (probe != nullptr) probe->end(recording, fc.batch, layer_, first_head_, num_heads_);
   return o_proj_.forward(attn_out.view().reshaped(Shape{tokens, q_width}), out, fc.tp, fc.pool);
 }
 

@@ -21,8 +21,9 @@ class Attention {
  public:
   // `prefix` like "model.layers.3.self_attn"; `window`: 0 for full causal attention, else the
   // sliding window W (a query sees its W newest positions; ModelConfig::layer_window).
+  // `layer`: the global layer index (what an AttentionProbe selects by).
   static absl::StatusOr<Attention> load(const LoadContext& ctx, const std::string& prefix,
-                                        int64_t window = 0);
+                                        int64_t window = 0, int layer = 0);
 
   // x: F32 [tokens, hidden] (normalised input); out: F32 [tokens, hidden], the all-reduced
   // o_proj output. k_cache / v_cache: this layer's cache tensors (see kv/kv_cache.h);
@@ -34,6 +35,7 @@ class Attention {
   int64_t num_heads() const { return num_heads_; }        // on this rank
   int64_t num_kv_heads() const { return num_kv_heads_; }  // on this rank
   int64_t window() const { return window_; }
+  int64_t first_head() const { return first_head_; }  // global index of this rank's first head
   size_t weight_bytes() const;
 
  private:
@@ -47,6 +49,8 @@ class Attention {
   float scale_ = 1.0f;
   float softcap_ = 0.0f;  // ModelConfig::attn_logit_softcapping; 0: none
   int32_t window_ = 0;
+  int layer_ = 0;
+  int64_t first_head_ = 0;
 };
 
 }  // namespace weft

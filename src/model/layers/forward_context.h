@@ -5,6 +5,7 @@
 #include "core/tensor.h"
 #include "core/thread_pool.h"
 #include "model/forward_batch.h"
+#include "model/layers/attention_probe.h"
 #include "parallel/communicator.h"
 
 namespace weft {
@@ -18,6 +19,8 @@ struct ForwardContext {
   // I32 [num_tokens]: each token's row of rope_inv_freq; null when it has one row. Set by
   // DecoderModel::run_layers for LongRoPE (model/rope.h: longrope_token_tables).
   const Tensor* rope_table = nullptr;
+  // Set (weft inspect): the attention layers it selects record their weights into it.
+  AttentionProbe* attention_probe = nullptr;
 };
 
 }  // namespace weft

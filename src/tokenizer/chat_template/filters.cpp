@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "absl/strings/str_cat.h"
+#include "core/html_escape.h"
 #include "tokenizer/chat_template/builtins.h"
 #include "tokenizer/chat_template/interpreter.h"
 #include "tokenizer/chat_template/json_dumps.h"
@@ -353,20 +354,7 @@ Result f_abs(Interpreter&, const Value& v, CallArgs&) {
 
 Result f_safe(Interpreter&, const Value& v, CallArgs&) { return Value(v.str()); }
 
-Result f_escape(Interpreter&, const Value& v, CallArgs&) {
-  std::string out;
-  for (char c : v.str()) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return Value(std::move(out));
-}
+Result f_escape(Interpreter&, const Value& v, CallArgs&) { return Value(html_escape(v.str())); }
 
 Result f_indent(Interpreter& in, const Value& v, CallArgs& args) {
   BIND(b, "indent", {"width", "first", "blank"});

@@ -6,6 +6,9 @@
 // positions, and the table entries of blocks wholly before a sequence's first window point at a
 // block of NaNs: reading one (instead of skipping it, as a freed block must be) poisons the output.
 // With a soft-cap c, each score s becomes c * tanh(s / c) before the softmax (Gemma 2).
+// Every other query row also records its softmax weights (AttentionWeightsOut, weft inspect's
+// path): they must equal the dense softmax within 1e-6, zero outside the row's keys, and recording
+// must not change any output.
 #include "weft/kernels/attention.h"
 
 #include <algorithm>
@@ -105,6 +108,14 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
   batch.block_size = static_cast<int>(bs);
   batch.window = window;
   batch.softcap = softcap;
+  int64_t stride = 0;
+  for (const SeqSpec& s : seqs) stride = std::max<int64_t>(stride, s.context_len);
+  std::vector<int32_t> recorded_row(static_cast<size_t>(tokens), -1);
+  int32_t recorded = 0;
+  for (int t = 0; t < tokens; t += 2) recorded_row[t] = recorded++;
+  std::vector<float> weights(static_cast<size_t>(recorded * num_heads * stride), 0.0f);
+  const AttentionWeightsOut weights_out{recorded_row.data(), weights.data(), stride};
+  batch.weights_out = &weights_out;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   paged_attention(q, k_cache, v_cache, batch, scale, out, pool);
 
@@ -130,6 +141,16 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
         }
         double denom = 0;
         for (int t = lo; t <= pos; ++t) denom += (logits[t] = std::exp(logits[t] - mx));
+        if (const int32_t row = recorded_row[query_start[s] + j]; row >= 0) {
+          const float* w = weights.data() + (row * num_heads + h) * stride;
+          for (int t = 0; t < stride; ++t) {
+            const double want = t >= lo && t <= pos ? logits[t] / denom : 0.0;
+            if (!(std::fabs(w[t] - want) <= 1e-6) && failures++ < 5) {
+              ADD_FAILURE() << "seq " << s << " query " << j << " head " << h << " weight of key " << t
+                            << ": got " << w[t] << " want " << want << " (window " << window << ")";
+            }
+          }
+        }
         const float* got = out.data_as<float>() + ((query_start[s] + j) * num_heads + h) * d;
         for (int64_t i = 0; i < d; ++i) {
           double ref = 0;

@@ -560,3 +560,58 @@ TEST(Sampler, RejectsBadInputNamingIt) {
 
 }  // namespace
 }  // namespace weft
+
+namespace weft {
+namespace {
+
+// SamplingParams::diagnostics (weft inspect): rank and entropy of the raw row computed here in
+// double; the processed first choice moves when a bias does; the drawn probability is the
+// distribution's (1 for greedy).
+TEST(Sampler, DiagnosticsDescribeTheRawRowAndWhatMovedTheChoice) {
+  const std::vector<float> row = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.diagnostics = true;
+  SamplingParams biased = greedy;
+  biased.logit_bias[4] = 10.0f;
+  SamplingParams sampled;
+  sampled.temperature = 1.0f;
+  sampled.seed = 5;
+  sampled.diagnostics = true;
+  std::vector<SequenceSamplingState> states = {{&greedy, {}, {}, 1, 0, {}},
+                                               {&biased, {}, {}, 2, 0, {}},
+                                               {&sampled, {}, {}, 3, 0, {}}};
+  ThreadPool pool(1);
+  const auto results = sample_or_die(tile_rows(row, 3), states, pool);
+  double total = 0, entropy = 0;
+  for (float x : row) total += std::exp(static_cast<double>(x));
+  for (float x : row) entropy -= std::exp(x) / total * std::log(std::exp(x) / total);
+
+  ASSERT_TRUE(results[0].diagnostics.has_value());
+  EXPECT_EQ(results[0].token, 1);  // ties to the lower id
+  EXPECT_EQ(results[0].diagnostics->raw_rank, 1);
+  EXPECT_EQ(results[0].diagnostics->raw_argmax, 1);
+  EXPECT_EQ(results[0].diagnostics->processed_argmax, 1);
+  EXPECT_NEAR(results[0].diagnostics->raw_entropy, entropy, 1e-6);
+  EXPECT_EQ(results[0].diagnostics->sampled_probability, 1.0f);
+  EXPECT_FALSE(results[0].diagnostics->masked);
+
+  EXPECT_EQ(results[1].token, 4);
+  EXPECT_EQ(results[1].diagnostics->raw_rank, 5);  // the raw row ranks it last
+  EXPECT_EQ(results[1].diagnostics->raw_argmax, 1);
+  EXPECT_EQ(results[1].diagnostics->processed_argmax, 4);
+
+  const int32_t t = results[2].token;
+  EXPECT_NEAR(results[2].diagnostics->sampled_probability, std::exp(row[t]) / total, 1e-6);
+  int rank = 1;
+  for (size_t i = 0; i < row.size(); ++i) rank += row[i] > row[t] || (row[i] == row[t] && static_cast<int32_t>(i) < t);
+  EXPECT_EQ(results[2].diagnostics->raw_rank, rank);
+
+  SamplingParams plain;
+  plain.temperature = 0.0f;
+  std::vector<SequenceSamplingState> no_diag = {{&plain, {}, {}, 1, 0, {}}};
+  EXPECT_FALSE(sample_or_die(tile_rows(row, 1), no_diag, pool)[0].diagnostics.has_value());
+}
+
+}  // namespace
+}  // namespace weft

@@ -26,6 +26,17 @@ void write_kv_cache(const TensorView& k, const TensorView& v, const TensorView& 
                     const TensorView& k_cache, const TensorView& v_cache,
                     const TensorView& k_scale, const TensorView& v_scale, ThreadPool& pool);
 
+// Opt-in output of the softmax weights themselves (weft inspect): for each batch token t with
+// row[t] >= 0, weights[(row[t] * num_heads + h) * stride + p] is the weight query head h of t
+// gave key position p, for every position p the token attends to; positions it does not attend
+// to (after it, before its window) are left as the caller set them (zero them first). stride must
+// be at least that sequence's context_len. Only rows asked for cost anything.
+struct AttentionWeightsOut {
+  const int32_t* row = nullptr;  // [num_tokens]; -1: not recorded
+  float* weights = nullptr;      // [recorded rows, num_heads, stride]
+  int64_t stride = 0;
+};
+
 // Describes the sequences of one ragged batch. Sequence s owns query rows
 // [query_start[s], query_start[s+1]) of q; those are its newest tokens, so query row j of s sits
 // at position context_len[s] - query_len + j and attends to cached positions [0, that position]
@@ -44,6 +55,8 @@ struct AttentionBatch {
   // > 0: each score (scale * q.k) becomes softcap * tanh(score / softcap) before the softmax
   // (Gemma 2's attn_logit_softcapping); 0: none.
   float softcap = 0.0f;
+  // Set: also write the softmax weights of the recorded rows (see AttentionWeightsOut).
+  const AttentionWeightsOut* weights_out = nullptr;
 };
 
 // q: F32 [tokens, num_heads, head_dim]; out: F32 [tokens, num_heads, head_dim].
