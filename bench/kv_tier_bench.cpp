@@ -10,13 +10,20 @@
 // process that runs B once with only the disk tier (from disk). Model loading is not timed. The
 // OS page cache is warm for the disk figure (the files were just written). Prints one line per
 // length; asserts nothing.
+//
+// --multi-turn: C conversations of T turns (each turn 64 new user tokens, a 32-token greedy
+// reply; all conversations' turn t submitted together), with a pool a quarter of the final
+// working set, without and with a host tier holding all of it: wall time, tokens/s (prompt +
+// generated) and the prefix-cache hit rate.
 //   kv_tier_bench --model M [--prefixes 2048,8192] [--threads N] [--dir DIR]
+//   kv_tier_bench --model M --multi-turn [--conversations 16] [--turns 4] [--threads N]
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -39,6 +46,9 @@ struct Options {
   int threads = 0;
   fs::path dir = fs::temp_directory_path() / ("weft_kv_tier_bench_" + std::to_string(::getpid()));
   int64_t read_prefix = 0;  // > 0: the fresh-process phase for this length
+  bool multi_turn = false;
+  int conversations = 16;
+  int turns = 4;
 };
 
 std::vector<int32_t> random_ids(uint64_t seed, int64_t n, int64_t vocab) {
@@ -116,6 +126,86 @@ int read_phase(const Options& o) {
   return 0;
 }
 
+struct MultiTurnResult {
+  double seconds = 0;
+  int64_t tokens = 0;  // prompt + generated, over all requests
+  int64_t prefix_queries = 0, prefix_hits = 0, restored = 0;
+};
+
+MultiTurnResult multi_turn(const Options& o, int64_t pool_blocks, int64_t host_bytes) {
+  constexpr int kUser = 64, kReply = 32;
+  MultiTurnResult r;
+  LocalEngineOptions options;
+  options.model_dir = o.model;
+  options.num_threads = o.threads;
+  options.kv.block_size = kBlockSize;
+  options.kv.max_blocks = pool_blocks;
+  options.kv_tiers.host_bytes = host_bytes;
+  auto engine = LocalEngine::create(options);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
+    return r;
+  }
+  Engine& e = (*engine)->engine();
+  const int64_t vocab = (*engine)->model().config.vocab_size;
+  std::vector<std::vector<int32_t>> history(static_cast<size_t>(o.conversations));
+  const auto start = Clock::now();
+  for (int turn = 0; turn < o.turns; ++turn) {
+    std::map<int64_t, size_t> conversation_of;
+    for (size_t c = 0; c < history.size(); ++c) {
+      const std::vector<int32_t> user = random_ids(1000 + c * 100 + turn, kUser, vocab);
+      history[c].insert(history[c].end(), user.begin(), user.end());
+      Request request;
+      request.prompt_ids = history[c];
+      request.params.temperature = 0.0f;
+      request.params.max_tokens = kReply;
+      request.params.ignore_eos = true;
+      auto id = e.add_request(request);
+      if (!id.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(id.status().message()).c_str());
+        return r;
+      }
+      conversation_of[*id] = c;
+      r.tokens += static_cast<int64_t>(history[c].size()) + kReply;
+    }
+    while (e.has_unfinished()) {
+      auto outputs = e.step();
+      if (!outputs.ok()) {
+        std::fprintf(stderr, "step: %s\n", std::string(outputs.status().message()).c_str());
+        return r;
+      }
+      for (const SequenceOutput& out : *outputs) {
+        auto& h = history[conversation_of.at(out.request_id)];
+        h.insert(h.end(), out.token_ids.begin(), out.token_ids.end());
+      }
+    }
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  r.prefix_queries = e.num_prefix_query_tokens();
+  r.prefix_hits = e.num_prefix_hit_tokens();
+  if (e.kv_tiers() != nullptr) r.restored = e.kv_tiers()->stats().restored_blocks;
+  return r;
+}
+
+int run_multi_turn(const Options& o) {
+  // The last turn's prompts and replies, in blocks, over all conversations.
+  const int64_t working_set = int64_t{o.conversations} * ((int64_t{o.turns} * 96 + kBlockSize - 1) / kBlockSize);
+  const int64_t pool = working_set / 4;
+  std::printf("multi-turn: %d conversations x %d turns (64 user + 32 reply tokens each), working set %lld blocks, "
+              "pool %lld blocks\n",
+              o.conversations, o.turns, static_cast<long long>(working_set), static_cast<long long>(pool));
+  std::printf("tiers      wall_s  tokens/s  prefix_hit_rate  restored_blocks\n");
+  for (const bool host : {false, true}) {
+    const MultiTurnResult r = multi_turn(o, pool, host ? int64_t{8} << 30 : 0);
+    std::printf("%-9s  %6.2f  %8.1f  %15.3f  %15lld\n", host ? "host" : "none", r.seconds,
+                r.seconds > 0 ? r.tokens / r.seconds : 0.0,
+                r.prefix_queries > 0 ? static_cast<double>(r.prefix_hits) / r.prefix_queries : 0.0,
+                static_cast<long long>(r.restored));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -127,6 +217,12 @@ int run(int argc, char** argv) {
       o.threads = std::atoi(value().c_str());
     } else if (a == "--dir") {
       o.dir = value();
+    } else if (a == "--multi-turn") {
+      o.multi_turn = true;
+    } else if (a == "--conversations") {
+      o.conversations = std::atoi(value().c_str());
+    } else if (a == "--turns") {
+      o.turns = std::atoi(value().c_str());
     } else if (a == "--read-prefix") {
       o.read_prefix = std::atoll(value().c_str());
     } else if (a == "--prefixes") {
@@ -143,6 +239,7 @@ int run(int argc, char** argv) {
     return 2;
   }
   if (o.read_prefix > 0) return read_phase(o);
+  if (o.multi_turn) return run_multi_turn(o);
   std::printf("prefix  cold_s  pool_s  host_s  disk_fresh_process_s  cold/host  cold/disk  (host restored, disk hit blocks)\n");
   for (int64_t prefix : o.prefixes) {
     fs::remove_all(o.dir);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/crc32c.h"
 
@@ -27,6 +28,28 @@ T get(const char*& p) {
   return v;
 }
 
+// The fixed fields after the two counts, in file order; `f` is called with a reference to each
+// (`pad` stands for the 4 bytes of padding). One list for the writer and the reader.
+template <typename Header, typename F>
+void for_each_fixed_field(Header& h, uint32_t& pad, F&& f) {
+  auto& k = h.key;
+  f(k.model_identity);
+  f(k.dtype);
+  f(k.block_size);
+  f(k.num_layers);
+  f(k.tp_rank);
+  f(k.tp_size);
+  f(k.pp_rank);
+  f(k.pp_size);
+  f(pad);
+  f(k.num_kv_heads);
+  f(k.head_dim);
+  f(h.hash);
+  f(h.parent);
+  f(h.payload_bytes);
+  f(h.payload_crc);
+}
+
 }  // namespace
 
 std::string encode_kv_block_header(KvBlockFileHeader h, std::span<const uint8_t> payload) {
@@ -35,22 +58,8 @@ std::string encode_kv_block_header(KvBlockFileHeader h, std::span<const uint8_t>
   std::string out(kMagic, sizeof(kMagic));
   put<uint32_t>(out, static_cast<uint32_t>(kv_block_file_header_size(h.tokens.size())));
   put<uint32_t>(out, static_cast<uint32_t>(h.tokens.size()));
-  const KvBlockFileKey& k = h.key;
-  put(out, k.model_identity);
-  put(out, k.dtype);
-  put(out, k.block_size);
-  put(out, k.num_layers);
-  put(out, k.tp_rank);
-  put(out, k.tp_size);
-  put(out, k.pp_rank);
-  put(out, k.pp_size);
-  put<uint32_t>(out, 0);  // padding
-  put(out, k.num_kv_heads);
-  put(out, k.head_dim);
-  put(out, h.hash);
-  put(out, h.parent);
-  put(out, h.payload_bytes);
-  put(out, h.payload_crc);
+  uint32_t pad = 0;
+  for_each_fixed_field(h, pad, [&](auto& field) { put(out, field); });
   for (int32_t t : h.tokens) put(out, t);
   put<uint32_t>(out, crc32c(out.data(), out.size()));
   return out;
@@ -85,22 +94,8 @@ DecodedKvBlockHeader decode_kv_block_header(std::string_view bytes) {
     return d;
   }
   KvBlockFileHeader& h = d.header;
-  KvBlockFileKey& k = h.key;
-  k.model_identity = get<uint64_t>(p);
-  k.dtype = get<uint32_t>(p);
-  k.block_size = get<uint32_t>(p);
-  k.num_layers = get<uint32_t>(p);
-  k.tp_rank = get<uint32_t>(p);
-  k.tp_size = get<uint32_t>(p);
-  k.pp_rank = get<uint32_t>(p);
-  k.pp_size = get<uint32_t>(p);
-  (void)get<uint32_t>(p);
-  k.num_kv_heads = get<uint64_t>(p);
-  k.head_dim = get<uint64_t>(p);
-  h.hash = get<uint64_t>(p);
-  h.parent = get<uint64_t>(p);
-  h.payload_bytes = get<uint64_t>(p);
-  h.payload_crc = get<uint32_t>(p);
+  uint32_t pad = 0;
+  for_each_fixed_field(h, pad, [&](auto& field) { field = get<std::remove_reference_t<decltype(field)>>(p); });
   h.tokens.resize(num_tokens);
   for (uint32_t i = 0; i < num_tokens; ++i) h.tokens[i] = get<int32_t>(p);
   d.header_bytes = header_bytes;

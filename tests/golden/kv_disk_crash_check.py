@@ -7,8 +7,8 @@
   4. then one of the prompt's files gets a flipped payload byte, another is cut short, a torn
      temporary file and a file of garbage are added: the next fresh process still gives the
      reference tokens, counts the corrupt and truncated misses, and recomputes from there;
-  5. while one process holds DIR, a second runs without the disk tier (one warning) and still
-     gives the reference tokens.
+  5. while `weft serve` holds DIR, a second process runs without the disk tier (one warning) and
+     still gives the reference tokens.
 
   python3 kv_disk_crash_check.py WEFT_BINARY
 """
@@ -78,9 +78,25 @@ def chain(directory):
     return files
 
 
+def locked(path):
+    """Whether some process holds a flock on `path`, read from /proc/locks (taking the lock to test
+    it could make the server itself find it taken)."""
+    if not os.path.exists(path):
+        return False
+    inode = os.stat(path).st_ino
+    with open("/proc/locks") as f:
+        for line in f:
+            fields = line.split()
+            if "FLOCK" in fields and any(x.count(":") == 2 and x.rsplit(":", 1)[1] == str(inode) for x in fields):
+                return True
+    return False
+
+
 def crash(weft, directory, min_files):
     """Starts a long generation on `directory` and SIGKILLs it once it has written `min_files` block files."""
-    proc = subprocess.Popen(base(weft, "--max-tokens", "4000", "--kv-disk-cache", directory),
+    # The model's context is 512 tokens; one token per step keeps the prefill writing too.
+    proc = subprocess.Popen(base(weft, "--max-tokens", "470", "--max-num-batched-tokens", "1", "--kv-disk-cache",
+                                 directory),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
@@ -136,10 +152,16 @@ def main():
             sys.exit("with a corrupt 9th block: expected the reference, 8 hits and a corrupt miss, got %r %r" % (ids, s))
         print("damaged files: misses counted (truncated, then corrupt), same tokens")
 
-        holder = subprocess.Popen(base(weft, "--max-tokens", "4000", "--kv-disk-cache", directory),
+        # The default model (it has a tokenizer) serving on DIR holds its lock.
+        holder = subprocess.Popen([weft, "serve", "--model", os.path.join(HERE, "..", "..", "configs", "default-model"),
+                                   "--port", "0", "--threads", "1", "--kv-disk-cache", directory],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            time.sleep(1.0)
+            deadline = time.time() + 60
+            while time.time() < deadline and holder.poll() is None and not locked(os.path.join(directory, "lock")):
+                time.sleep(0.05)
+            if not locked(os.path.join(directory, "lock")):
+                sys.exit("weft serve --kv-disk-cache did not take the directory's lock")
             ids, err = generate(weft, "--kv-disk-cache", directory)
             if "another process is using it" not in err or ids != reference:
                 sys.exit("a second process on a locked directory: %r / %s" % (ids, err))

@@ -48,13 +48,20 @@ fs::path fresh_dir(const std::string& tag) {
   return dir;
 }
 
+// The workload on an engine without prefix caching (nothing reused): what every tiered run must
+// give.
+TierRuns uncached_runs(const std::string& name, const TierWorkload& w, bool with_fillers,
+                       std::optional<DType> kv_dtype = DType::kF32) {
+  auto plain = make_engine(name, {.prefix_caching = false, .kv_dtype = kv_dtype});
+  if (plain == nullptr) return {};
+  return run_tier_workload(plain->engine(), w, with_fillers);
+}
+
 class KvTiersTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(KvTiersTest, TheHostTierRestoresAnEvictedPrefixWithIdenticalOutput) {
   const TierWorkload w = tier_workload(load_reference(GetParam()));
-  auto plain = make_engine(GetParam(), {.prefix_caching = false});
-  ASSERT_NE(plain, nullptr);
-  const TierRuns expected = run_tier_workload(plain->engine(), w);
+  const TierRuns expected = uncached_runs(GetParam(), w, /*with_fillers=*/true);
 
   auto pool_only = make_engine(GetParam(), {.max_blocks = tight_tier_blocks(w)});
   ASSERT_NE(pool_only, nullptr);
@@ -80,9 +87,8 @@ TEST_P(KvTiersTest, TheHostTierRestoresAnEvictedPrefixWithIdenticalOutput) {
 
 TEST_P(KvTiersTest, AFreshEngineRestoresThePrefixFromTheDiskTier) {
   const TierWorkload w = tier_workload(load_reference(GetParam()));
-  auto plain = make_engine(GetParam(), {.prefix_caching = false});
-  ASSERT_NE(plain, nullptr);
-  const TierRuns expected = run_tier_workload(plain->engine(), w, /*with_fillers=*/false);
+  const TierRuns expected = uncached_runs(GetParam(), w, /*with_fillers=*/false);
+  ASSERT_EQ(expected.phases.size(), 2u);
   const fs::path dir = fresh_dir(GetParam() + "_disk");
   {
     auto writer = make_engine(GetParam(), {.max_blocks = tight_tier_blocks(w), .disk_dir = dir});
@@ -106,9 +112,8 @@ TEST_P(KvTiersTest, AFreshEngineRestoresThePrefixFromTheDiskTier) {
 
 TEST_P(KvTiersTest, ACorruptedDiskTierIsRecomputed) {
   const TierWorkload w = tier_workload(load_reference(GetParam()));
-  auto plain = make_engine(GetParam(), {.prefix_caching = false});
-  ASSERT_NE(plain, nullptr);
-  const TierRuns expected = run_tier_workload(plain->engine(), w, /*with_fillers=*/false);
+  const TierRuns expected = uncached_runs(GetParam(), w, /*with_fillers=*/false);
+  ASSERT_EQ(expected.phases.size(), 2u);
   const fs::path dir = fresh_dir(GetParam() + "_corrupt");
   {
     auto writer = make_engine(GetParam(), {.disk_dir = dir});
@@ -140,9 +145,7 @@ INSTANTIATE_TEST_SUITE_P(Models, KvTiersTest, ::testing::Values("llama_gqa", "mi
 // Int8 KV (per-slot scales travel with the block) and both tiers at once.
 TEST(KvTiersInt8Test, BothTiersWithAnInt8CacheKeepTheOutput) {
   const TierWorkload w = tier_workload(load_reference("llama_gqa"));
-  auto plain = make_engine("llama_gqa", {.prefix_caching = false, .kv_dtype = DType::kI8});
-  ASSERT_NE(plain, nullptr);
-  const TierRuns expected = run_tier_workload(plain->engine(), w);
+  const TierRuns expected = uncached_runs("llama_gqa", w, /*with_fillers=*/true, DType::kI8);
   const fs::path dir = fresh_dir("int8");
   auto tiered = make_engine("llama_gqa", {.max_blocks = tight_tier_blocks(w), .host_bytes = 1 << 20, .disk_dir = dir,
                                           .kv_dtype = DType::kI8});
