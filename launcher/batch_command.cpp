@@ -102,6 +102,7 @@ class ProgressPrinter {
                  static_cast<long long>(p.prompt_tokens),
                  static_cast<long long>(p.completion_tokens), p.elapsed_s, tok_s,
                  static_cast<long long>(p.prefix_hit_tokens));
+    if (!p.kv_tiers.empty()) std::fprintf(stderr, "weft batch: %s\n", p.kv_tiers.c_str());
     if (p.speculating) {
       std::fprintf(stderr,
                    "weft batch: speculative decoding: %lld guesses verified, %lld accepted (acceptance %.3f), "

@@ -86,13 +86,14 @@ std::vector<CommandSpec> make_specs() {
       .add("other", {kHelp});
 
   add("info", "print the model's configuration and this machine's CPU features",
-      "usage: weft info [--model DIR]\n")
+      "usage: weft info [--model DIR] [--kv-disk-cache DIR]\n")
       .add("info flags",
            {{"model", "DIR", "also print this model's configuration (config.json)"},
             {"tp", "T", "weight bytes per rank for this tensor-parallel size (default 1)"},
             {"pp", "P", "... and this many pipeline stages (default 1)"},
             {"ep", "E", "... and this expert parallelism (default 1)"},
             {"quantize", "none|int8|int4|...", "... and this weight quantization (default none)"},
+            {"kv-disk-cache", "DIR", "what this disk KV tier directory holds (block files by model, bytes, lock)"},
             kHelp});
 
   add("bench", "measure prefill / decode throughput against memory bandwidth",

@@ -19,6 +19,12 @@ std::vector<FlagSpec> engine_flag_specs() {
        "KV cache budget as a fraction (0, 1] of the memory left after loading the model"},
       {"kv-cache-blocks", "N", "cap on KV blocks (default: what the budget holds)"},
       {"kv-cache-dtype", "T", "auto|float32|bfloat16|float16|int8 (default auto: the model's dtype)"},
+      {"kv-offload-bytes", "SIZE",
+       "host-memory KV tier below the pool, per rank: evicted prefix-cache blocks move there and "
+       "are copied back on a hit (e.g. 4GiB; default 0: none)"},
+      {"kv-disk-cache", "DIR",
+       "disk KV tier: prefix-cache blocks written to DIR, found again by a later process (one process only)"},
+      {"kv-disk-bytes", "SIZE", "budget of --kv-disk-cache, least recently used files deleted (default 8GiB)"},
       {"max-num-seqs", "N", "running sequences per step (default 64)"},
       {"max-num-batched-tokens", "N", "tokens per step (default 2048)"},
       {"no-chunked-prefill", "", "never split a prompt over steps"},
@@ -144,6 +150,12 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   if (args.has("kv-cache-memory-fraction") &&
       (o.kv.memory_fraction <= 0 || o.kv.memory_fraction > 1)) {
     return absl::InvalidArgumentError("--kv-cache-memory-fraction: must be in (0, 1]");
+  }
+  WEFT_ASSIGN_OR_RETURN(o.kv_tiers.host_bytes, args.get_bytes("kv-offload-bytes", 0));
+  o.kv_tiers.disk_dir = args.get_or("kv-disk-cache", "");
+  WEFT_ASSIGN_OR_RETURN(o.kv_tiers.disk_bytes, args.get_bytes("kv-disk-bytes", 8ll << 30));
+  if (args.has("kv-disk-bytes") && !args.has("kv-disk-cache")) {
+    return absl::InvalidArgumentError("--kv-disk-bytes: needs --kv-disk-cache DIR");
   }
   const std::string kv_dtype = args.get_or("kv-cache-dtype", "auto");
   if (kv_dtype == "int8" || kv_dtype == "i8") {

@@ -103,6 +103,7 @@ int generate(EngineSession& session, const CliArgs& cli, const absl::StatusOr<Pr
       if (out.finished) r.finish_reason = std::string(finish_reason_name(out.finish_reason));
     }
   }
+  if (const KvTierDirectory* tiers = engine.kv_tiers()) std::cerr << "weft generate: " << kv_tier_summary(*tiers) << "\n";
   if (json) {
     nlohmann::json sequences = nlohmann::json::array();
     for (const SequenceResult& r : results) {

@@ -1,17 +1,21 @@
 // weft info: what weft sees in a model directory and on this machine.
+#include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/cpu_features.h"
+#include "kv/kv_disk_tier.h"
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "model/gguf_file.h"
 #include "model/model_config.h"
 #include "model/model_files.h"
+#include "model/model_identity.h"
 #include "model/stage_layout.h"
 #include "model/weight_plan.h"
 
@@ -152,6 +156,44 @@ int print_gguf_tensors(const std::filesystem::path& path) {
   return 0;
 }
 
+// The disk KV tier directory's contents; with --model, which files are this model's.
+int print_kv_disk_cache(const CliArgs& cli) {
+  const std::string dir = *cli.get("kv-disk-cache");
+  auto inv = inventory_kv_disk_cache(dir);
+  if (!inv.ok()) {
+    std::cerr << "weft info: " << inv.status().message() << "\n";
+    return 1;
+  }
+  std::optional<uint64_t> mine;
+  if (cli.has("model")) {
+    auto identity = model_identity(*cli.get("model"));
+    if (!identity.ok()) {
+      std::cerr << "weft info: " << identity.status().message() << "\n";
+      return 1;
+    }
+    mine = *identity;
+  }
+  int64_t files = 0, bytes = 0;
+  for (const auto& [id, m] : inv->by_model) {
+    files += m.files;
+    bytes += m.bytes;
+  }
+  std::cout << "kv disk cache: " << dir << ": " << files << " block files, " << bytes << " bytes ("
+            << bytes / 1048576.0 << " MiB), " << inv->by_model.size() << " model(s)"
+            << (inv->locked ? ", in use by a running process" : "") << "\n";
+  for (const auto& [id, m] : inv->by_model) {
+    char hex[32];
+    std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(id));
+    std::cout << "  model " << hex << ": " << m.files << " files, " << m.bytes << " bytes"
+              << (mine && *mine == id ? " (this model)" : "") << "\n";
+  }
+  if (inv->bad_headers > 0 || inv->temporary_files > 0) {
+    std::cout << "  " << inv->bad_headers << " files with a bad header, " << inv->temporary_files
+              << " unfinished temporary files (removed by the next process to open the directory)\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_info(const std::vector<std::string>& args) {
@@ -162,6 +204,9 @@ int run_info(const std::vector<std::string>& args) {
   if (const int* done = std::get_if<int>(&parsed)) return *done;
   const CliArgs* cli = &std::get<CliArgs>(parsed);
   std::cout << "cpu features: " << cpu_features().to_string() << "\n";
+  if (cli->has("kv-disk-cache")) {
+    if (const int rc = print_kv_disk_cache(*cli); rc != 0) return rc;
+  }
   if (!cli->has("model")) return 0;
   auto config = load_model_config(*cli->get("model"));
   if (!config.ok()) {

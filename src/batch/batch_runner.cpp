@@ -218,6 +218,7 @@ absl::StatusOr<BatchProgress> run_batch(Engine& engine, const BatchPromptEncoder
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress.kv_usage = engine.kv_usage();
     progress.prefix_hit_tokens = engine.num_prefix_hit_tokens();
+    if (finished && engine.kv_tiers() != nullptr) progress.kv_tiers = kv_tier_summary(*engine.kv_tiers());
     progress.speculating = engine.speculating();
     progress.speculation = engine.speculation_stats();
     progress.finished = finished;

@@ -73,6 +73,7 @@ struct BatchProgress {
   double elapsed_s = 0;
   double kv_usage = 0;          // fraction of KV blocks in use
   int64_t prefix_hit_tokens = 0;
+  std::string kv_tiers;         // kv_tier_summary() when the engine has KV tiers, else empty
   bool speculating = false;     // speculative decoding is on (the engine's counters below)
   SpeculationStats speculation;
   bool finished = false;        // the last report

@@ -189,6 +189,14 @@ void AsyncEngine::publish() {
   gauges_.speculating = engine_.speculating();
   gauges_.speculation = engine_.speculation_stats();
   gauges_.banned_phrases = engine_.banned_phrase_stats();
+  gauges_.prefix_query_tokens = engine_.num_prefix_query_tokens();
+  gauges_.prefix_hit_tokens = engine_.num_prefix_hit_tokens();
+  if (const KvTierDirectory* tiers = engine_.kv_tiers()) {
+    gauges_.kv_tiers = true;
+    gauges_.kv_tier = tiers->stats();
+    gauges_.kv_tier_block_bytes = tiers->block_bytes();
+    gauges_.kv_disk = tiers->disk_stats();
+  }
 }
 
 void AsyncEngine::run() {

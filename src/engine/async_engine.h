@@ -26,6 +26,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -106,6 +107,13 @@ struct EngineGauges {
   bool speculating = false;     // speculative decoding is on
   SpeculationStats speculation;
   BannedPhraseStats banned_phrases;
+  // Prefix cache (tokens) and the KV tiers below the pool (kv/kv_tier_directory.h).
+  int64_t prefix_query_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  bool kv_tiers = false;
+  KvTierStats kv_tier;
+  int64_t kv_tier_block_bytes = 0;  // the coordinator's slice of one block
+  std::optional<KvDiskTierStats> kv_disk;
 };
 
 class AsyncEngine {

@@ -32,8 +32,23 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   }();
   WEFT_RETURN_IF_ERROR(agree_on_status(world, allocated));
 
+  // Host tier: every rank its own slice, the job the smallest capacity. The disk tier needs the
+  // coordinator to check every rank's file before it plans a hit, which is not built yet.
+  if (!options.engine.kv_tiers.disk_dir.empty()) {
+    return absl::UnimplementedError(
+        "--kv-disk-cache: the disk KV tier runs in a single process only for now (not under --tp / --pp)");
+  }
+  absl::Status tiers_made = [&]() -> absl::Status {
+    WEFT_ASSIGN_OR_RETURN(e->kv_tiers_, make_rank_kv_tiers(options.engine.kv_tiers,
+                                                           options.engine.scheduler.enable_prefix_caching,
+                                                           e->kv_, KvSliceIdentity{}));
+    return absl::OkStatus();
+  }();
+  WEFT_RETURN_IF_ERROR(agree_on_status(world, tiers_made));
+  WEFT_ASSIGN_OR_RETURN(int64_t host_capacity, agree_on_minimum(e->kv_tiers_.host_capacity_blocks));
   e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, *e->groups_.tp, *e->pool_);
   e->runner_->set_attention_probe(options.engine.attention_probe.get());
+  e->runner_->set_kv_store(e->kv_tiers_.store.get());
   WEFT_ASSIGN_OR_RETURN(e->pipeline_, PipelineChannel::create(e->config_));
   e->watchdog_ = world.make_watchdog();
   e->worker_ = std::make_unique<StageWorker>(e->config_, *e->runner_, *e->groups_.tp, *e->pipeline_,
@@ -56,6 +71,9 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
     config.seed = options.engine.seed;
     e->engine_ = std::make_unique<Engine>(config, blocks, kv.block_size, *e->executor_, *e->pool_,
                                           std::move(detokenizers));
+    if (e->kv_tiers_.store) {
+      e->engine_->attach_kv_tiers(make_kv_tier_directory(e->kv_tiers_, host_capacity));
+    }
     // The proposer lives on the coordinator only (draft_model_proposer.h says why). A failure
     // here ends the job through the caller: the workers are already serving steps and are told
     // to stop when the engine is destroyed.

@@ -64,6 +64,7 @@ class DistributedEngine {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<RankModel> model_;
   KvCache kv_;
+  RankKvTiers kv_tiers_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<PipelineChannel> pipeline_;
   std::unique_ptr<StepWatchdog> watchdog_;

@@ -501,6 +501,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     if (next.plan.chunks.empty()) break;
     if (proposer_) WEFT_RETURN_IF_ERROR(add_proposals(next));
     choose_sampling_output(next.plan);
+    // Last, after everything that may allocate blocks (drafts): the tiers' copies lead the plan.
+    next.plan.kv_transfers = blocks_.take_transfers();
     WEFT_RETURN_IF_ERROR(executor_.submit(next.plan));
     in_flight_.push_back(std::move(next));
   }

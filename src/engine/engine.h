@@ -190,6 +190,11 @@ class Engine {
 
   const Scheduler& scheduler() const { return scheduler_; }
   const BlockManager& blocks() const { return blocks_; }
+  // Puts host/disk KV tiers below the pool (before the first request). Every plan the engine
+  // submits then carries the tiers' pending instructions (StepPlan::kv_transfers).
+  void attach_kv_tiers(std::unique_ptr<KvTierDirectory> tiers) { blocks_.attach_tiers(std::move(tiers)); }
+  // Null without tiers.
+  const KvTierDirectory* kv_tiers() const { return blocks_.tiers(); }
   const EngineConfig& config() const { return config_; }
   // Prompt tokens run through the model (a prefix taken from the cache is not counted).
   int64_t num_prefilled_tokens() const { return num_prefilled_tokens_; }

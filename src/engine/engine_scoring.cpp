@@ -57,6 +57,7 @@ absl::StatusOr<std::vector<double>> Engine::score(const std::vector<int32_t>& to
     chunk.block_table.assign(block_table.begin(), block_table.begin() + blocks_.blocks_for_tokens(end));
     chunk.logits = LogitsWanted::kAll;
     plan.chunks.push_back(std::move(chunk));
+    plan.kv_transfers = blocks_.take_transfers();  // its blocks may have evicted cached ones
     absl::StatusOr<StepOutput> output = executor_.execute(plan);
     if (!output.ok()) {
       status = output.status();

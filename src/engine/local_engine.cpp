@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "model/model_identity.h"
 
 namespace weft {
 
@@ -39,8 +40,21 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
     e->device_executor_ = std::move(device.executor);
     e->num_kv_blocks_ = device.num_kv_blocks;
   }
+  if (options.kv_tiers.enabled() && options.device != EngineDevice::kCpu) {
+    return absl::UnimplementedError(
+        "--kv-offload-bytes / --kv-disk-cache: the KV tiers work with the CPU pool only for now; use --device cpu");
+  }
+  if (options.kv_tiers.enabled()) {
+    KvSliceIdentity slice;
+    if (!options.kv_tiers.disk_dir.empty()) {
+      WEFT_ASSIGN_OR_RETURN(slice.model_identity, model_identity(options.model_dir));
+    }
+    WEFT_ASSIGN_OR_RETURN(e->kv_tiers_, make_rank_kv_tiers(options.kv_tiers, options.scheduler.enable_prefix_caching,
+                                                           e->kv_, slice));
+  }
   e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, e->tp_, *e->pool_);
   e->runner_->set_attention_probe(options.attention_probe.get());
+  e->runner_->set_kv_store(e->kv_tiers_.store.get());
   e->executor_ = std::make_unique<LocalExecutor>(*e->runner_);
 
   EngineConfig config;
@@ -53,6 +67,9 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
   config.seed = options.seed;
   e->engine_ = std::make_unique<Engine>(config, e->num_kv_blocks_, options.kv.block_size,
                                         e->executor(), *e->pool_, std::move(detokenizers));
+  if (e->kv_tiers_.store) {
+    e->engine_->attach_kv_tiers(make_kv_tier_directory(e->kv_tiers_, e->kv_tiers_.host_capacity_blocks));
+  }
   WEFT_RETURN_IF_ERROR(enable_speculative_decoding(*e->engine_, options.speculative, *e->model_,
                                                    options.model_dir, options.kv, *e->pool_));
   return e;

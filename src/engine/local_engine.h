@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "core/thread_pool.h"
 #include "engine/engine.h"
+#include "engine/kv_tier_setup.h"
 #include "engine/local_executor.h"
 #include "engine/model_runner.h"
 #include "engine/rank_model.h"
@@ -26,6 +27,7 @@ struct LocalEngineOptions {
   EngineDevice device = EngineDevice::kCpu;
   int num_threads = 0;  // 0: all hardware threads
   KvCacheOptions kv;
+  KvTierOptions kv_tiers;  // host/disk tiers below the KV pool (CPU pool only)
   SchedulerConfig scheduler;
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   std::optional<uint64_t> seed;
@@ -59,6 +61,9 @@ class LocalEngine {
   int64_t num_kv_blocks() const { return num_kv_blocks_; }
   StepExecutor& executor() { return device_executor_ ? *device_executor_ : *executor_; }
   ThreadPool& pool() { return *pool_; }
+  // The KV tiers below the pool (null when not enabled).
+  const KvHostStore* kv_store() const { return kv_tiers_.store.get(); }
+  KvDiskTier* kv_disk() { return kv_tiers_.disk.get(); }
 
  private:
   LocalEngine() = default;
@@ -66,6 +71,7 @@ class LocalEngine {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<RankModel> model_;
   KvCache kv_;
+  RankKvTiers kv_tiers_;
   std::unique_ptr<ModelRunner> runner_;
   std::unique_ptr<LocalExecutor> executor_;
   std::unique_ptr<StepExecutor> device_executor_;

@@ -189,7 +189,17 @@ absl::StatusOr<StepOutput> ModelRunner::output(const StepPlan& plan, const Forwa
   return out;
 }
 
+absl::Status ModelRunner::transfer_kv(const StepPlan& plan) {
+  if (plan.kv_transfers.empty()) return absl::OkStatus();
+  if (kv_store_ == nullptr) {
+    return absl::InternalError(absl::StrCat("step plan ", plan.step_id, " carries ", plan.kv_transfers.size(),
+                                            " KV tier instructions, but this rank has no KV tiers"));
+  }
+  return kv_store_->apply(plan.kv_transfers);
+}
+
 absl::StatusOr<StepOutput> ModelRunner::execute(const StepPlan& plan) {
+  WEFT_RETURN_IF_ERROR(transfer_kv(plan));
   WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, prepare(plan));
   WEFT_ASSIGN_OR_RETURN(Tensor hidden, embed(batch));
   WEFT_RETURN_IF_ERROR(run_layers(batch, hidden));

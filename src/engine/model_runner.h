@@ -9,6 +9,7 @@
 #include "engine/step_executor.h"
 #include "engine/step_plan.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_host_store.h"
 #include "model/decoder_model.h"
 #include "model/forward_batch.h"
 #include "parallel/communicator.h"
@@ -28,7 +29,15 @@ class ModelRunner {
   // Borrows everything; all must outlive the runner.
   ModelRunner(const DecoderModel& model, const KvCache& kv, Communicator& tp, ThreadPool& pool);
 
-  // Runs `plan` on a single pipeline stage holding every layer (pp = 1). Returns, for each chunk
+  // Gives the runner this rank's KV tier store (borrowed; null: none). A plan carrying tier
+  // instructions needs one.
+  void set_kv_store(KvHostStore* store) { kv_store_ = store; }
+  // Performs the plan's KV tier instructions (StepPlan::kv_transfers) on this rank's slice: before
+  // prepare/embed/run_layers of the same plan. A plain copy on the step's thread (memcpy of the
+  // block slices; the disk writes themselves are queued to the disk tier's thread).
+  absl::Status transfer_kv(const StepPlan& plan);
+
+  // Runs `plan` on a single pipeline stage holding every layer (pp = 1), its KV transfers first. Returns, for each chunk
   // in order, its last token's row (kLast) or every token's (kAll), no rows for kNone: F32
   // [rows, vocab_size] logits, or (plan.sample_candidates) the rows' argmax tokens or candidates.
   absl::StatusOr<StepOutput> execute(const StepPlan& plan);
@@ -61,6 +70,7 @@ class ModelRunner {
   Communicator& tp_;
   ThreadPool& pool_;
   AttentionProbe* attention_probe_ = nullptr;
+  KvHostStore* kv_store_ = nullptr;
 };
 
 }  // namespace weft

@@ -50,6 +50,10 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
   // The coordinator's executor arms its watchdog around the whole step, result included.
   const bool watched = watchdog_ != nullptr && !world_.is_coordinator();
   if (watched) watchdog_->arm(plan.step_id, step_deadline_);
+  // Tier copies first: a restored block is read by this plan, a saved one may be written by it.
+  // A later stage does its copies before waiting for the hidden states, beside the earlier
+  // stages' compute.
+  WEFT_RETURN_IF_ERROR(runner_.transfer_kv(plan));
   WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, runner_.prepare(plan));
   Tensor hidden;
   if (!world_.is_first_stage()) {

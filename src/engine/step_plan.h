@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kv/kv_transfer.h"
+
 namespace weft {
 
 enum class LogitsWanted : uint8_t {
@@ -39,6 +41,10 @@ struct StepPlan {
   // With sample_candidates >= 1: also return each row's log-sum-exp over the whole vocabulary
   // (logprobs need it), and candidates rather than bare argmax tokens.
   bool candidate_logsumexp = false;
+  // The KV tiers' instructions (save, restore, drop, persist) every rank performs in order for
+  // its slice before this step's forward pass (kv/kv_tier_directory.h); a restored block is read
+  // by this plan's chunks.
+  std::vector<KvTransfer> kv_transfers;
 
   int64_t num_tokens() const {
     int64_t n = 0;

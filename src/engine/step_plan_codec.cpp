@@ -52,6 +52,49 @@ void to_proto(const StepPlan& plan, proto::StepPlan& out) {
     pc->set_logits(to_proto(c.logits));
     pc->set_num_draft_tokens(c.num_draft_tokens);
   }
+  out.mutable_kv_transfers()->Reserve(static_cast<int>(plan.kv_transfers.size()));
+  for (const KvTransfer& t : plan.kv_transfers) {
+    proto::KvTransfer* pt = out.add_kv_transfers();
+    pt->set_kind(static_cast<proto::KvTransfer::Kind>(t.kind));
+    pt->set_hash(t.hash);
+    pt->set_block(t.block);
+    pt->set_parent(t.parent);
+    pt->mutable_tokens()->Add(t.tokens.begin(), t.tokens.end());
+  }
+}
+
+// The tier instructions of a decoded plan: known kinds, block ids >= 0 where one is used, at most
+// kMaxPlanTokens tokens in all (their range is the store's and check_step_plan's business).
+absl::Status kv_transfers_from_proto(const proto::StepPlan& in, const std::string& where, StepPlan& plan) {
+  if (in.kv_transfers_size() > kMaxPlanChunks) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", in.kv_transfers_size(),
+                                                   " KV transfers, at most ", kMaxPlanChunks, " are accepted"));
+  }
+  int64_t tokens = 0;
+  plan.kv_transfers.reserve(in.kv_transfers_size());
+  for (int i = 0; i < in.kv_transfers_size(); ++i) {
+    const proto::KvTransfer& pt = in.kv_transfers(i);
+    const std::string at = absl::StrCat(where, ", kv_transfers[", i, "]");
+    if (pt.kind() < proto::KvTransfer::KV_SAVE || pt.kind() > proto::KvTransfer::KV_PERSIST) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ": kind is ", static_cast<int>(pt.kind()), ", expected 0..3"));
+    }
+    KvTransfer t;
+    t.kind = static_cast<KvTransfer::Kind>(pt.kind());
+    if (t.kind != KvTransfer::Kind::kDrop && pt.block() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": block is ", pt.block(), ", expected >= 0"));
+    }
+    tokens += pt.tokens_size();
+    if (tokens > kMaxPlanTokens) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": more than ", kMaxPlanTokens, " KV transfer tokens"));
+    }
+    t.hash = pt.hash();
+    t.block = pt.block();
+    t.parent = pt.parent();
+    t.tokens.assign(pt.tokens().begin(), pt.tokens().end());
+    plan.kv_transfers.push_back(std::move(t));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
@@ -152,6 +195,7 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
     }
     plan.chunks.push_back(std::move(c));
   }
+  WEFT_RETURN_IF_ERROR(kv_transfers_from_proto(in, where, plan));
   return plan;
 }
 

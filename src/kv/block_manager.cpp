@@ -43,7 +43,9 @@ int32_t BlockManager::take_free_block() {
   const int32_t block = lru_.front();
   lru_.pop_front();
   in_lru_[block] = false;
-  cached_.erase(info_[block]->hash);
+  const CachedInfo& info = *info_[block];
+  if (tiers_) tiers_->on_pool_evict(block, info.hash, info.parent, info.tokens);
+  cached_.erase(info.hash);
   info_[block].reset();
   return block;
 }
@@ -134,12 +136,11 @@ int64_t BlockManager::match_prefix(const std::vector<int32_t>& tokens, int64_t m
   int64_t matched = 0;
   for (; matched < wanted; ++matched) {
     auto it = cached_.find(block_hashes[matched]);
-    if (it == cached_.end()) break;
-    const CachedInfo& info = *info_[it->second];
     const uint64_t parent = matched == 0 ? kRootHash : block_hashes[matched - 1];
-    if (info.parent != parent ||
-        !std::equal(info.tokens.begin(), info.tokens.end(),
+    if (it == cached_.end() || info_[it->second]->parent != parent ||
+        !std::equal(info_[it->second]->tokens.begin(), info_[it->second]->tokens.end(),
                     tokens.begin() + matched * block_size_)) {
+      if (restore_from_tiers(tokens, block_hashes, matched, block_table)) continue;
       break;
     }
     take_ref(it->second);
@@ -147,6 +148,41 @@ int64_t BlockManager::match_prefix(const std::vector<int32_t>& tokens, int64_t m
   }
   prefix_hit_tokens_ += matched * block_size_;
   return matched * block_size_;
+}
+
+bool BlockManager::restore_from_tiers(const std::vector<int32_t>& tokens,
+                                      const std::vector<uint64_t>& block_hashes, int64_t index,
+                                      std::vector<int32_t>& block_table) {
+  if (!tiers_ || num_free_blocks() == 0) return false;
+  const uint64_t hash = block_hashes[index];
+  if (cached_.count(hash)) return false;  // the pool holds a colliding prefix under this hash
+  if (!tiers_->may_hold(hash)) return false;  // a plain miss evicts nothing from the pool
+  // The block before the lookup: evicting it may move another prefix down (or push this one out
+  // of a full host tier), and the lookup must see that; the save precedes this restore.
+  const int32_t block = take_free_block();
+  CachedInfo info;
+  info.hash = hash;
+  info.parent = index == 0 ? kRootHash : block_hashes[index - 1];
+  info.tokens.assign(tokens.begin() + index * block_size_, tokens.begin() + (index + 1) * block_size_);
+  if (!tiers_->find(hash, info.parent, info.tokens)) {
+    free_.push_back(block);  // its old contents (if any) went down with the eviction
+    return false;
+  }
+  tiers_->restore(hash, block);
+  register_block(block, std::move(info));
+  ref_counts_[block] = 1;
+  block_table.push_back(block);
+  return true;
+}
+
+std::vector<KvTransfer> BlockManager::take_transfers() {
+  return tiers_ ? tiers_->take_transfers() : std::vector<KvTransfer>{};
+}
+
+void BlockManager::register_block(int32_t block, CachedInfo info) {
+  const uint64_t hash = info.hash;
+  info_[block] = std::move(info);
+  cached_.emplace(hash, block);
 }
 
 void BlockManager::cache_block(int32_t block, uint64_t hash, uint64_t parent,
@@ -157,8 +193,8 @@ void BlockManager::cache_block(int32_t block, uint64_t hash, uint64_t parent,
   info.hash = hash;
   info.parent = parent;
   info.tokens.assign(tokens, tokens + block_size_);
-  info_[block] = std::move(info);
-  cached_.emplace(hash, block);
+  if (tiers_) tiers_->on_pool_cached(block, hash, parent, info.tokens);
+  register_block(block, std::move(info));
 }
 
 }  // namespace weft

@@ -15,14 +15,24 @@
 // registered block also keeps its tokens and parent hash, and a lookup checks both, so a 64-bit
 // hash collision cannot hand out the wrong KV.
 //
+// Lower tiers (optional, attach_tiers): an evicted cached block moves down to the host tier
+// instead of disappearing, a newly registered one is persisted to disk, and match_prefix goes on
+// past the pool's last hit into those tiers: each further block found there takes a free pool
+// block, is registered in the pool cache at once and restored into it (kv/kv_tier_directory.h
+// collects the instructions; the next step plan carries them to every rank, which performs them
+// before that step reads or writes any block).
+//
 // Plain data: no device, no locks (owned by the engine thread).
 #pragma once
 
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
+
+#include "kv/kv_tier_directory.h"
 
 namespace weft {
 
@@ -93,9 +103,19 @@ class BlockManager {
   // hash (two sequences computed the same prefix at once: one copy is enough).
   void cache_block(int32_t block, uint64_t hash, uint64_t parent, const int32_t* tokens);
 
-  // Prompt tokens looked up in / found in the prefix cache since construction.
+  // Prompt tokens looked up in / found in the prefix cache since construction (found: in the
+  // pool or, with tiers, restored from one).
   int64_t prefix_query_tokens() const { return prefix_query_tokens_; }
   int64_t prefix_hit_tokens() const { return prefix_hit_tokens_; }
+
+  // --- lower tiers (prefix caching only) ---
+
+  // Puts host/disk tiers below the pool (before any block is allocated).
+  void attach_tiers(std::unique_ptr<KvTierDirectory> tiers) { tiers_ = std::move(tiers); }
+  const KvTierDirectory* tiers() const { return tiers_.get(); }
+  // The tier instructions since the last call, in order: the next plan sent to the ranks must
+  // carry them (StepPlan::kv_transfers). Empty without tiers.
+  std::vector<KvTransfer> take_transfers();
 
  private:
   struct CachedInfo {
@@ -104,6 +124,12 @@ class BlockManager {
     std::vector<int32_t> tokens;
   };
   int32_t take_free_block();
+  // Registers `block` under `info` (no tier notified).
+  void register_block(int32_t block, CachedInfo info);
+  // Past the pool's hits: takes a free block and restores block `index` of `tokens` into it from
+  // a lower tier. False (changing nothing but evictions) on a miss or with no free block.
+  bool restore_from_tiers(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& block_hashes,
+                          int64_t index, std::vector<int32_t>& block_table);
   void take_ref(int32_t block);
   void drop_ref(int32_t block);
 
@@ -118,6 +144,7 @@ class BlockManager {
   std::unordered_map<uint64_t, int32_t> cached_;  // hash -> block
   int64_t prefix_query_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
+  std::unique_ptr<KvTierDirectory> tiers_;
 };
 
 }  // namespace weft

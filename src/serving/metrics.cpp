@@ -83,6 +83,60 @@ void render_speculation(std::string& out, const SpeculationStats& s) {
                   number(s.mean_accepted_length()), "\n");
 }
 
+// The prefix cache (tokens, also under vLLM's names) and, with tiers, each tier's bytes and hit
+// rate in blocks: weft:kv_offload_* for the host tier, weft:kv_disk_* for the disk tier.
+void render_kv_tiers(std::string& out, const EngineGauges& g) {
+  auto series = [&](const std::string& name, const char* type, const char* help, const std::string& value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
+                    std::string_view(type) == "counter" ? "_total " : " ", value, "\n");
+  };
+  auto rate = [](int64_t hits, int64_t queries) {
+    return number(queries > 0 ? static_cast<double>(hits) / static_cast<double>(queries) : 0.0);
+  };
+  for (const char* prefix : {"weft:", "vllm:"}) {
+    const std::string p = prefix;
+    series(p + "prefix_cache_queries", "counter", "Prompt tokens looked up in the prefix cache.",
+           std::to_string(g.prefix_query_tokens));
+    series(p + "prefix_cache_hits", "counter", "Prompt tokens found in the prefix cache (pool or a lower tier).",
+           std::to_string(g.prefix_hit_tokens));
+  }
+  if (!g.kv_tiers) return;
+  const KvTierStats& t = g.kv_tier;
+  const int64_t bb = g.kv_tier_block_bytes;
+  series("weft:kv_offload_bytes", "gauge", "Bytes of KV blocks in the host tier (the coordinator's slice).",
+         std::to_string(t.host_blocks * bb));
+  series("weft:kv_offload_capacity_bytes", "gauge", "Host tier budget in whole blocks (the coordinator's slice).",
+         std::to_string(t.host_capacity_blocks * bb));
+  series("weft:kv_offload_queries", "counter", "Blocks missing from the pool looked up in the host tier.",
+         std::to_string(t.host_query_blocks));
+  series("weft:kv_offload_hits", "counter", "Blocks found in the host tier.", std::to_string(t.host_hit_blocks));
+  series("weft:kv_offload_hit_rate", "gauge", "Host tier hits / queries.", rate(t.host_hit_blocks, t.host_query_blocks));
+  series("weft:kv_offload_saved_blocks", "counter", "Pool evictions copied down to the host tier.",
+         std::to_string(t.saved_blocks));
+  series("weft:kv_offload_restored_blocks", "counter", "Blocks copied back into the pool from a lower tier.",
+         std::to_string(t.restored_blocks));
+  if (!g.kv_disk) return;
+  const KvDiskTierStats& d = *g.kv_disk;
+  series("weft:kv_disk_enabled", "gauge", "1 while the disk tier works (0 after a failed write).",
+         d.enabled ? "1" : "0");
+  series("weft:kv_disk_bytes", "gauge", "Bytes of this model's block files in the disk tier.", std::to_string(d.bytes));
+  series("weft:kv_disk_capacity_bytes", "gauge", "Disk tier budget.", std::to_string(d.max_bytes));
+  series("weft:kv_disk_queries", "counter", "Blocks missing from the host tier looked up on disk.",
+         std::to_string(t.disk_query_blocks));
+  series("weft:kv_disk_hits", "counter", "Blocks read back from disk (checked).", std::to_string(t.disk_hit_blocks));
+  series("weft:kv_disk_hit_rate", "gauge", "Disk tier hits / queries.", rate(t.disk_hit_blocks, t.disk_query_blocks));
+  series("weft:kv_disk_writes", "counter", "Block files written.", std::to_string(d.writes));
+  absl::StrAppend(&out, "# HELP weft:kv_disk_misses Disk lookups that found no usable file, by reason.\n",
+                  "# TYPE weft:kv_disk_misses counter\n");
+  const std::pair<const char*, int64_t> reasons[] = {{"absent", d.misses_absent},
+                                                     {"truncated", d.misses_truncated},
+                                                     {"corrupt", d.misses_corrupt},
+                                                     {"foreign", d.misses_foreign}};
+  for (const auto& [reason, n] : reasons) {
+    absl::StrAppend(&out, "weft:kv_disk_misses_total{reason=\"", reason, "\"} ", n, "\n");
+  }
+}
+
 }  // namespace
 
 std::string ServingMetrics::render(const EngineGauges& g) const {
@@ -120,6 +174,7 @@ std::string ServingMetrics::render(const EngineGauges& g) const {
     }
   }
   if (g.speculating) render_speculation(out, g.speculation);
+  render_kv_tiers(out, g);
   ttft_.render(out, "weft:time_to_first_token_seconds", "Time from request arrival to its first token.");
   itl_.render(out, "weft:inter_token_latency_seconds", "Time between consecutive tokens of a sequence.");
   e2e_.render(out, "weft:e2e_request_latency_seconds", "Time from request arrival to its end.");

@@ -47,6 +47,9 @@ StepPlan sample_plan() {
   plan.chunks = {prefill, decode, scored, speculating};
   plan.sample_candidates = 40;
   plan.candidate_logsumexp = true;
+  plan.kv_transfers = {KvTransfer::save(0xfedcba9876543210ULL, 3), KvTransfer::drop(5),
+                       KvTransfer::restore(0xfedcba9876543210ULL, 21),
+                       KvTransfer::persist(77, 4, 0x6a09e667f3bcc908ULL, {1, 2, 3, 50000})};
   return plan;
 }
 
@@ -63,6 +66,7 @@ void expect_same(const StepPlan& a, const StepPlan& b) {
     EXPECT_EQ(a.chunks[i].logits, b.chunks[i].logits);
     EXPECT_EQ(a.chunks[i].num_draft_tokens, b.chunks[i].num_draft_tokens);
   }
+  EXPECT_EQ(a.kv_transfers, b.kv_transfers);
 }
 
 // The wire form of `plan` after `edit` changed its protobuf message.
@@ -181,6 +185,13 @@ TEST(StepPlanCodec, RejectsInvalidFields) {
                   "sample_candidates is 1025");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.set_sample_candidates(0); }),
                   "candidate_logsumexp without sample_candidates");
+  expect_rejected(edited(plan,
+                         [](proto::StepPlan& m) {
+                           m.mutable_kv_transfers(1)->set_kind(static_cast<proto::KvTransfer::Kind>(7));
+                         }),
+                  "kv_transfers[1]: kind is 7");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_kv_transfers(2)->set_block(-4); }),
+                  "kv_transfers[2]: block is -4");
 }
 
 TEST(StepPlanCodec, RejectsTooManyTokens) {

@@ -1,0 +1,62 @@
+#include "engine/kv_tier_setup.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+
+namespace weft {
+
+absl::StatusOr<RankKvTiers> make_rank_kv_tiers(const KvTierOptions& options, bool prefix_caching,
+                                               const KvCache& pool, const KvSliceIdentity& slice) {
+  RankKvTiers tiers;
+  if (!options.enabled()) return tiers;
+  if (!prefix_caching) {
+    return absl::InvalidArgumentError(
+        "--kv-offload-bytes / --kv-disk-cache hold prefix-cache blocks: they need prefix caching "
+        "(drop --no-prefix-caching)");
+  }
+  if (options.host_bytes < 0 || options.disk_bytes < 0) {
+    return absl::InvalidArgumentError("--kv-offload-bytes and --kv-disk-bytes must be >= 0");
+  }
+  const KvCacheShape& shape = pool.shape();
+  if (!options.disk_dir.empty()) {
+    KvDiskTierOptions disk;
+    disk.dir = options.disk_dir;
+    disk.max_bytes = options.disk_bytes;
+    disk.block_bytes = shape.bytes_per_block();
+    disk.key.model_identity = slice.model_identity;
+    disk.key.dtype = static_cast<uint32_t>(shape.dtype);
+    disk.key.block_size = static_cast<uint32_t>(shape.block_size);
+    disk.key.num_layers = static_cast<uint32_t>(shape.num_layers);
+    disk.key.tp_rank = static_cast<uint32_t>(slice.tp_rank);
+    disk.key.tp_size = static_cast<uint32_t>(slice.tp_size);
+    disk.key.pp_rank = static_cast<uint32_t>(slice.pp_rank);
+    disk.key.pp_size = static_cast<uint32_t>(slice.pp_size);
+    disk.key.num_kv_heads = static_cast<uint64_t>(shape.num_kv_heads);
+    disk.key.head_dim = static_cast<uint64_t>(shape.head_dim);
+    absl::StatusOr<std::unique_ptr<KvDiskTier>> opened = KvDiskTier::open(disk);
+    if (opened.ok()) {
+      tiers.disk = *std::move(opened);
+    } else {
+      std::cerr << "weft: warning: " << opened.status().message() << "; continuing without the disk tier\n";
+    }
+  }
+  tiers.store = std::make_unique<KvHostStore>(pool, tiers.disk.get());
+  tiers.host_capacity_blocks = tiers.store->blocks_fitting(options.host_bytes);
+  return tiers;
+}
+
+std::unique_ptr<KvTierDirectory> make_kv_tier_directory(RankKvTiers& tiers, int64_t host_capacity_blocks) {
+  KvDiskLookup lookup;
+  if (tiers.disk) {
+    KvHostStore* store = tiers.store.get();
+    lookup.contains = [store](uint64_t hash) { return store->disk_contains(hash); };
+    lookup.load = [store](uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
+      return store->load_from_disk(hash, parent, tokens);
+    };
+  }
+  return std::make_unique<KvTierDirectory>(host_capacity_blocks, tiers.store->block_bytes(), std::move(lookup),
+                                           tiers.disk.get());
+}
+
+}  // namespace weft

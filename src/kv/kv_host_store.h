@@ -1,0 +1,68 @@
+// One rank's host-memory tier: copies of its slice (its layers and KV heads) of whole KV blocks,
+// keyed by prefix-cache hash, and the rank's side of the coordinator's tier instructions
+// (kv/kv_transfer.h) against its KV pool (kv/kv_cache.h). What it holds is decided by the
+// coordinator (kv/kv_tier_directory.h); the store only follows, so every rank holds the same
+// hashes.
+//
+// A block's bytes are, layer by layer, its keys, its values and (int8 caches) their scales,
+// block_bytes() = KvCacheShape::bytes_per_block(). Entries count their references: a save or a
+// disk load of a hash whose earlier drop is still queued in the same plan keeps the entry alive
+// through that drop.
+//
+// Host memory only: a device pool (--device cuda) has no store yet. Not thread-safe (the rank's
+// step thread, or the engine thread in a single process).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "kv/kv_cache.h"
+#include "kv/kv_transfer.h"
+
+namespace weft {
+
+class KvDiskTier;
+
+class KvHostStore {
+ public:
+  // Borrows `cache` and `disk` (null: no disk tier); both must outlive the store.
+  explicit KvHostStore(const KvCache& cache, KvDiskTier* disk = nullptr);
+
+  int64_t block_bytes() const { return block_bytes_; }
+  // Blocks a budget of `bytes` holds.
+  int64_t blocks_fitting(int64_t bytes) const { return block_bytes_ > 0 ? bytes / block_bytes_ : 0; }
+  int64_t num_blocks() const { return static_cast<int64_t>(entries_.size()); }
+  int64_t bytes() const { return num_blocks() * block_bytes_; }
+  bool contains(uint64_t hash) const { return entries_.count(hash) != 0; }
+
+  // Performs `transfers` in order. Errors (naming the instruction) on a block outside the pool,
+  // a restore or drop of a hash the store does not hold, or a persist without a disk tier: the
+  // coordinator and this rank disagree, which is a bug.
+  absl::Status apply(const std::vector<KvTransfer>& transfers);
+
+  // Single process: whether the disk tier's index names `hash`.
+  bool disk_contains(uint64_t hash) const;
+  // Single process: reads the disk tier's block `hash` (verified) into the store. False on a miss.
+  bool load_from_disk(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
+
+  // The bytes of pool block `block` / writes them back (block_bytes() each).
+  void copy_out(int32_t block, uint8_t* out) const;
+  void copy_in(const uint8_t* in, int32_t block) const;
+
+ private:
+  struct Entry {
+    std::vector<uint8_t> bytes;
+    int refs = 0;
+  };
+  void put(uint64_t hash, std::vector<uint8_t> bytes);
+
+  const KvCache& cache_;
+  KvDiskTier* disk_;
+  int64_t block_bytes_;
+  std::unordered_map<uint64_t, Entry> entries_;
+};
+
+}  // namespace weft
