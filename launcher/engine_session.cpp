@@ -108,6 +108,10 @@ void EngineSession::set_attention_probe(std::shared_ptr<AttentionProbe> probe) {
 
 absl::Status EngineSession::load(DetokenizerFactory detokenizers) {
   WEFT_RETURN_IF_ERROR(create_engine(std::move(detokenizers)));
+#ifdef WEFT_HAVE_MPI
+  // Which host each rank runs on, so that a failure naming a host or a rank names both.
+  if (distributed_engine_ && is_coordinator()) std::cerr << distributed_engine_->rank_hosts() << std::flush;
+#endif
   // Said once, at start-up, on the coordinator: where weft's numbers part from transformers'.
   const ModelConfig& config = model().config;
   const int64_t max_len = options_.max_model_len > 0 ? options_.max_model_len : config.max_position_embeddings;

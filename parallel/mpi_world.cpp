@@ -53,6 +53,10 @@ absl::StatusOr<std::unique_ptr<MpiWorld>> MpiWorld::init(int* argc, char*** argv
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   std::unique_ptr<MpiWorld> world(new MpiWorld(owns, rank, size, provided));
+  char host[MPI_MAX_PROCESSOR_NAME];
+  int host_len = 0;
+  if (MPI_Get_processor_name(host, &host_len) == MPI_SUCCESS) world->host_.assign(host, host_len);
+  if (world->host_.empty()) world->host_ = "?";
   if (int rc = MPI_Comm_dup(MPI_COMM_WORLD, &world->control_); rc != MPI_SUCCESS) {
     return mpi_failure(rc, "MPI_Comm_dup (control channel)");
   }
@@ -240,8 +244,8 @@ absl::Status MpiWorld::barrier() {
 }
 
 void MpiWorld::abort(int code, std::string_view message) const {
-  std::fprintf(stderr, "weft: rank %d: aborting the job (exit code %d): %.*s\n", rank_, code,
-               static_cast<int>(message.size()), message.data());
+  std::fprintf(stderr, "weft: rank %d on host %s: aborting the job (exit code %d): %.*s\n", rank_,
+               host_.c_str(), code, static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
   // MPI_Abort does not return; should an implementation return anyway, still end this process.

@@ -59,6 +59,8 @@ class MpiWorld {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int thread_level() const { return thread_level_; }
+  // This rank's host as the MPI library names it (MPI_Get_processor_name).
+  const std::string& host() const { return host_; }
 
   // Collective over the world. Errors when config.rank / world_size disagree with this process.
   absl::StatusOr<GroupComms> split(const WorldConfig& config);
@@ -78,7 +80,7 @@ class MpiWorld {
                                          size_t max_bytes = size_t{1} << 34);
   absl::Status barrier();
 
-  // Prints "weft: rank R: aborting the job (exit code C): <message>" to stderr and calls
+  // Prints "weft: rank R on host H: aborting the job (exit code C): <message>" to stderr and calls
   // MPI_Abort on the world: mpirun kills every rank and exits non-zero. Safe from any thread.
   [[noreturn]] void abort(int code, std::string_view message) const;
 
@@ -98,6 +100,7 @@ class MpiWorld {
   int rank_;
   int size_;
   int thread_level_;
+  std::string host_;
   MPI_Comm control_ = MPI_COMM_NULL;
   size_t max_message_bytes_ = kDefaultMaxMpiMessageBytes;
 };

@@ -39,9 +39,10 @@ if [ "${WEFT_CONSTRAIN:-ON}" != "OFF" ]; then
 fi
 
 # The Python packages the end-to-end tests drive weft with (the official openai client,
-# LangChain, jsonschema), installed once here rather than by tests racing each other under ctest -j.
+# LangChain, jsonschema; kubernetes-validate for the cluster/k8s manifests), installed once here
+# rather than by tests racing each other under ctest -j.
 requirements="$(dirname "$0")/../tests/e2e/requirements.txt"
-if ! python3 -c "import openai, jsonschema, langchain_openai" 2>/dev/null; then
+if ! python3 -c "import openai, jsonschema, langchain_openai, kubernetes_validate" 2>/dev/null; then
   echo "install-deps: installing the e2e tests' Python packages"
   python3 -m pip install -q -r "$requirements"
 fi

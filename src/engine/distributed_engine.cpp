@@ -1,6 +1,7 @@
 #include "engine/distributed_engine.h"
 
 #include "core/status_macros.h"
+#include "parallel/rank_hosts.h"
 #include "parallel/world_agreement.h"
 
 namespace weft {
@@ -10,6 +11,10 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   std::unique_ptr<DistributedEngine> e(new DistributedEngine());
   WEFT_ASSIGN_OR_RETURN(e->config_, WorldConfig::create(world.rank(), world.size(), options.tp, options.pp));
   WEFT_ASSIGN_OR_RETURN(e->groups_, world.split(e->config_));
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> hosts, world.gather_bytes(world.host(), 0));
+  if (e->config_.is_coordinator()) {
+    WEFT_ASSIGN_OR_RETURN(e->rank_hosts_, describe_rank_hosts(e->config_, hosts));
+  }
   e->pool_ = std::make_unique<ThreadPool>(options.engine.num_threads);
 
   // Every rank loads its part; a failure anywhere stops every rank with the same message.

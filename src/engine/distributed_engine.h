@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,6 +50,8 @@ class DistributedEngine {
   const RankModel& model() const { return *model_; }
   const KvCache& kv_cache() const { return kv_; }
   const WorldConfig& world_config() const { return config_; }
+  // Coordinator only: one line per rank naming its host (parallel/rank_hosts.h).
+  const std::string& rank_hosts() const { return rank_hosts_; }
   // Seconds this rank spent computing steps (see StageWorker::compute_seconds).
   double compute_seconds() const { return worker_->compute_seconds(); }
 
@@ -71,6 +74,7 @@ class DistributedEngine {
   std::unique_ptr<StageWorker> worker_;
   std::unique_ptr<DistributedExecutor> executor_;
   std::unique_ptr<Engine> engine_;
+  std::string rank_hosts_;
   bool shut_down_ = false;
 };
 

@@ -2,7 +2,9 @@
 """weft batch under a real local Slurm (cluster/slurm/start-local-slurm.sh, started and stopped
 here): sbatch cluster/slurm/weft-batch.sbatch with RANKS tasks and check the output equals a run
 without Slurm; then sbatch again, `scontrol requeue` the job mid-run, and check the requeued job
-resumes and ends with every custom_id exactly once and the same records.
+resumes and ends with every custom_id exactly once and the same records. With RANKS > 1, also
+cluster/slurm/weft-serve.sbatch: the job serves (TP RANKS) the greedy text one process serves,
+and scancel drains it (the script reports weft's exit status 0).
 Usage: slurm_batch_test.py WEFT MODEL_DIR RANKS. Exit 77 (skipped) when Slurm cannot start here.
 Every wait is bounded."""
 import os
@@ -12,6 +14,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import json
+import socket
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from batch_inputs import compare, write_input  # noqa: E402
@@ -138,10 +143,72 @@ def run_tests(env, tmp):
           f"resumed run skipped {resumed[-1] if resumed else '?'} done lines: "
           f"{'OK' if not problems else problems[:5]}")
     failures += [f"requeued job: {p}" for p in problems[:5]]
+    if RANKS > 1:
+        failures += serve_job(env, tmp)
     if failures:
         print("FAILED:\n" + "\n".join(failures))
         return 1
     return 0
+
+
+def complete(port):
+    body = json.dumps({"model": "default-model", "prompt": "In the beginning", "max_tokens": 12,
+                       "temperature": 0}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                 {"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.load(r)["choices"][0]["text"]
+
+
+def ready(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_job(env, tmp):
+    """weft-serve.sbatch with RANKS tasks answers as one process does; scancel drains it."""
+    default_model = os.path.join(ROOT, "configs", "default-model")
+    port = free_port()
+    single = subprocess.Popen([WEFT, "serve", "--model", default_model, "--port", str(port),
+                               "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for("the one-process server", lambda: ready(port), 120)
+        expected = complete(port)
+    finally:
+        single.terminate()
+        single.wait(60)
+    port = free_port()
+    # Submitted from the repository root (the script finds cluster/bind-gpu.sh there), run in tmp.
+    p = subprocess.run(["sbatch", "--parsable", "-n", str(RANKS), f"--chdir={tmp}",
+                        os.path.join(SLURM_DIR, "weft-serve.sbatch"), "--model", default_model,
+                        "--tp", str(RANKS), "--port", str(port), "--threads", "1"],
+                       env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, f"sbatch weft-serve.sbatch failed: {p.stderr}"
+    job = int(p.stdout.strip().split(";")[0])
+    log_path = os.path.join(tmp, f"weft-serve-{job}.log")
+    wait_for(f"serve job {job} to be ready", lambda: ready(port), 180)
+    got = complete(port)
+    subprocess.run(["scancel", str(job)], env=env, check=True, timeout=60)
+    wait_for(f"serve job {job} to end",
+             lambda: job_field(env, job, "JobState") not in ("RUNNING", "PENDING", "COMPLETING"), 120)
+    with open(log_path) as f:
+        log = f.read()
+    problems = []
+    if got != expected:
+        problems.append(f"serve job: {got!r}, one process: {expected!r}")
+    if "weft-serve: exited with status 0" not in log:
+        problems.append(f"serve job: no clean drain after scancel: {log[-1500:]}")
+    print(f"serve job {job} ({RANKS} ranks): {'OK' if not problems else problems}")
+    return problems
 
 
 if __name__ == "__main__":
