@@ -199,6 +199,20 @@ constexpr int kTokenTypeUnknown = 2;
 constexpr int kTokenTypeControl = 3;
 constexpr int kTokenTypeUserDefined = 4;
 
+// A tokenizer.json document: no normalizer, no truncation or padding (what every GGUF
+// vocabulary builds on).
+json tokenizer_json(json added, json pre_tokenizer, json post_processor, json decoder, json model) {
+  return json{{"version", "1.0"},
+              {"truncation", nullptr},
+              {"padding", nullptr},
+              {"added_tokens", std::move(added)},
+              {"normalizer", nullptr},
+              {"pre_tokenizer", std::move(pre_tokenizer)},
+              {"post_processor", std::move(post_processor)},
+              {"decoder", std::move(decoder)},
+              {"model", std::move(model)}};
+}
+
 json added_token(size_t id, const std::string& content, bool special) {
   return {{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
           {"rstrip", false}, {"normalized", false}, {"special", special}};
@@ -282,30 +296,22 @@ absl::StatusOr<json> sentencepiece_tokenizer_json(const GgufFile& file, const Gg
   single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
   WEFT_RETURN_IF_ERROR(add_special("tokenizer.ggml.eos_token_id",
                                    flag_or(file, "tokenizer.ggml.add_eos_token", false)));
-  return json{
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added},
-      {"normalizer", nullptr},
-      {"pre_tokenizer",
-       {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"},
-        {"split", false}}},
-      {"post_processor",
-       {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single},
-        {"special_tokens", special_tokens}}},
-      {"decoder",
-       {{"type", "Sequence"},
-        {"decoders",
-         {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
-          {{"type", "ByteFallback"}},
-          {{"type", "Fuse"}},
-          {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
-      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-                 {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
-                 {"fuse_unk", true}, {"byte_fallback", true}, {"ignore_merges", false},
-                 {"vocab", vocab}, {"merges", merge_list}}},
-  };
+  return tokenizer_json(
+      std::move(added),
+      {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"},
+       {"split", false}},
+      {{"type", "TemplateProcessing"}, {"single", single}, {"pair", single},
+       {"special_tokens", special_tokens}},
+      {{"type", "Sequence"},
+       {"decoders",
+        {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+         {{"type", "ByteFallback"}},
+         {{"type", "Fuse"}},
+         {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}},
+      {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+       {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr},
+       {"fuse_unk", true}, {"byte_fallback", true}, {"ignore_merges", false},
+       {"vocab", std::move(vocab)}, {"merges", std::move(merge_list)}});
 }
 
 }  // namespace
@@ -444,21 +450,14 @@ absl::StatusOr<json> gguf_tokenizer_json(const GgufFile& file) {
     pre_tokenizer = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true},
                      {"use_regex", true}};
   }
-  return json{
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", pre_tokenizer},
-      {"post_processor", nullptr},
-      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
-                   {"use_regex", true}}},
-      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-                 {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""},
-                 {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
-                 {"vocab", vocab}, {"merges", merge_list}}},
-  };
+  return tokenizer_json(
+      std::move(added), std::move(pre_tokenizer), nullptr,
+      {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true},
+       {"use_regex", true}},
+      {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+       {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""},
+       {"fuse_unk", false}, {"byte_fallback", false}, {"ignore_merges", false},
+       {"vocab", std::move(vocab)}, {"merges", std::move(merge_list)}});
 }
 
 absl::StatusOr<json> gguf_tokenizer_config_json(const GgufFile& file) {

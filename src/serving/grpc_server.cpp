@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/generation_service.grpc.pb.h"
+#include "serving/grpc_listen.h"
 #include "sampling/stop_checker.h"
 
 namespace weft {
@@ -258,13 +259,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::start(const std::string&
                                                               ServedModel model, ServingMetrics& metrics,
                                                               std::string api_key) {
   auto impl = std::make_unique<Impl>(engine, std::move(model), metrics, std::move(api_key));
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port);
-  builder.RegisterService(&impl->service);
-  impl->server = builder.BuildAndStart();
-  if (!impl->server || impl->port == 0) {
-    return absl::UnavailableError(absl::StrCat("--grpc-port: cannot listen on ", address));
-  }
+  auto server = start_grpc_server(address, &impl->service, &impl->port);
+  if (!server.ok()) return server.status();
+  impl->server = std::move(*server);
   return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(impl)));
 }
 

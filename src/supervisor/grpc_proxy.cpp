@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "proto/generation_service.grpc.pb.h"
+#include "serving/grpc_listen.h"
 #include "supervisor/stream_replay.h"
 
 namespace weft {
@@ -115,13 +116,9 @@ GrpcProxy::~GrpcProxy() { shutdown(std::chrono::milliseconds(0)); }
 absl::StatusOr<std::unique_ptr<GrpcProxy>> GrpcProxy::start(const std::string& address, std::string engine_address,
                                                             int max_attempts, GrpcProxyHooks hooks) {
   auto impl = std::make_unique<Impl>(std::move(engine_address), max_attempts, std::move(hooks));
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl->port);
-  builder.RegisterService(&impl->service);
-  impl->server = builder.BuildAndStart();
-  if (!impl->server || impl->port == 0) {
-    return absl::UnavailableError(absl::StrCat("--grpc-port: cannot listen on ", address));
-  }
+  auto server = start_grpc_server(address, &impl->service, &impl->port);
+  if (!server.ok()) return server.status();
+  impl->server = std::move(*server);
   return std::unique_ptr<GrpcProxy>(new GrpcProxy(std::move(impl)));
 }
 

@@ -40,6 +40,21 @@ STEPS = 8
 VARIANTS = {"f16": None, "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1"}
 
 
+def random_llama(config):
+    """A LlamaForCausalLM with weights larger than the init's 0.02, so that logits spread out."""
+    import torch
+    from transformers import LlamaForCausalLM
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.08)
+        for layer in model.model.layers:
+            layer.input_layernorm.weight.uniform_(0.8, 1.2)
+            layer.post_attention_layernorm.weight.uniform_(0.8, 1.2)
+        model.model.norm.weight.uniform_(0.8, 1.2)
+    return model
+
+
 def make_hf_model(out: Path):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -49,15 +64,7 @@ def make_hf_model(out: Path):
                          head_dim=32, max_position_embeddings=512, rms_norm_eps=1e-5,
                          rope_theta=10000.0, tie_word_embeddings=True, bos_token_id=0,
                          eos_token_id=0, pad_token_id=0)
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():
-        for p in model.parameters():  # larger than the init's 0.02 so logits spread out
-            p.normal_(0, 0.08)
-        for layer in model.model.layers:
-            layer.input_layernorm.weight.uniform_(0.8, 1.2)
-            layer.post_attention_layernorm.weight.uniform_(0.8, 1.2)
-        model.model.norm.weight.uniform_(0.8, 1.2)
-    model.save_pretrained(out, safe_serialization=True)
+    random_llama(config).save_pretrained(out, safe_serialization=True)
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(REPO / "configs/default-model" / name, out / name)
 
@@ -99,15 +106,7 @@ def make_spm_hf_model(out: Path):
                          head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-5,
                          rope_theta=10000.0, tie_word_embeddings=False, bos_token_id=1,
                          eos_token_id=2)
-    model = LlamaForCausalLM(config)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0, 0.08)
-        for layer in model.model.layers:
-            layer.input_layernorm.weight.uniform_(0.8, 1.2)
-            layer.post_attention_layernorm.weight.uniform_(0.8, 1.2)
-        model.model.norm.weight.uniform_(0.8, 1.2)
-    model.save_pretrained(out, safe_serialization=True)
+    random_llama(config).save_pretrained(out, safe_serialization=True)
     (out / "tokenizer_config.json").write_text(json.dumps(
         {"tokenizer_class": "LlamaTokenizer", "bos_token": "<s>", "eos_token": "</s>",
          "unk_token": "<unk>", "add_bos_token": True, "add_eos_token": False}))
