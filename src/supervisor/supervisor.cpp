@@ -168,11 +168,11 @@ absl::Status Supervisor::run() {
   return absl::OkStatus();
 }
 
-bool Supervisor::engine_answers_ready() {
+bool Supervisor::engine_answers_200(const char* path) {
   auto conn =
       HttpClientConnection::connect(options_.engine_host, options_.engine_port, kConnectTimeout);
   if (!conn.ok()) return false;
-  if (!(*conn)->send("GET", "/ready", {}, "", kHealthTimeout).ok()) return false;
+  if (!(*conn)->send("GET", path, {}, "", kHealthTimeout).ok()) return false;
   auto head = (*conn)->read_head(kHealthTimeout);
   return head.ok() && head->status == 200;
 }
@@ -199,7 +199,7 @@ bool Supervisor::start_and_wait_ready() {
           absl::StrCat("the engine ", engine_.exit_description(), " before it was ready");
       return false;
     }
-    if (engine_answers_ready()) return true;
+    if (engine_answers_200("/ready")) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -248,14 +248,7 @@ void Supervisor::keep_engine() {
           break;
         }
         if (Clock::now() >= next_health) {
-          auto conn = HttpClientConnection::connect(options_.engine_host, options_.engine_port,
-                                                    kConnectTimeout);
-          bool healthy = false;
-          if (conn.ok() && (*conn)->send("GET", "/health", {}, "", kHealthTimeout).ok()) {
-            auto head = (*conn)->read_head(kHealthTimeout);
-            healthy = head.ok() && head->status == 200;
-          }
-          health_failures = healthy ? 0 : health_failures + 1;
+          health_failures = engine_answers_200("/health") ? 0 : health_failures + 1;
           if (health_failures >= kHealthFailuresToRestart) {
             std::lock_guard<std::mutex> lock(mu_);
             failure_reason_ =

@@ -84,7 +84,8 @@ class Supervisor {
   // the supervisor gave up or stops.
   int64_t wait_ready(int64_t after_generation);
   void report_failure(int64_t generation, const std::string& reason);
-  bool engine_answers_ready();
+  // Whether GET `path` on the engine answers 200 within the health timeout.
+  bool engine_answers_200(const char* path);
 
   void handle(ConnectionId conn, HttpRequest request);
   void spawn(std::shared_ptr<Call> call, void (Supervisor::*work)(Call&));
