@@ -4,7 +4,9 @@
 //   kernels_bench [--threads=N] [--isa=native|avx512-novnni|avx2|portable] [google benchmark flags]
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -172,6 +174,23 @@ BENCHMARK(BM_PagedAttentionDecode)
     ->Args({8, 1024, 0})
     ->Args({32, 512, 2})
     ->UseRealTime();
+
+// One parallel_for hand-off: a job of one tiny chunk per thread, back to back, as the
+// forward pass issues them (a decode step is a few hundred). Args: spin microseconds (0: the
+// workers sleep after every job and are woken through the kernel).
+void BM_ParallelForHandoff(benchmark::State& state) {
+  ThreadPool handoff_pool(g_threads, std::chrono::microseconds(state.range(0)));
+  std::vector<int64_t> sink(static_cast<size_t>(handoff_pool.num_threads()) * 16, 0);
+  const std::function<void(int64_t, int64_t)> job = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) ++sink[static_cast<size_t>(i) * 16];
+  };
+  for (auto _ : state) {
+    handoff_pool.parallel_for(handoff_pool.num_threads(), job);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::to_string(handoff_pool.num_threads()) + " threads");
+}
+BENCHMARK(BM_ParallelForHandoff)->ArgName("spin_us")->Arg(0)->Arg(200)->UseRealTime();
 
 }  // namespace
 }  // namespace weft::kernels

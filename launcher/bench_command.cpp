@@ -173,7 +173,7 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
                                             : "top-k 50 from full logits");
   std::printf("matmul activations: %s\n",
               kernels::linear_uses_bf16_activations(session.model().config.torch_dtype)
-                  ? "bf16 (--matmul-precision bf16, AVX512-BF16)"
+                  ? "bf16 (AVX512-BF16; --matmul-precision f32 for F32 activations)"
                   : "f32");
   std::printf("model: %s, rank 0 holds %.1f MB of weights (%s), KV cache %s\n",
               session.options().model_dir.c_str(), weight_bytes / 1e6,

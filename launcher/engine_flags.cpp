@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/cpu_features.h"
 #include "core/status_macros.h"
+#include "core/thread_pool.h"
 #include "launcher/default_model.h"
 #include "weft/kernels/linear.h"
 
@@ -12,7 +13,12 @@ std::vector<FlagSpec> engine_flag_specs() {
   return {
       {"model", "DIR", "Hugging Face model directory (default: $WEFT_DEFAULT_MODEL or configs/default-model)"},
       {"device", "cpu|cuda", "where the model runs (default cpu; cuda: one GPU, BF16/F16)"},
-      {"threads", "N", "kernel threads (default: all cores)"},
+      {"threads", "N",
+       "kernel threads (default: the CPUs this process may use, shared among the ranks OpenMPI "
+       "started on this host without binding them)"},
+      {"thread-spin-us", "N",
+       "microseconds idle kernel threads spin for the next operation before sleeping (default "
+       "200; 0 sleeps at once, kinder to a machine shared with other work)"},
       {"block-size", "N", "tokens per KV block (default 16)"},
       {"kv-cache-memory", "SIZE", "KV cache budget, e.g. 512MiB (default 1GiB)"},
       {"kv-cache-memory-fraction", "F",
@@ -39,10 +45,11 @@ std::vector<FlagSpec> engine_flag_specs() {
        "(W8A16); int4 = int4-g128 (groups of 32/64/128 with a zero point, -sym without; a shard "
        "not a multiple of the group takes the next smaller group); or a GGUF type q8_0, q4_0, "
        "q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"},
-      {"matmul-precision", "f32|bf16|int8",
+      {"matmul-precision", "auto|f32|bf16|int8",
        "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16); int8: quantized weights "
        "(GGUF, --quantize int4) multiply int8-rounded activations (llama.cpp's way, faster); "
-       "default f32 (quantized weights dequantized in the kernel)"},
+       "f32: F32 activations (quantized weights dequantized in the kernel); default auto: bf16 "
+       "where it is faster (AVX512-BF16 on AMD Zen 4+), else f32"},
       {"speculative", "none|ngram|draft",
        "speculative decoding: ngram (prompt lookup) or draft (a draft model; default with --draft-model)"},
       {"draft-model", "DIR", "draft model sharing the target's tokenizer (default model: configs/default-draft)"},
@@ -139,6 +146,12 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   }
   WEFT_ASSIGN_OR_RETURN(int64_t threads, args.get_int("threads", 0));
   o.num_threads = static_cast<int>(threads);
+  WEFT_ASSIGN_OR_RETURN(int64_t spin_us,
+                        args.get_int("thread-spin-us", ThreadPool::kDefaultSpin.count()));
+  if (spin_us < 0 || spin_us > 1000000) {
+    return absl::InvalidArgumentError("--thread-spin-us: must be in [0, 1000000]");
+  }
+  o.thread_spin = std::chrono::microseconds(spin_us);
   WEFT_ASSIGN_OR_RETURN(int64_t block_size, args.get_int("block-size", 16));
   if (block_size < 1 || block_size > 1024) {
     return absl::InvalidArgumentError("--block-size: must be in [1, 1024]");
@@ -185,12 +198,13 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   }
   WEFT_RETURN_IF_ERROR(limit_cpu_features(args.get_or("cpu-isa", "native")));
   WEFT_ASSIGN_OR_RETURN(o.quantization, parse_weight_quantization(args.get_or("quantize", "none")));
-  const std::string precision = args.get_or("matmul-precision", "f32");
-  if (precision != "f32" && precision != "bf16" && precision != "int8") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--matmul-precision: expected f32, bf16 or int8, got '", precision, "'"));
+  const std::string precision = args.get_or("matmul-precision", "auto");
+  if (precision != "auto" && precision != "f32" && precision != "bf16" && precision != "int8") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--matmul-precision: expected auto, f32, bf16 or int8, got '", precision, "'"));
   }
-  kernels::set_matmul_precision(precision == "bf16"   ? kernels::MatmulPrecision::kBf16
+  kernels::set_matmul_precision(precision == "auto"   ? kernels::auto_matmul_precision()
+                                : precision == "bf16" ? kernels::MatmulPrecision::kBf16
                                 : precision == "int8" ? kernels::MatmulPrecision::kInt8
                                                       : kernels::MatmulPrecision::kF32);
   WEFT_RETURN_IF_ERROR(speculative_options_from(args, o));

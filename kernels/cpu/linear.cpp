@@ -64,6 +64,15 @@ void run_linear_tiles(int64_t m, int64_t n, int64_t k, int64_t weight_row_bytes,
 void set_matmul_precision(MatmulPrecision precision) { g_precision.store(precision); }
 MatmulPrecision matmul_precision() { return g_precision.load(); }
 
+MatmulPrecision auto_matmul_precision() {
+#if defined(__x86_64__)
+  if (cpu::current_isa() == cpu::Isa::kAvx512 && cpu_features().avx512bf16 && cpu_features().amd) {
+    return MatmulPrecision::kBf16;
+  }
+#endif
+  return MatmulPrecision::kF32;
+}
+
 bool linear_uses_bf16_activations(DType w_dtype) {
 #if defined(__x86_64__)
   return w_dtype == DType::kBF16 && g_precision.load() == MatmulPrecision::kBf16 &&

@@ -14,6 +14,7 @@ CpuFeatures detect() {
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  f.amd = __builtin_cpu_is("amd");
   // f16c, avx512fp16 and amx are not known to every compiler's __builtin_cpu_supports (gcc 12
   // lacks f16c/amx, clang 14 avx512fp16): read CPUID directly.
   unsigned a, b, c, d;

@@ -19,6 +19,10 @@ struct CpuFeatures {
   bool avx512vnni = false;  // vpdpbusd: the block-quantized linear's int8 dot products
   bool avx512fp16 = false;
   bool amx_bf16 = false;
+  // The vendor is AMD. Zen 4 and later issue a 512-bit vdpbf16ps (32 BF16 multiply-adds) at the
+  // rate of a 512-bit F32 FMA (16), so BF16 activations double the GEMM's arithmetic there;
+  // Intel's AVX512-BF16 cores issue it at half the FMA rate (measured: no gain, see linear.h).
+  bool amd = false;
 
   // "avx512f avx512bf16 ..." for logs and benchmark headers.
   std::string to_string() const;

@@ -15,7 +15,7 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   if (e->config_.is_coordinator()) {
     WEFT_ASSIGN_OR_RETURN(e->rank_hosts_, describe_rank_hosts(e->config_, hosts));
   }
-  e->pool_ = std::make_unique<ThreadPool>(options.engine.num_threads);
+  e->pool_ = std::make_unique<ThreadPool>(options.engine.num_threads, options.engine.thread_spin);
 
   // Every rank loads its part; a failure anywhere stops every rank with the same message.
   absl::Status loaded = [&]() -> absl::Status {

@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
         "--attention-layers: attention weights are recorded by the CPU kernels only for now; use --device cpu");
   }
   std::unique_ptr<LocalEngine> e(new LocalEngine());
-  e->pool_ = std::make_unique<ThreadPool>(options.num_threads);
+  e->pool_ = std::make_unique<ThreadPool>(options.num_threads, options.thread_spin);
   WEFT_ASSIGN_OR_RETURN(e->model_, load_whole_model(options.model_dir, e->tp_,
                                                     ModelLoadOptions{1, options.quantization}));
   if (options.device == EngineDevice::kCpu) {

@@ -25,7 +25,9 @@ enum class EngineDevice { kCpu, kCuda };
 struct LocalEngineOptions {
   std::filesystem::path model_dir;
   EngineDevice device = EngineDevice::kCpu;
-  int num_threads = 0;  // 0: all hardware threads
+  int num_threads = 0;  // 0: default_thread_count() (the CPUs this rank may use)
+  // How long idle kernel threads spin for the next job before sleeping (ThreadPool).
+  std::chrono::microseconds thread_spin = ThreadPool::kDefaultSpin;
   KvCacheOptions kv;
   KvTierOptions kv_tiers;  // host/disk tiers below the KV pool (CPU pool only)
   SchedulerConfig scheduler;

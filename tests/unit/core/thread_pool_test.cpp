@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+#include <stdlib.h>
+
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace weft {
@@ -39,6 +44,38 @@ TEST(ThreadPoolTest, ManySmallJobs) {
     sum += s.load();
   }
   EXPECT_EQ(sum, 8000);
+}
+
+// Both hand-offs: workers that sleep after every job (spin 0) and workers that spin; with
+// pauses between jobs longer than the spin, so the workers fall asleep and must be woken
+// (a lost wake-up would hang here, and TSan runs this test).
+TEST(ThreadPoolTest, JobsAfterSpinningAndAfterSleepingWorkers) {
+  for (const auto spin : {std::chrono::microseconds(0), std::chrono::microseconds(50),
+                          ThreadPool::kDefaultSpin}) {
+    ThreadPool pool(3, spin);
+    for (int j = 0; j < 300; ++j) {
+      std::vector<std::atomic<int>> hits(9);
+      pool.parallel_for(9, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "spin " << spin.count() << " job " << j;
+      if (j % 50 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+}
+
+TEST(ThreadPoolTest, DefaultThreadsShareTheHostAmongUnboundMpiRanks) {
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  EXPECT_EQ(default_thread_count(), cpus);
+  setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "2", 1);
+  // Unbound ranks see every CPU of the host and split them; a rank bound to fewer CPUs than
+  // the host has keeps its own.
+  const int host = static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(default_thread_count(), cpus >= host ? std::max(1, cpus / 2) : cpus);
+  unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 }
 
 }  // namespace

@@ -51,6 +51,12 @@ void linear_block_quantized(const TensorView& x, const TensorView& w, const Tens
 enum class MatmulPrecision { kF32, kBf16, kInt8 };
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();
+// What `--matmul-precision auto` (the launcher's default) means on this CPU: kBf16 where the
+// BF16-activation path is both available and faster, i.e. AVX512-BF16 on AMD Zen 4+ (measured on
+// a 2-core EPYC: 1.6-1.8x prefill and batched decode, 1.1x batch-1 decode, on a 125M BF16
+// Llama), else kF32 (on an AVX512-BF16 Xeon it measured 20% slower for m >= 16). Only BF16
+// weights are affected either way.
+MatmulPrecision auto_matmul_precision();
 // Whether linear() with weights of `w_dtype` takes the BF16-activation path right now.
 bool linear_uses_bf16_activations(DType w_dtype);
 
