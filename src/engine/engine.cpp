@@ -507,6 +507,12 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     in_flight_.push_back(std::move(next));
   }
   if (in_flight_.empty()) {
+    // Everything that waits waits for its cached prefix to be read from disk: nothing to run
+    // until a read is done.
+    if (blocks_.prefetch_pending()) {
+      blocks_.wait_for_prefetch();
+      return outputs;
+    }
     return absl::InternalError("the scheduler planned an empty step with requests waiting");
   }
   WEFT_ASSIGN_OR_RETURN(StepOutput output, executor_.collect());

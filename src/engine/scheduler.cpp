@@ -39,11 +39,20 @@ PlannedChunk Scheduler::make_chunk(const Sequence& seq, int64_t num_new) const {
   return chunk;
 }
 
+bool Scheduler::wants_cached_prefix(const Sequence& seq) const {
+  if (!blocks_.prefix_caching() || !seq.block_table.empty() || seq.num_computed_tokens != 0) return false;
+  auto all = all_logits_.find(seq.id);
+  return all == all_logits_.end() || !all->second;
+}
+
+bool Scheduler::cached_prefix_ready(Sequence& seq) {
+  if (!blocks_.prefetches() || !wants_cached_prefix(seq)) return true;
+  return blocks_.prefix_ready(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes);
+}
+
 void Scheduler::match_cached_prefix(Sequence& seq) {
   seq.num_prefix_hit_tokens = 0;
-  if (!blocks_.prefix_caching() || !seq.block_table.empty() || seq.num_computed_tokens != 0) return;
-  auto all = all_logits_.find(seq.id);
-  if (all != all_logits_.end() && all->second) return;
+  if (!wants_cached_prefix(seq)) return;
   const int64_t matched =
       blocks_.match_prefix(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes, seq.block_table);
   seq.num_computed_tokens = matched;
@@ -176,6 +185,10 @@ StepPlan Scheduler::schedule(int max_sequences) {
   bool admitting = last_preempted_.empty();  // no admissions in a step that had to preempt
   for (int64_t id : waiting_) {
     Sequence& seq = sequences_.at(id);
+    if (!cached_prefix_ready(seq)) {  // its prefix is being read from disk: the next ones may go
+      still_waiting.push_back(id);
+      continue;
+    }
     admitting = admitting && static_cast<int>(running_.size()) < config_.max_num_seqs && budget > 0 &&
                 !plan_full();
     if (admitting) match_cached_prefix(seq);
@@ -200,6 +213,7 @@ StepPlan Scheduler::schedule(int max_sequences) {
     budget -= num_new;
   }
   waiting_ = std::move(still_waiting);
+  blocks_.end_prefetch_round();
   for (const PlannedChunk& chunk : plan.chunks) in_flight_.insert(chunk.seq_id);
   return plan;
 }

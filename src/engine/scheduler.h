@@ -14,6 +14,11 @@
 // computed to give logits; sequences wanting every token's logits take none), and only the rest
 // is planned. Full blocks are registered in the cache once a step has computed them.
 //
+// With a disk tier that prefetches (kv/kv_disk_prefetcher.h), a waiting sequence whose cached
+// prefix is still being read from disk on a background thread is not admitted until the read is
+// done (later sequences may go first), so restoring it is a memory copy and no step waits for
+// the disk; every waiting sequence's prefix is asked for on every scheduling pass.
+//
 // With SchedulerConfig::attention_window, blocks that fall wholly outside every layer's window
 // are freed after each step (their block-table entries become BlockManager::kFreedBlock).
 //
@@ -115,6 +120,11 @@ class Scheduler {
   void preempt(int64_t seq_id);
   // Takes cached prefix blocks for a waiting sequence holding none (prefix caching only).
   void match_cached_prefix(Sequence& seq);
+  // False while the prefix match_cached_prefix would take is still being read from disk (asks
+  // for the reads).
+  bool cached_prefix_ready(Sequence& seq);
+  // Whether the sequence would look for cached prefix blocks (it holds none, wants one row).
+  bool wants_cached_prefix(const Sequence& seq) const;
   // Gives up a shared partial block the sequence is about to write into (copy-on-write).
   void unshare_partial_block(Sequence& seq);
   // Registers the sequence's newly computed full blocks in the prefix cache.

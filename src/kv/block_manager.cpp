@@ -137,9 +137,7 @@ int64_t BlockManager::match_prefix(const std::vector<int32_t>& tokens, int64_t m
   for (; matched < wanted; ++matched) {
     auto it = cached_.find(block_hashes[matched]);
     const uint64_t parent = matched == 0 ? kRootHash : block_hashes[matched - 1];
-    if (it == cached_.end() || info_[it->second]->parent != parent ||
-        !std::equal(info_[it->second]->tokens.begin(), info_[it->second]->tokens.end(),
-                    tokens.begin() + matched * block_size_)) {
+    if (it == cached_.end() || !holds_prefix(it->second, parent, tokens.data() + matched * block_size_)) {
       if (restore_from_tiers(tokens, block_hashes, matched, block_table)) continue;
       break;
     }
@@ -148,6 +146,34 @@ int64_t BlockManager::match_prefix(const std::vector<int32_t>& tokens, int64_t m
   }
   prefix_hit_tokens_ += matched * block_size_;
   return matched * block_size_;
+}
+
+bool BlockManager::holds_prefix(int32_t block, uint64_t parent, const int32_t* tokens) const {
+  const CachedInfo& info = *info_[block];
+  return info.parent == parent && std::equal(info.tokens.begin(), info.tokens.end(), tokens);
+}
+
+bool BlockManager::prefix_ready(const std::vector<int32_t>& tokens, int64_t max_tokens,
+                                std::vector<uint64_t>& block_hashes) {
+  if (!prefetches()) return true;
+  hash_full_blocks(tokens, max_tokens, block_hashes);
+  const int64_t wanted = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size())) / block_size_;
+  bool ready = true;
+  for (int64_t i = 0; i < wanted; ++i) {
+    const uint64_t parent = i == 0 ? kRootHash : block_hashes[i - 1];
+    const int32_t* block_tokens = tokens.data() + i * block_size_;
+    auto it = cached_.find(block_hashes[i]);
+    if (it != cached_.end()) {
+      if (holds_prefix(it->second, parent, block_tokens)) continue;
+      break;  // a colliding prefix in the pool: match_prefix stops here
+    }
+    const TierReadiness r =
+        tiers_->prepare(block_hashes[i], parent, std::span<const int32_t>(block_tokens, block_size_));
+    if (r == TierReadiness::kAbsent) break;
+    // Later blocks are asked for too, so their reads queue behind this one.
+    if (r == TierReadiness::kPending) ready = false;
+  }
+  return ready;
 }
 
 bool BlockManager::restore_from_tiers(const std::vector<int32_t>& tokens,

@@ -117,6 +117,25 @@ class BlockManager {
   // carry them (StepPlan::kv_transfers). Empty without tiers.
   std::vector<KvTransfer> take_transfers();
 
+  // --- prefetch from the disk tier (tiers with a prefetcher; otherwise always ready) ---
+
+  // For a waiting sequence holding no blocks, changing nothing in the pool: whether match_prefix
+  // over the same arguments could restore its prefix now without reading a file on this thread.
+  // Starts the background reads of the prefix's blocks the disk tier holds (not yet ready: false).
+  // `block_hashes` is extended as in hash_full_blocks.
+  bool prefix_ready(const std::vector<int32_t>& tokens, int64_t max_tokens, std::vector<uint64_t>& block_hashes);
+  bool prefetches() const { return prefix_caching_ && tiers_ && tiers_->prefetches(); }
+  bool prefetch_pending() const { return tiers_ && tiers_->prefetch_pending(); }
+  // Blocks until a prefetch finishes (the caller has nothing else to run).
+  void wait_for_prefetch() {
+    if (tiers_) tiers_->wait_for_prefetch();
+  }
+  // Once per scheduling pass, after every waiting sequence was asked about: drops what no
+  // sequence asked for (finished or aborted requests' read-ahead).
+  void end_prefetch_round() {
+    if (tiers_) tiers_->end_prefetch_round();
+  }
+
  private:
   struct CachedInfo {
     uint64_t hash = 0;
@@ -130,6 +149,8 @@ class BlockManager {
   // a lower tier. False (changing nothing but evictions) on a miss or with no free block.
   bool restore_from_tiers(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& block_hashes,
                           int64_t index, std::vector<int32_t>& block_table);
+  // Whether pool block `block` is registered for the prefix (`parent`, tokens from `tokens`).
+  bool holds_prefix(int32_t block, uint64_t parent, const int32_t* tokens) const;
   void take_ref(int32_t block);
   void drop_ref(int32_t block);
 

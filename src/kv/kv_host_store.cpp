@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "kv/kv_disk_prefetcher.h"
 #include "kv/kv_disk_tier.h"
 
 namespace weft {
@@ -36,8 +37,8 @@ void for_each_block_tensor(const KvCache& cache, F&& f) {
 
 }  // namespace
 
-KvHostStore::KvHostStore(const KvCache& cache, KvDiskTier* disk)
-    : cache_(cache), disk_(disk), block_bytes_(cache.shape().bytes_per_block()) {}
+KvHostStore::KvHostStore(const KvCache& cache, KvDiskTier* disk, KvDiskPrefetcher* prefetcher)
+    : cache_(cache), disk_(disk), prefetcher_(prefetcher), block_bytes_(cache.shape().bytes_per_block()) {}
 
 void KvHostStore::copy_out(int32_t block, uint8_t* out) const {
   for_each_block_tensor(cache_, [&](const Tensor& t, int64_t n) {
@@ -103,6 +104,18 @@ bool KvHostStore::disk_contains(uint64_t hash) const { return disk_ != nullptr &
 
 bool KvHostStore::load_from_disk(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
   if (disk_ == nullptr) return false;
+  if (prefetcher_ != nullptr) {
+    std::vector<uint8_t> fetched;
+    switch (prefetcher_->take(hash, fetched)) {
+      case KvDiskPrefetcher::Taken::kReady:
+        put(hash, std::move(fetched));
+        return true;
+      case KvDiskPrefetcher::Taken::kMissed:
+        return false;  // the disk tier counted it and deleted the file
+      case KvDiskPrefetcher::Taken::kNotFetched:
+        break;
+    }
+  }
   std::optional<std::vector<uint8_t>> bytes = disk_->load(hash, parent, tokens);
   if (!bytes) return false;
   put(hash, *std::move(bytes));

@@ -25,11 +25,13 @@
 namespace weft {
 
 class KvDiskTier;
+class KvDiskPrefetcher;
 
 class KvHostStore {
  public:
-  // Borrows `cache` and `disk` (null: no disk tier); both must outlive the store.
-  explicit KvHostStore(const KvCache& cache, KvDiskTier* disk = nullptr);
+  // Borrows `cache`, `disk` (null: no disk tier) and `prefetcher` (null: none; it reads ahead
+  // from `disk`); all must outlive the store.
+  explicit KvHostStore(const KvCache& cache, KvDiskTier* disk = nullptr, KvDiskPrefetcher* prefetcher = nullptr);
 
   int64_t block_bytes() const { return block_bytes_; }
   // Blocks a budget of `bytes` holds.
@@ -45,7 +47,8 @@ class KvHostStore {
 
   // Single process: whether the disk tier's index names `hash`.
   bool disk_contains(uint64_t hash) const;
-  // Single process: reads the disk tier's block `hash` (verified) into the store. False on a miss.
+  // Single process: reads the disk tier's block `hash` (verified) into the store, taking it from
+  // the prefetcher when that read it already (a miss there is a miss). False on a miss.
   bool load_from_disk(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
 
   // The bytes of pool block `block` / writes them back (block_bytes() each).
@@ -61,6 +64,7 @@ class KvHostStore {
 
   const KvCache& cache_;
   KvDiskTier* disk_;
+  KvDiskPrefetcher* prefetcher_;
   int64_t block_bytes_;
   std::unordered_map<uint64_t, Entry> entries_;
 };

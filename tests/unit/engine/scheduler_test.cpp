@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include "kv/kv_disk_prefetcher.h"
 
 namespace weft {
 namespace {
@@ -443,6 +447,65 @@ TEST(SchedulerTruncateTest, WindowedKvAlreadyReleasedMeansAFullRecompute) {
   EXPECT_TRUE(s.find(0)->block_table.empty());
   EXPECT_EQ(blocks.num_free_blocks(), 16);
   EXPECT_EQ(step(s), "0@0+8");
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// A disk tier (no host tier) that holds sequence 0's two full prompt blocks, read through a
+// prefetcher whose reads wait for `open`: while they wait, sequence 0 stays queued and sequence 1
+// runs its steps; once they are done sequence 0 is admitted on its restored prefix, and no block
+// was read by the scheduling thread.
+TEST(SchedulerPrefetchTest, ASequenceWaitsForItsDiskPrefixWithoutStallingOthers) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  auto read = [&](uint64_t, uint64_t, std::span<const int32_t>) -> std::optional<std::vector<uint8_t>> {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open; });
+    return std::vector<uint8_t>(100, 1);
+  };
+  KvDiskPrefetcher prefetcher(read, 100, 1 << 20);
+  const Sequence zero = make_seq(0, 9);
+  const uint64_t h0 = BlockManager::hash_block(BlockManager::kRootHash, zero.prompt_ids.data(), 4);
+  const uint64_t h1 = BlockManager::hash_block(h0, zero.prompt_ids.data() + 4, 4);
+  int sync_reads = 0;
+  KvDiskLookup disk;
+  disk.contains = [&](uint64_t hash) { return hash == h0 || hash == h1; };
+  disk.load = [&](uint64_t hash, uint64_t, std::span<const int32_t>) {
+    std::vector<uint8_t> bytes;
+    const KvDiskPrefetcher::Taken taken = prefetcher.take(hash, bytes);
+    if (taken == KvDiskPrefetcher::Taken::kNotFetched) ++sync_reads;
+    return taken != KvDiskPrefetcher::Taken::kMissed;
+  };
+  disk.prefetcher = &prefetcher;
+  BlockManager blocks(16, 4, /*enable_prefix_caching=*/true);
+  blocks.attach_tiers(std::make_unique<KvTierDirectory>(0, 100, disk));
+  Scheduler s({8, 64, true}, blocks);
+  s.add(zero);
+  Sequence one = make_seq(1, 3);
+  one.prompt_ids = {5, 6, 7};
+  s.add(one);
+  EXPECT_EQ(step(s), "1@0+3");
+  EXPECT_TRUE(blocks.prefetch_pending());
+  EXPECT_EQ(step(s), "1@3+1");
+  EXPECT_EQ(s.num_waiting(), 1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+  }
+  cv.notify_all();
+  while (blocks.prefetch_pending()) blocks.wait_for_prefetch();
+  EXPECT_EQ(step(s), "1@4+1 0@8+1");
+  EXPECT_EQ(s.find(0)->num_prefix_hit_tokens, 8);
+  EXPECT_EQ(sync_reads, 0);
+  EXPECT_EQ(prefetcher.stats().served, 2);
+  int restores = 0;
+  for (const KvTransfer& t : blocks.take_transfers()) restores += t.kind == KvTransfer::Kind::kRestore;
+  EXPECT_EQ(restores, 2);
 }
 
 }  // namespace
