@@ -46,7 +46,7 @@ bool Scheduler::wants_cached_prefix(const Sequence& seq) const {
 }
 
 bool Scheduler::cached_prefix_ready(Sequence& seq) {
-  if (!blocks_.prefetches() || !wants_cached_prefix(seq)) return true;
+  if (!blocks_.prefetches() || !wants_cached_prefix(seq) || seq.recompute_on_readmit) return true;
   return blocks_.prefix_ready(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes);
 }
 
@@ -54,7 +54,8 @@ void Scheduler::match_cached_prefix(Sequence& seq) {
   seq.num_prefix_hit_tokens = 0;
   if (!wants_cached_prefix(seq)) return;
   const int64_t matched =
-      blocks_.match_prefix(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes, seq.block_table);
+      blocks_.match_prefix(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes, seq.block_table,
+                           /*use_tiers=*/!seq.recompute_on_readmit);
   seq.num_computed_tokens = matched;
   seq.num_cached_blocks = matched / blocks_.block_size();
   seq.num_prefix_hit_tokens = matched;
@@ -115,7 +116,13 @@ void Scheduler::fork(int64_t parent_id, Sequence child) {
 
 void Scheduler::preempt(int64_t seq_id) {
   Sequence& seq = sequences_.at(seq_id);
-  blocks_.release(seq.block_table);
+  bool swap = true;
+  if (swap_cheaper_) {
+    swap = swap_cheaper_(seq);
+    seq.recompute_on_readmit = !swap;
+    ++(swap ? num_swap_preemptions_ : num_recompute_preemptions_);
+  }
+  blocks_.release(seq.block_table, /*move_down=*/swap);
   seq.num_computed_tokens = 0;
   seq.num_cached_blocks = 0;
   seq.state = SequenceState::kWaiting;
@@ -208,6 +215,7 @@ StepPlan Scheduler::schedule(int max_sequences) {
       continue;
     }
     seq.state = SequenceState::kRunning;
+    seq.recompute_on_readmit = false;
     running_.push_back(id);
     plan.chunks.push_back(make_chunk(seq, num_new));
     budget -= num_new;

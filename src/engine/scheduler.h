@@ -7,6 +7,8 @@
 // free KV blocks allow. When a running sequence needs a block and none is free, the
 // lowest-priority running sequence not yet in this step is preempted by recompute: its blocks are
 // freed and it returns to WAITING with num_computed_tokens = 0 (possibly the sequence itself).
+// With a host KV tier its full blocks stay registered and may come back from the tier when it is
+// admitted again (a swap) unless the swap policy chose recompute for it (set_swap_policy).
 //
 // With prefix caching enabled in the BlockManager, a sequence admitted with no KV (new, or
 // preempted earlier) first takes the cached blocks matching its leading full blocks: its
@@ -29,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <span>
@@ -116,6 +119,13 @@ class Scheduler {
   // Sequences whose every token's logits are wanted (scoring); default: only the last.
   void set_return_all_logits(int64_t seq_id, bool all);
 
+  // With a host KV tier: asked at each preemption whether the victim's KV should be swapped
+  // (its blocks go down to the tier and come back when it is admitted again) rather than
+  // recomputed (engine/preemption_cost.h). Unset: swap whatever the tiers hold.
+  void set_swap_policy(std::function<bool(const Sequence&)> swap_cheaper) { swap_cheaper_ = std::move(swap_cheaper); }
+  int64_t num_swap_preemptions() const { return num_swap_preemptions_; }
+  int64_t num_recompute_preemptions() const { return num_recompute_preemptions_; }
+
  private:
   void preempt(int64_t seq_id);
   // Takes cached prefix blocks for a waiting sequence holding none (prefix caching only).
@@ -146,6 +156,9 @@ class Scheduler {
   // flight through a pipeline): they are neither planned again nor preempted until it does.
   std::set<int64_t> in_flight_;
   int64_t next_step_id_ = 0;
+  std::function<bool(const Sequence&)> swap_cheaper_;
+  int64_t num_swap_preemptions_ = 0;
+  int64_t num_recompute_preemptions_ = 0;
 };
 
 }  // namespace weft

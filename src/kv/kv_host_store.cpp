@@ -1,5 +1,6 @@
 #include "kv/kv_host_store.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -69,17 +70,26 @@ absl::Status KvHostStore::apply(const std::vector<KvTransfer>& transfers) {
     };
     const bool uses_block = t.kind != KvTransfer::Kind::kDrop;
     if (uses_block && (t.block < 0 || t.block >= cache_.num_blocks())) return bad("block outside the pool");
+    const auto started = std::chrono::steady_clock::now();
+    auto timed = [&] {
+      copied_blocks_.fetch_add(1, std::memory_order_relaxed);
+      copy_nanos_.fetch_add(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count(),
+          std::memory_order_relaxed);
+    };
     switch (t.kind) {
       case KvTransfer::Kind::kSave: {
         std::vector<uint8_t> bytes(static_cast<size_t>(block_bytes_));
         copy_out(t.block, bytes.data());
         put(t.hash, std::move(bytes));
+        timed();
         break;
       }
       case KvTransfer::Kind::kRestore: {
         auto it = entries_.find(t.hash);
         if (it == entries_.end()) return bad("the host tier does not hold it");
         copy_in(it->second.bytes.data(), t.block);
+        timed();
         break;
       }
       case KvTransfer::Kind::kDrop: {

@@ -13,6 +13,7 @@
 // step thread, or the engine thread in a single process).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -51,6 +52,15 @@ class KvHostStore {
   // the prefetcher when that read it already (a miss there is a miss). False on a miss.
   bool load_from_disk(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
 
+  // Saves and restores performed so far and the seconds they took (read from any thread).
+  struct CopyTiming {
+    int64_t blocks = 0;
+    double seconds = 0;
+  };
+  CopyTiming copy_timing() const {
+    return {copied_blocks_.load(std::memory_order_relaxed), copy_nanos_.load(std::memory_order_relaxed) * 1e-9};
+  }
+
   // The bytes of pool block `block` / writes them back (block_bytes() each).
   void copy_out(int32_t block, uint8_t* out) const;
   void copy_in(const uint8_t* in, int32_t block) const;
@@ -67,6 +77,8 @@ class KvHostStore {
   KvDiskPrefetcher* prefetcher_;
   int64_t block_bytes_;
   std::unordered_map<uint64_t, Entry> entries_;
+  std::atomic<int64_t> copied_blocks_{0};
+  std::atomic<int64_t> copy_nanos_{0};
 };
 
 }  // namespace weft
