@@ -535,7 +535,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   if (in_flight_.empty()) {
     // Everything that waits waits for its cached prefix to be read from disk: nothing to run
     // until a read is done.
-    if (blocks_.prefetch_pending()) {
+    // (The read may have finished since the plan was made: then the next plan admits it.)
+    if (scheduler_.num_waiting_for_prefetch() > 0) {
       blocks_.wait_for_prefetch();
       return outputs;
     }

@@ -190,9 +190,11 @@ StepPlan Scheduler::schedule(int max_sequences) {
   });
   std::vector<int64_t> still_waiting;
   bool admitting = last_preempted_.empty();  // no admissions in a step that had to preempt
+  num_waiting_for_prefetch_ = 0;
   for (int64_t id : waiting_) {
     Sequence& seq = sequences_.at(id);
     if (!cached_prefix_ready(seq)) {  // its prefix is being read from disk: the next ones may go
+      ++num_waiting_for_prefetch_;
       still_waiting.push_back(id);
       continue;
     }

@@ -110,6 +110,8 @@ class Scheduler {
   const std::vector<int64_t>& last_preempted() const { return last_preempted_; }
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  // Waiting sequences the last schedule() held back because their prefix was being read from disk.
+  int num_waiting_for_prefetch() const { return num_waiting_for_prefetch_; }
   bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
   const BlockManager& blocks() const { return blocks_; }
   // Takes the next step id for a plan made outside schedule() (Engine::score), so that every
@@ -157,6 +159,7 @@ class Scheduler {
   std::set<int64_t> in_flight_;
   int64_t next_step_id_ = 0;
   std::function<bool(const Sequence&)> swap_cheaper_;
+  int num_waiting_for_prefetch_ = 0;
   int64_t num_swap_preemptions_ = 0;
   int64_t num_recompute_preemptions_ = 0;
 };

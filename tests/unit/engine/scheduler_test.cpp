@@ -492,6 +492,7 @@ TEST(SchedulerPrefetchTest, ASequenceWaitsForItsDiskPrefixWithoutStallingOthers)
   s.add(one);
   EXPECT_EQ(step(s), "1@0+3");
   EXPECT_TRUE(blocks.prefetch_pending());
+  EXPECT_EQ(s.num_waiting_for_prefetch(), 1);
   EXPECT_EQ(step(s), "1@3+1");
   EXPECT_EQ(s.num_waiting(), 1);
   {
