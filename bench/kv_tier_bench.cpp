@@ -329,7 +329,7 @@ int run(int argc, char** argv) {
       std::stringstream ss(value());
       for (std::string x; std::getline(ss, x, ',');) o.prefixes.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "usage: kv_tier_bench --model M [--prefixes 2048,8192] [--threads N] [--dir DIR]\n");
+      std::fprintf(stderr, "usage: kv_tier_bench --model M [--prefixes 2048,8192] [--threads N] [--dir DIR] [--prefetch | --multi-turn]\n");
       return 2;
     }
   }
