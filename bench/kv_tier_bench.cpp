@@ -142,6 +142,8 @@ struct MultiTurnResult {
   double seconds = 0;
   int64_t tokens = 0;  // prompt + generated, over all requests
   int64_t prefix_queries = 0, prefix_hits = 0, restored = 0;
+  int64_t swaps = 0, recomputes = 0;              // preemptions by kind (host tier only)
+  double copy_ms_per_block = 0, prefill_ms_per_token = 0;  // the costs they were chosen by
 };
 
 MultiTurnResult multi_turn(const Options& o, int64_t pool_blocks, int64_t host_bytes) {
@@ -196,6 +198,10 @@ MultiTurnResult multi_turn(const Options& o, int64_t pool_blocks, int64_t host_b
   r.prefix_queries = e.num_prefix_query_tokens();
   r.prefix_hits = e.num_prefix_hit_tokens();
   if (e.kv_tiers() != nullptr) r.restored = e.kv_tiers()->stats().restored_blocks;
+  r.swaps = e.scheduler().num_swap_preemptions();
+  r.recomputes = e.scheduler().num_recompute_preemptions();
+  r.copy_ms_per_block = e.preemption_costs().copy_seconds_per_block() * 1e3;
+  r.prefill_ms_per_token = e.preemption_costs().prefill_seconds_per_token() * 1e3;
   return r;
 }
 
@@ -206,13 +212,15 @@ int run_multi_turn(const Options& o) {
   std::printf("multi-turn: %d conversations x %d turns (64 user + 32 reply tokens each), working set %lld blocks, "
               "pool %lld blocks\n",
               o.conversations, o.turns, static_cast<long long>(working_set), static_cast<long long>(pool));
-  std::printf("tiers      wall_s  tokens/s  prefix_hit_rate  restored_blocks\n");
+  std::printf("tiers      wall_s  tokens/s  prefix_hit_rate  restored_blocks  preemptions swap/recompute "
+              "(copy ms/block, prefill ms/token)\n");
   for (const bool host : {false, true}) {
     const MultiTurnResult r = multi_turn(o, pool, host ? int64_t{8} << 30 : 0);
-    std::printf("%-9s  %6.2f  %8.1f  %15.3f  %15lld\n", host ? "host" : "none", r.seconds,
+    std::printf("%-9s  %6.2f  %8.1f  %15.3f  %15lld  %lld/%lld (%.3f, %.3f)\n", host ? "host" : "none", r.seconds,
                 r.seconds > 0 ? r.tokens / r.seconds : 0.0,
                 r.prefix_queries > 0 ? static_cast<double>(r.prefix_hits) / r.prefix_queries : 0.0,
-                static_cast<long long>(r.restored));
+                static_cast<long long>(r.restored), static_cast<long long>(r.swaps),
+                static_cast<long long>(r.recomputes), r.copy_ms_per_block, r.prefill_ms_per_token);
     std::fflush(stdout);
   }
   return 0;
