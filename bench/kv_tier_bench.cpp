@@ -15,10 +15,17 @@
 // reply; all conversations' turn t submitted together), with a pool a quarter of the final
 // working set, without and with a host tier holding all of it: wall time, tokens/s (prompt +
 // generated) and the prefix-cache hit rate.
+// --prefetch: the step times of a decoding request while a request whose long prefix an earlier
+// engine wrote to the disk tier is brought back, with the disk prefetch off (the blocks are read
+// on the engine thread when the request is admitted) and on (read on a background thread while
+// it waits): the decoding request's median step alone, its slowest step until the long request's
+// first token, and that request's time to first token.
 //   kv_tier_bench --model M [--prefixes 2048,8192] [--threads N] [--dir DIR]
+//   kv_tier_bench --model M --prefetch [--prefixes 2048] [--threads N] [--dir DIR]
 //   kv_tier_bench --model M --multi-turn [--conversations 16] [--turns 4] [--threads N]
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +36,9 @@
 #include <string>
 #include <vector>
 
+#include "core/status_macros.h"
 #include "engine/local_engine.h"
+#include "kv/kv_tier_directory.h"
 
 namespace weft {
 namespace {
@@ -47,6 +56,7 @@ struct Options {
   fs::path dir = fs::temp_directory_path() / ("weft_kv_tier_bench_" + std::to_string(::getpid()));
   int64_t read_prefix = 0;  // > 0: the fresh-process phase for this length
   bool multi_turn = false;
+  bool prefetch = false;
   int conversations = 16;
   int turns = 4;
 };
@@ -97,18 +107,20 @@ double ttft(Engine& engine, const std::vector<int32_t>& prompt) {
 }
 
 absl::StatusOr<std::unique_ptr<LocalEngine>> make_engine(const Options& o, int64_t prefix, int64_t host_bytes,
-                                                         bool disk) {
+                                                         bool disk, int64_t prefetch_bytes = 512ll << 20,
+                                                         int64_t extra_blocks = 0) {
   LocalEngineOptions options;
   options.model_dir = o.model;
   options.num_threads = o.threads;
   options.kv.block_size = kBlockSize;
   // One request's blocks and a few more: the filler evicts the whole prefix from the pool.
-  options.kv.max_blocks = (prefix + kSuffix + 1) / kBlockSize + 4;
+  options.kv.max_blocks = (prefix + kSuffix + 1) / kBlockSize + 4 + extra_blocks;
   options.scheduler.max_num_batched_tokens = 2048;
   options.kv_tiers.host_bytes = host_bytes;
   if (disk) {
     options.kv_tiers.disk_dir = o.dir;
     options.kv_tiers.disk_bytes = int64_t{64} << 30;
+    options.kv_tiers.disk_prefetch_bytes = prefetch_bytes;
   }
   return LocalEngine::create(options);
 }
@@ -130,6 +142,8 @@ struct MultiTurnResult {
   double seconds = 0;
   int64_t tokens = 0;  // prompt + generated, over all requests
   int64_t prefix_queries = 0, prefix_hits = 0, restored = 0;
+  int64_t swaps = 0, recomputes = 0;              // preemptions by kind (host tier only)
+  double copy_ms_per_block = 0, prefill_ms_per_token = 0;  // the costs they were chosen by
 };
 
 MultiTurnResult multi_turn(const Options& o, int64_t pool_blocks, int64_t host_bytes) {
@@ -184,6 +198,10 @@ MultiTurnResult multi_turn(const Options& o, int64_t pool_blocks, int64_t host_b
   r.prefix_queries = e.num_prefix_query_tokens();
   r.prefix_hits = e.num_prefix_hit_tokens();
   if (e.kv_tiers() != nullptr) r.restored = e.kv_tiers()->stats().restored_blocks;
+  r.swaps = e.scheduler().num_swap_preemptions();
+  r.recomputes = e.scheduler().num_recompute_preemptions();
+  r.copy_ms_per_block = e.preemption_costs().copy_seconds_per_block() * 1e3;
+  r.prefill_ms_per_token = e.preemption_costs().prefill_seconds_per_token() * 1e3;
   return r;
 }
 
@@ -194,15 +212,102 @@ int run_multi_turn(const Options& o) {
   std::printf("multi-turn: %d conversations x %d turns (64 user + 32 reply tokens each), working set %lld blocks, "
               "pool %lld blocks\n",
               o.conversations, o.turns, static_cast<long long>(working_set), static_cast<long long>(pool));
-  std::printf("tiers      wall_s  tokens/s  prefix_hit_rate  restored_blocks\n");
+  std::printf("tiers      wall_s  tokens/s  prefix_hit_rate  restored_blocks  preemptions swap/recompute "
+              "(copy ms/block, prefill ms/token)\n");
   for (const bool host : {false, true}) {
     const MultiTurnResult r = multi_turn(o, pool, host ? int64_t{8} << 30 : 0);
-    std::printf("%-9s  %6.2f  %8.1f  %15.3f  %15lld\n", host ? "host" : "none", r.seconds,
+    std::printf("%-9s  %6.2f  %8.1f  %15.3f  %15lld  %lld/%lld (%.3f, %.3f)\n", host ? "host" : "none", r.seconds,
                 r.seconds > 0 ? r.tokens / r.seconds : 0.0,
                 r.prefix_queries > 0 ? static_cast<double>(r.prefix_hits) / r.prefix_queries : 0.0,
-                static_cast<long long>(r.restored));
+                static_cast<long long>(r.restored), static_cast<long long>(r.swaps),
+                static_cast<long long>(r.recomputes), r.copy_ms_per_block, r.prefill_ms_per_token);
     std::fflush(stdout);
   }
+  return 0;
+}
+
+struct PrefetchResult {
+  double alone_median_s = 0;  // the decoding request's steps before the long request arrives
+  double during_max_s = 0;    // its slowest step until the long request's first token
+  int steps_during = 0;
+  double ttft_s = 0;          // of the long request
+  std::string tiers;          // kv_tier_summary at the end
+};
+
+absl::StatusOr<PrefetchResult> prefetch_run(const Options& o, int64_t prefix, bool prefetch) {
+  constexpr int kDecodeBlocks = 40;  // the decoding request: 16 prompt tokens, up to 600 generated
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<LocalEngine> engine,
+                        make_engine(o, prefix, 0, true, prefetch ? 512ll << 20 : 0, kDecodeBlocks));
+  Engine& e = engine->engine();
+  const int64_t vocab = engine->model().config.vocab_size;
+  Request decode;
+  decode.prompt_ids = random_ids(5, kSuffix, vocab);
+  decode.params.temperature = 0.0f;
+  decode.params.max_tokens = (kDecodeBlocks - 2) * kBlockSize;
+  decode.params.ignore_eos = true;
+  WEFT_ASSIGN_OR_RETURN(const int64_t decode_id, e.add_request(decode));
+  PrefetchResult r;
+  auto timed_step = [&](bool* long_done, int64_t long_id) -> absl::StatusOr<double> {
+    const auto start = Clock::now();
+    WEFT_ASSIGN_OR_RETURN(std::vector<SequenceOutput> outputs, e.step());
+    const double t = std::chrono::duration<double>(Clock::now() - start).count();
+    for (const SequenceOutput& out : outputs) {
+      if (long_done != nullptr && out.request_id == long_id && !out.token_ids.empty()) *long_done = true;
+    }
+    return t;
+  };
+  std::vector<double> alone;
+  for (int i = 0; i < 12; ++i) {
+    WEFT_ASSIGN_OR_RETURN(const double t, timed_step(nullptr, -1));
+    if (i >= 2) alone.push_back(t);  // past the decoding request's prefill
+  }
+  std::sort(alone.begin(), alone.end());
+  r.alone_median_s = alone[alone.size() / 2];
+  Request long_request;
+  long_request.prompt_ids = prompts_for(prefix, vocab).b;
+  long_request.params.temperature = 0.0f;
+  long_request.params.max_tokens = 1;
+  long_request.params.ignore_eos = true;
+  const auto submitted = Clock::now();
+  WEFT_ASSIGN_OR_RETURN(const int64_t long_id, e.add_request(long_request));
+  bool long_done = false;
+  while (!long_done && e.has_unfinished()) {
+    WEFT_ASSIGN_OR_RETURN(const double t, timed_step(&long_done, long_id));
+    r.during_max_s = std::max(r.during_max_s, t);
+    ++r.steps_during;
+  }
+  r.ttft_s = std::chrono::duration<double>(Clock::now() - submitted).count();
+  e.abort(decode_id);
+  while (e.has_unfinished()) WEFT_RETURN_IF_ERROR(e.step().status());
+  r.tiers = kv_tier_summary(*e.kv_tiers());
+  return r;
+}
+
+int run_prefetch(const Options& o) {
+  std::printf("prefix  prefetch  decode_step_alone_ms  decode_step_max_ms_while_restoring  steps  long_ttft_s\n");
+  for (int64_t prefix : o.prefixes) {
+    fs::remove_all(o.dir);
+    {  // writes the prefix's blocks to the disk tier
+      auto engine = make_engine(o, prefix, 0, true);
+      if (!engine.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(engine.status().message()).c_str());
+        return 1;
+      }
+      ttft((*engine)->engine(), prompts_for(prefix, (*engine)->model().config.vocab_size).a);
+    }
+    for (const bool prefetch : {false, true}) {
+      absl::StatusOr<PrefetchResult> r = prefetch_run(o, prefix, prefetch);
+      if (!r.ok()) {
+        std::fprintf(stderr, "%s\n", std::string(r.status().message()).c_str());
+        return 1;
+      }
+      std::printf("%6lld  %8s  %20.1f  %34.1f  %5d  %11.3f\n  %s\n", static_cast<long long>(prefix),
+                  prefetch ? "on" : "off", r->alone_median_s * 1e3, r->during_max_s * 1e3, r->steps_during, r->ttft_s,
+                  r->tiers.c_str());
+      std::fflush(stdout);
+    }
+  }
+  fs::remove_all(o.dir);
   return 0;
 }
 
@@ -217,6 +322,8 @@ int run(int argc, char** argv) {
       o.threads = std::atoi(value().c_str());
     } else if (a == "--dir") {
       o.dir = value();
+    } else if (a == "--prefetch") {
+      o.prefetch = true;
     } else if (a == "--multi-turn") {
       o.multi_turn = true;
     } else if (a == "--conversations") {
@@ -230,7 +337,7 @@ int run(int argc, char** argv) {
       std::stringstream ss(value());
       for (std::string x; std::getline(ss, x, ',');) o.prefixes.push_back(std::atoll(x.c_str()));
     } else {
-      std::fprintf(stderr, "usage: kv_tier_bench --model M [--prefixes 2048,8192] [--threads N] [--dir DIR]\n");
+      std::fprintf(stderr, "usage: kv_tier_bench --model M [--prefixes 2048,8192] [--threads N] [--dir DIR] [--prefetch | --multi-turn]\n");
       return 2;
     }
   }
@@ -240,6 +347,7 @@ int run(int argc, char** argv) {
   }
   if (o.read_prefix > 0) return read_phase(o);
   if (o.multi_turn) return run_multi_turn(o);
+  if (o.prefetch) return run_prefetch(o);
   std::printf("prefix  cold_s  pool_s  host_s  disk_fresh_process_s  cold/host  cold/disk  (host restored, disk hit blocks)\n");
   for (int64_t prefix : o.prefixes) {
     fs::remove_all(o.dir);

@@ -7,7 +7,8 @@
 # tsan: ThreadSanitizer in build-tsan/; builds and runs only the unit-test binaries whose code
 #   starts threads: core_test (ThreadPool), kernels_test (kernels split over the pool),
 #   sampling_test, parallel_test (StepWatchdog), engine_test, serving_test (AsyncEngine),
-#   supervisor_test (HTTP client against the server loop).
+#   supervisor_test (HTTP client against the server loop), kv_test (the disk tier's writer and
+#   the disk prefetcher's reader).
 # Builds are RelWithDebInfo at -O1 (assertions on, line tables for reports), no CUDA, no MPI
 # (the mpi label needs mpirun and is not run here), no benchmarks.
 set -euo pipefail
@@ -28,7 +29,7 @@ case "$mode" in
     sanitize=thread
     # Tests are registered when their binary is built, so -L unit runs just these binaries.
     default_tests=(-L unit)
-    targets=(core_test kernels_test sampling_test parallel_test engine_test serving_test supervisor_test)
+    targets=(core_test kernels_test sampling_test parallel_test engine_test serving_test supervisor_test kv_test)
     ;;
   *)
     echo "usage: scripts/sanitize.sh [asan|tsan] [ctest arguments]" >&2

@@ -77,7 +77,7 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
     e->engine_ = std::make_unique<Engine>(config, blocks, kv.block_size, *e->executor_, *e->pool_,
                                           std::move(detokenizers));
     if (e->kv_tiers_.store) {
-      e->engine_->attach_kv_tiers(make_kv_tier_directory(e->kv_tiers_, host_capacity));
+      e->engine_->attach_kv_tiers(make_kv_tier_directory(e->kv_tiers_, host_capacity), e->kv_tiers_.store.get());
     }
     // The proposer lives on the coordinator only (draft_model_proposer.h says why). A failure
     // here ends the job through the caller: the workers are already serving steps and are told

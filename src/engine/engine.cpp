@@ -483,6 +483,32 @@ absl::StatusOr<std::vector<Engine::Emission>> Engine::verify(const InFlight& ste
   return emissions;
 }
 
+void Engine::attach_kv_tiers(std::unique_ptr<KvTierDirectory> tiers, const KvHostStore* coordinator_store) {
+  const bool host_tier = tiers && tiers->stats().host_capacity_blocks > 0;
+  blocks_.attach_tiers(std::move(tiers));
+  coordinator_store_ = coordinator_store;
+  if (host_tier && coordinator_store_ != nullptr) {
+    const int block_size = blocks_.block_size();
+    scheduler_.set_swap_policy([this, block_size](const Sequence&) { return preemption_costs_.swap_cheaper(block_size); });
+  }
+}
+
+void Engine::record_step_costs(const StepPlan& plan, double seconds) {
+  if (coordinator_store_ == nullptr) return;
+  const KvHostStore::CopyTiming now = coordinator_store_->copy_timing();
+  preemption_costs_.record_copies(now.blocks - copies_seen_.blocks, now.seconds - copies_seen_.seconds);
+  copies_seen_ = now;
+  // Prefill cost: steps that are mostly prefill, each plan alone on the ranks (one in flight).
+  if (executor_.max_in_flight() != 1) return;
+  int64_t tokens = 0, prefill = 0;
+  for (const PlannedChunk& chunk : plan.chunks) {
+    const int64_t n = static_cast<int64_t>(chunk.token_ids.size());
+    tokens += n;
+    if (chunk.num_draft_tokens == 0 && n > 1) prefill += n;  // a decode runs one known token
+  }
+  if (tokens >= 2 * blocks_.block_size() && 2 * prefill >= tokens) preemption_costs_.record_prefill(tokens, seconds);
+}
+
 absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   const auto started = std::chrono::steady_clock::now();
   std::vector<SequenceOutput> outputs = std::move(pending_);
@@ -507,12 +533,20 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     in_flight_.push_back(std::move(next));
   }
   if (in_flight_.empty()) {
+    // Everything that waits waits for its cached prefix to be read from disk: nothing to run
+    // until a read is done.
+    // (The read may have finished since the plan was made: then the next plan admits it.)
+    if (scheduler_.num_waiting_for_prefetch() > 0) {
+      blocks_.wait_for_prefetch();
+      return outputs;
+    }
     return absl::InternalError("the scheduler planned an empty step with requests waiting");
   }
   WEFT_ASSIGN_OR_RETURN(StepOutput output, executor_.collect());
   const InFlight step = std::move(in_flight_.front());
   in_flight_.pop_front();
   const StepPlan& plan = step.plan;
+  record_step_costs(plan, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 
   // Which logits rows sample: the last row of each chunk that reaches its sequence's end, and
   // every row of a chunk carrying guesses (verified together).

@@ -52,11 +52,13 @@
 #include "absl/status/statusor.h"
 #include "core/thread_pool.h"
 #include "engine/incremental_detokenizer.h"
+#include "engine/preemption_cost.h"
 #include "engine/scheduler.h"
 #include "engine/speculative/proposer.h"
 #include "engine/speculative/speculation_policy.h"
 #include "engine/step_executor.h"
 #include "kv/block_manager.h"
+#include "kv/kv_host_store.h"
 #include "safety/banned_phrase_filter.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
@@ -191,8 +193,11 @@ class Engine {
   const Scheduler& scheduler() const { return scheduler_; }
   const BlockManager& blocks() const { return blocks_; }
   // Puts host/disk KV tiers below the pool (before the first request). Every plan the engine
-  // submits then carries the tiers' pending instructions (StepPlan::kv_transfers).
-  void attach_kv_tiers(std::unique_ptr<KvTierDirectory> tiers) { blocks_.attach_tiers(std::move(tiers)); }
+  // submits then carries the tiers' pending instructions (StepPlan::kv_transfers). With a host
+  // tier, preemption chooses swap or recompute by measured cost (engine/preemption_cost.h):
+  // `coordinator_store` (this process's rank's store, borrowed) times the block copies.
+  void attach_kv_tiers(std::unique_ptr<KvTierDirectory> tiers, const KvHostStore* coordinator_store = nullptr);
+  const PreemptionCostModel& preemption_costs() const { return preemption_costs_; }
   // Null without tiers.
   const KvTierDirectory* kv_tiers() const { return blocks_.tiers(); }
   const EngineConfig& config() const { return config_; }
@@ -333,7 +338,12 @@ class Engine {
   int last_k_ = 0;  // the k of the last collected step that had decoding sequences
   int64_t next_request_id_ = 0;
   int64_t next_seq_id_ = 0;
+  // Feeds preemption_costs_ from the step just collected (`seconds`: its time).
+  void record_step_costs(const StepPlan& plan, double seconds);
   int64_t num_prefilled_tokens_ = 0;
+  PreemptionCostModel preemption_costs_;
+  const KvHostStore* coordinator_store_ = nullptr;
+  KvHostStore::CopyTiming copies_seen_;  // the store's totals when last recorded
   SampledFrom sampled_from_;
   BannedPhraseStats banned_stats_;
   // Sequences whose row this step's bans (with their grammar) left no token at all: what they

@@ -41,7 +41,15 @@ absl::StatusOr<RankKvTiers> make_rank_kv_tiers(const KvTierOptions& options, boo
       std::cerr << "weft: warning: " << opened.status().message() << "; continuing without the disk tier\n";
     }
   }
-  tiers.store = std::make_unique<KvHostStore>(pool, tiers.disk.get());
+  if (tiers.disk && options.disk_prefetch_bytes > 0) {
+    KvDiskTier* disk = tiers.disk.get();
+    tiers.prefetcher = std::make_unique<KvDiskPrefetcher>(
+        [disk](uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
+          return disk->load(hash, parent, tokens);
+        },
+        shape.bytes_per_block(), options.disk_prefetch_bytes);
+  }
+  tiers.store = std::make_unique<KvHostStore>(pool, tiers.disk.get(), tiers.prefetcher.get());
   tiers.host_capacity_blocks = tiers.store->blocks_fitting(options.host_bytes);
   return tiers;
 }
@@ -54,6 +62,7 @@ std::unique_ptr<KvTierDirectory> make_kv_tier_directory(RankKvTiers& tiers, int6
     lookup.load = [store](uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
       return store->load_from_disk(hash, parent, tokens);
     };
+    lookup.prefetcher = tiers.prefetcher.get();
   }
   return std::make_unique<KvTierDirectory>(host_capacity_blocks, tiers.store->block_bytes(), std::move(lookup),
                                            tiers.disk.get());

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_disk_prefetcher.h"
 #include "kv/kv_disk_tier.h"
 #include "kv/kv_host_store.h"
 #include "kv/kv_tier_directory.h"
@@ -19,6 +20,11 @@ struct KvTierOptions {
   int64_t host_bytes = 0;          // --kv-offload-bytes: this rank's host tier budget (0: none)
   std::filesystem::path disk_dir;  // --kv-disk-cache (empty: no disk tier)
   int64_t disk_bytes = 8ll << 30;  // --kv-disk-bytes
+  // Memory the disk prefetcher may hold (blocks read ahead for waiting requests, kv/
+  // kv_disk_prefetcher.h); a request's blocks past it are read when it is admitted. 0: no
+  // prefetch, every disk hit is read on the engine thread when its request is admitted (the
+  // benchmark's "before").
+  int64_t disk_prefetch_bytes = 512ll << 20;
   bool enabled() const { return host_bytes > 0 || !disk_dir.empty(); }
 };
 
@@ -28,9 +34,11 @@ struct KvSliceIdentity {
   int tp_rank = 0, tp_size = 1, pp_rank = 0, pp_size = 1;
 };
 
-// One rank's tiers. The store borrows the disk tier and the pool.
+// One rank's tiers. The store borrows the pool, the disk tier and its prefetcher (declared in
+// this order so they are destroyed the other way round).
 struct RankKvTiers {
   std::unique_ptr<KvDiskTier> disk;
+  std::unique_ptr<KvDiskPrefetcher> prefetcher;  // with a disk tier
   std::unique_ptr<KvHostStore> store;
   int64_t host_capacity_blocks = 0;  // of this rank's slice within host_bytes
 };

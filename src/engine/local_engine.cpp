@@ -68,7 +68,8 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
   e->engine_ = std::make_unique<Engine>(config, e->num_kv_blocks_, options.kv.block_size,
                                         e->executor(), *e->pool_, std::move(detokenizers));
   if (e->kv_tiers_.store) {
-    e->engine_->attach_kv_tiers(make_kv_tier_directory(e->kv_tiers_, e->kv_tiers_.host_capacity_blocks));
+    e->engine_->attach_kv_tiers(make_kv_tier_directory(e->kv_tiers_, e->kv_tiers_.host_capacity_blocks),
+                                e->kv_tiers_.store.get());
   }
   WEFT_RETURN_IF_ERROR(enable_speculative_decoding(*e->engine_, options.speculative, *e->model_,
                                                    options.model_dir, options.kv, *e->pool_));

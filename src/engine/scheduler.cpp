@@ -39,13 +39,23 @@ PlannedChunk Scheduler::make_chunk(const Sequence& seq, int64_t num_new) const {
   return chunk;
 }
 
+bool Scheduler::wants_cached_prefix(const Sequence& seq) const {
+  if (!blocks_.prefix_caching() || !seq.block_table.empty() || seq.num_computed_tokens != 0) return false;
+  auto all = all_logits_.find(seq.id);
+  return all == all_logits_.end() || !all->second;
+}
+
+bool Scheduler::cached_prefix_ready(Sequence& seq) {
+  if (!blocks_.prefetches() || !wants_cached_prefix(seq) || seq.recompute_on_readmit) return true;
+  return blocks_.prefix_ready(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes);
+}
+
 void Scheduler::match_cached_prefix(Sequence& seq) {
   seq.num_prefix_hit_tokens = 0;
-  if (!blocks_.prefix_caching() || !seq.block_table.empty() || seq.num_computed_tokens != 0) return;
-  auto all = all_logits_.find(seq.id);
-  if (all != all_logits_.end() && all->second) return;
+  if (!wants_cached_prefix(seq)) return;
   const int64_t matched =
-      blocks_.match_prefix(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes, seq.block_table);
+      blocks_.match_prefix(seq.all_tokens(), seq.num_tokens() - 1, seq.block_hashes, seq.block_table,
+                           /*use_tiers=*/!seq.recompute_on_readmit);
   seq.num_computed_tokens = matched;
   seq.num_cached_blocks = matched / blocks_.block_size();
   seq.num_prefix_hit_tokens = matched;
@@ -106,7 +116,13 @@ void Scheduler::fork(int64_t parent_id, Sequence child) {
 
 void Scheduler::preempt(int64_t seq_id) {
   Sequence& seq = sequences_.at(seq_id);
-  blocks_.release(seq.block_table);
+  bool swap = true;
+  if (swap_cheaper_) {
+    swap = swap_cheaper_(seq);
+    seq.recompute_on_readmit = !swap;
+    ++(swap ? num_swap_preemptions_ : num_recompute_preemptions_);
+  }
+  blocks_.release(seq.block_table, /*move_down=*/swap);
   seq.num_computed_tokens = 0;
   seq.num_cached_blocks = 0;
   seq.state = SequenceState::kWaiting;
@@ -174,8 +190,14 @@ StepPlan Scheduler::schedule(int max_sequences) {
   });
   std::vector<int64_t> still_waiting;
   bool admitting = last_preempted_.empty();  // no admissions in a step that had to preempt
+  num_waiting_for_prefetch_ = 0;
   for (int64_t id : waiting_) {
     Sequence& seq = sequences_.at(id);
+    if (!cached_prefix_ready(seq)) {  // its prefix is being read from disk: the next ones may go
+      ++num_waiting_for_prefetch_;
+      still_waiting.push_back(id);
+      continue;
+    }
     admitting = admitting && static_cast<int>(running_.size()) < config_.max_num_seqs && budget > 0 &&
                 !plan_full();
     if (admitting) match_cached_prefix(seq);
@@ -195,11 +217,13 @@ StepPlan Scheduler::schedule(int max_sequences) {
       continue;
     }
     seq.state = SequenceState::kRunning;
+    seq.recompute_on_readmit = false;
     running_.push_back(id);
     plan.chunks.push_back(make_chunk(seq, num_new));
     budget -= num_new;
   }
   waiting_ = std::move(still_waiting);
+  blocks_.end_prefetch_round();
   for (const PlannedChunk& chunk : plan.chunks) in_flight_.insert(chunk.seq_id);
   return plan;
 }

@@ -7,12 +7,19 @@
 // free KV blocks allow. When a running sequence needs a block and none is free, the
 // lowest-priority running sequence not yet in this step is preempted by recompute: its blocks are
 // freed and it returns to WAITING with num_computed_tokens = 0 (possibly the sequence itself).
+// With a host KV tier its full blocks stay registered and may come back from the tier when it is
+// admitted again (a swap) unless the swap policy chose recompute for it (set_swap_policy).
 //
 // With prefix caching enabled in the BlockManager, a sequence admitted with no KV (new, or
 // preempted earlier) first takes the cached blocks matching its leading full blocks: its
 // num_computed_tokens starts at the cached prefix (at most num_tokens - 1, so one token is always
 // computed to give logits; sequences wanting every token's logits take none), and only the rest
 // is planned. Full blocks are registered in the cache once a step has computed them.
+//
+// With a disk tier that prefetches (kv/kv_disk_prefetcher.h), a waiting sequence whose cached
+// prefix is still being read from disk on a background thread is not admitted until the read is
+// done (later sequences may go first), so restoring it is a memory copy and no step waits for
+// the disk; every waiting sequence's prefix is asked for on every scheduling pass.
 //
 // With SchedulerConfig::attention_window, blocks that fall wholly outside every layer's window
 // are freed after each step (their block-table entries become BlockManager::kFreedBlock).
@@ -24,6 +31,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <span>
@@ -102,6 +110,8 @@ class Scheduler {
   const std::vector<int64_t>& last_preempted() const { return last_preempted_; }
   int num_running() const { return static_cast<int>(running_.size()); }
   int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  // Waiting sequences the last schedule() held back because their prefix was being read from disk.
+  int num_waiting_for_prefetch() const { return num_waiting_for_prefetch_; }
   bool has_unfinished() const { return !running_.empty() || !waiting_.empty(); }
   const BlockManager& blocks() const { return blocks_; }
   // Takes the next step id for a plan made outside schedule() (Engine::score), so that every
@@ -111,10 +121,22 @@ class Scheduler {
   // Sequences whose every token's logits are wanted (scoring); default: only the last.
   void set_return_all_logits(int64_t seq_id, bool all);
 
+  // With a host KV tier: asked at each preemption whether the victim's KV should be swapped
+  // (its blocks go down to the tier and come back when it is admitted again) rather than
+  // recomputed (engine/preemption_cost.h). Unset: swap whatever the tiers hold.
+  void set_swap_policy(std::function<bool(const Sequence&)> swap_cheaper) { swap_cheaper_ = std::move(swap_cheaper); }
+  int64_t num_swap_preemptions() const { return num_swap_preemptions_; }
+  int64_t num_recompute_preemptions() const { return num_recompute_preemptions_; }
+
  private:
   void preempt(int64_t seq_id);
   // Takes cached prefix blocks for a waiting sequence holding none (prefix caching only).
   void match_cached_prefix(Sequence& seq);
+  // False while the prefix match_cached_prefix would take is still being read from disk (asks
+  // for the reads).
+  bool cached_prefix_ready(Sequence& seq);
+  // Whether the sequence would look for cached prefix blocks (it holds none, wants one row).
+  bool wants_cached_prefix(const Sequence& seq) const;
   // Gives up a shared partial block the sequence is about to write into (copy-on-write).
   void unshare_partial_block(Sequence& seq);
   // Registers the sequence's newly computed full blocks in the prefix cache.
@@ -136,6 +158,10 @@ class Scheduler {
   // flight through a pipeline): they are neither planned again nor preempted until it does.
   std::set<int64_t> in_flight_;
   int64_t next_step_id_ = 0;
+  std::function<bool(const Sequence&)> swap_cheaper_;
+  int num_waiting_for_prefetch_ = 0;
+  int64_t num_swap_preemptions_ = 0;
+  int64_t num_recompute_preemptions_ = 0;
 };
 
 }  // namespace weft

@@ -20,6 +20,9 @@ struct Sequence {
   std::vector<int32_t> block_table;
   SequenceState state = SequenceState::kWaiting;
   int num_preemptions = 0;
+  // Preempted by recompute (engine/preemption_cost.h): when admitted again it takes only the
+  // prefix blocks the pool still holds, none from the KV tiers.
+  bool recompute_on_readmit = false;
   // Prefix caching: chained hashes of the full blocks of the tokens hashed so far (a cache: the
   // tokens decide them), and how many leading blocks of block_table are registered in (or were
   // taken from) the prefix cache.

@@ -44,7 +44,7 @@ int32_t BlockManager::take_free_block() {
   lru_.pop_front();
   in_lru_[block] = false;
   const CachedInfo& info = *info_[block];
-  if (tiers_) tiers_->on_pool_evict(block, info.hash, info.parent, info.tokens);
+  if (tiers_ && info.move_down) tiers_->on_pool_evict(block, info.hash, info.parent, info.tokens);
   cached_.erase(info.hash);
   info_[block].reset();
   return block;
@@ -57,10 +57,11 @@ void BlockManager::take_ref(int32_t block) {
   }
 }
 
-void BlockManager::drop_ref(int32_t block) {
+void BlockManager::drop_ref(int32_t block, bool move_down) {
   assert(ref_counts_[block] > 0);
   if (--ref_counts_[block] != 0) return;
   if (info_[block]) {
+    info_[block]->move_down = move_down;
     lru_pos_[block] = lru_.insert(lru_.end(), block);
     in_lru_[block] = true;
   } else {
@@ -89,9 +90,9 @@ void BlockManager::release_before(std::vector<int32_t>& block_table, int64_t cou
   }
 }
 
-void BlockManager::release(std::vector<int32_t>& block_table) {
+void BlockManager::release(std::vector<int32_t>& block_table, bool move_down) {
   for (auto it = block_table.rbegin(); it != block_table.rend(); ++it) {
-    if (*it != kFreedBlock) drop_ref(*it);
+    if (*it != kFreedBlock) drop_ref(*it, move_down);
   }
   block_table.clear();
 }
@@ -126,7 +127,7 @@ void BlockManager::hash_full_blocks(const std::vector<int32_t>& tokens, int64_t 
 
 int64_t BlockManager::match_prefix(const std::vector<int32_t>& tokens, int64_t max_tokens,
                                    std::vector<uint64_t>& block_hashes,
-                                   std::vector<int32_t>& block_table) {
+                                   std::vector<int32_t>& block_table, bool use_tiers) {
   if (!prefix_caching_) return 0;
   assert(block_table.empty());
   hash_full_blocks(tokens, max_tokens, block_hashes);
@@ -137,10 +138,8 @@ int64_t BlockManager::match_prefix(const std::vector<int32_t>& tokens, int64_t m
   for (; matched < wanted; ++matched) {
     auto it = cached_.find(block_hashes[matched]);
     const uint64_t parent = matched == 0 ? kRootHash : block_hashes[matched - 1];
-    if (it == cached_.end() || info_[it->second]->parent != parent ||
-        !std::equal(info_[it->second]->tokens.begin(), info_[it->second]->tokens.end(),
-                    tokens.begin() + matched * block_size_)) {
-      if (restore_from_tiers(tokens, block_hashes, matched, block_table)) continue;
+    if (it == cached_.end() || !holds_prefix(it->second, parent, tokens.data() + matched * block_size_)) {
+      if (use_tiers && restore_from_tiers(tokens, block_hashes, matched, block_table)) continue;
       break;
     }
     take_ref(it->second);
@@ -148,6 +147,34 @@ int64_t BlockManager::match_prefix(const std::vector<int32_t>& tokens, int64_t m
   }
   prefix_hit_tokens_ += matched * block_size_;
   return matched * block_size_;
+}
+
+bool BlockManager::holds_prefix(int32_t block, uint64_t parent, const int32_t* tokens) const {
+  const CachedInfo& info = *info_[block];
+  return info.parent == parent && std::equal(info.tokens.begin(), info.tokens.end(), tokens);
+}
+
+bool BlockManager::prefix_ready(const std::vector<int32_t>& tokens, int64_t max_tokens,
+                                std::vector<uint64_t>& block_hashes) {
+  if (!prefetches()) return true;
+  hash_full_blocks(tokens, max_tokens, block_hashes);
+  const int64_t wanted = std::min<int64_t>(max_tokens, static_cast<int64_t>(tokens.size())) / block_size_;
+  bool ready = true;
+  for (int64_t i = 0; i < wanted; ++i) {
+    const uint64_t parent = i == 0 ? kRootHash : block_hashes[i - 1];
+    const int32_t* block_tokens = tokens.data() + i * block_size_;
+    auto it = cached_.find(block_hashes[i]);
+    if (it != cached_.end()) {
+      if (holds_prefix(it->second, parent, block_tokens)) continue;
+      break;  // a colliding prefix in the pool: match_prefix stops here
+    }
+    const TierReadiness r =
+        tiers_->prepare(block_hashes[i], parent, std::span<const int32_t>(block_tokens, block_size_));
+    if (r == TierReadiness::kAbsent) break;
+    // Later blocks are asked for too, so their reads queue behind this one.
+    if (r == TierReadiness::kPending) ready = false;
+  }
+  return ready;
 }
 
 bool BlockManager::restore_from_tiers(const std::vector<int32_t>& tokens,

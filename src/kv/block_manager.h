@@ -72,7 +72,10 @@ class BlockManager {
   // Drops one reference to each block of the table and clears it. Blocks reaching zero return
   // to the free pool; cached ones become evictable, the table's last blocks first (a shared
   // prefix's first blocks outlive its tails).
-  void release(std::vector<int32_t>& block_table);
+  // `move_down` false: the cached blocks this frees are not copied to a lower tier when the pool
+  // evicts them (a sequence preempted by recompute: nobody is expected to want them back),
+  // unless another sequence holds and frees them again first.
+  void release(std::vector<int32_t>& block_table, bool move_down = true);
   // Drops one reference to the table's last block and removes it from the table.
   void release_last(std::vector<int32_t>& block_table);
   // Adds a reference to each block (a forked sequence sharing them).
@@ -94,8 +97,10 @@ class BlockManager {
   // `block_table` (adding a reference each) and returns the number of tokens they cover (a
   // multiple of block_size). `block_hashes` is extended as in hash_full_blocks. Counts the
   // query and its hit in the statistics below.
+  // `use_tiers` false: the pool's blocks only (a sequence preempted by recompute).
   int64_t match_prefix(const std::vector<int32_t>& tokens, int64_t max_tokens,
-                       std::vector<uint64_t>& block_hashes, std::vector<int32_t>& block_table);
+                       std::vector<uint64_t>& block_hashes, std::vector<int32_t>& block_table,
+                       bool use_tiers = true);
 
   // Registers `block` (full, its KV computed; `tokens` are its block_size tokens) under `hash`,
   // the chained hash of the prefix ending with it (`parent`: the previous block's hash, or
@@ -117,11 +122,31 @@ class BlockManager {
   // carry them (StepPlan::kv_transfers). Empty without tiers.
   std::vector<KvTransfer> take_transfers();
 
+  // --- prefetch from the disk tier (tiers with a prefetcher; otherwise always ready) ---
+
+  // For a waiting sequence holding no blocks, changing nothing in the pool: whether match_prefix
+  // over the same arguments could restore its prefix now without reading a file on this thread.
+  // Starts the background reads of the prefix's blocks the disk tier holds (not yet ready: false).
+  // `block_hashes` is extended as in hash_full_blocks.
+  bool prefix_ready(const std::vector<int32_t>& tokens, int64_t max_tokens, std::vector<uint64_t>& block_hashes);
+  bool prefetches() const { return prefix_caching_ && tiers_ && tiers_->prefetches(); }
+  bool prefetch_pending() const { return tiers_ && tiers_->prefetch_pending(); }
+  // Blocks until a prefetch finishes (the caller has nothing else to run).
+  void wait_for_prefetch() {
+    if (tiers_) tiers_->wait_for_prefetch();
+  }
+  // Once per scheduling pass, after every waiting sequence was asked about: drops what no
+  // sequence asked for (finished or aborted requests' read-ahead).
+  void end_prefetch_round() {
+    if (tiers_) tiers_->end_prefetch_round();
+  }
+
  private:
   struct CachedInfo {
     uint64_t hash = 0;
     uint64_t parent = 0;
     std::vector<int32_t> tokens;
+    bool move_down = true;  // copied to the host tier when evicted (as its last holder freed it)
   };
   int32_t take_free_block();
   // Registers `block` under `info` (no tier notified).
@@ -130,8 +155,10 @@ class BlockManager {
   // a lower tier. False (changing nothing but evictions) on a miss or with no free block.
   bool restore_from_tiers(const std::vector<int32_t>& tokens, const std::vector<uint64_t>& block_hashes,
                           int64_t index, std::vector<int32_t>& block_table);
+  // Whether pool block `block` is registered for the prefix (`parent`, tokens from `tokens`).
+  bool holds_prefix(int32_t block, uint64_t parent, const int32_t* tokens) const;
   void take_ref(int32_t block);
-  void drop_ref(int32_t block);
+  void drop_ref(int32_t block, bool move_down = true);
 
   int block_size_;
   bool prefix_caching_;

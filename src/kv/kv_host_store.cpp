@@ -1,8 +1,10 @@
 #include "kv/kv_host_store.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "kv/kv_disk_prefetcher.h"
 #include "kv/kv_disk_tier.h"
 
 namespace weft {
@@ -36,8 +38,8 @@ void for_each_block_tensor(const KvCache& cache, F&& f) {
 
 }  // namespace
 
-KvHostStore::KvHostStore(const KvCache& cache, KvDiskTier* disk)
-    : cache_(cache), disk_(disk), block_bytes_(cache.shape().bytes_per_block()) {}
+KvHostStore::KvHostStore(const KvCache& cache, KvDiskTier* disk, KvDiskPrefetcher* prefetcher)
+    : cache_(cache), disk_(disk), prefetcher_(prefetcher), block_bytes_(cache.shape().bytes_per_block()) {}
 
 void KvHostStore::copy_out(int32_t block, uint8_t* out) const {
   for_each_block_tensor(cache_, [&](const Tensor& t, int64_t n) {
@@ -68,17 +70,26 @@ absl::Status KvHostStore::apply(const std::vector<KvTransfer>& transfers) {
     };
     const bool uses_block = t.kind != KvTransfer::Kind::kDrop;
     if (uses_block && (t.block < 0 || t.block >= cache_.num_blocks())) return bad("block outside the pool");
+    const auto started = std::chrono::steady_clock::now();
+    auto timed = [&] {
+      copied_blocks_.fetch_add(1, std::memory_order_relaxed);
+      copy_nanos_.fetch_add(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count(),
+          std::memory_order_relaxed);
+    };
     switch (t.kind) {
       case KvTransfer::Kind::kSave: {
         std::vector<uint8_t> bytes(static_cast<size_t>(block_bytes_));
         copy_out(t.block, bytes.data());
         put(t.hash, std::move(bytes));
+        timed();
         break;
       }
       case KvTransfer::Kind::kRestore: {
         auto it = entries_.find(t.hash);
         if (it == entries_.end()) return bad("the host tier does not hold it");
         copy_in(it->second.bytes.data(), t.block);
+        timed();
         break;
       }
       case KvTransfer::Kind::kDrop: {
@@ -103,6 +114,18 @@ bool KvHostStore::disk_contains(uint64_t hash) const { return disk_ != nullptr &
 
 bool KvHostStore::load_from_disk(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
   if (disk_ == nullptr) return false;
+  if (prefetcher_ != nullptr) {
+    std::vector<uint8_t> fetched;
+    switch (prefetcher_->take(hash, fetched)) {
+      case KvDiskPrefetcher::Taken::kReady:
+        put(hash, std::move(fetched));
+        return true;
+      case KvDiskPrefetcher::Taken::kMissed:
+        return false;  // the disk tier counted it and deleted the file
+      case KvDiskPrefetcher::Taken::kNotFetched:
+        break;
+    }
+  }
   std::optional<std::vector<uint8_t>> bytes = disk_->load(hash, parent, tokens);
   if (!bytes) return false;
   put(hash, *std::move(bytes));

@@ -13,6 +13,7 @@
 // step thread, or the engine thread in a single process).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -25,11 +26,13 @@
 namespace weft {
 
 class KvDiskTier;
+class KvDiskPrefetcher;
 
 class KvHostStore {
  public:
-  // Borrows `cache` and `disk` (null: no disk tier); both must outlive the store.
-  explicit KvHostStore(const KvCache& cache, KvDiskTier* disk = nullptr);
+  // Borrows `cache`, `disk` (null: no disk tier) and `prefetcher` (null: none; it reads ahead
+  // from `disk`); all must outlive the store.
+  explicit KvHostStore(const KvCache& cache, KvDiskTier* disk = nullptr, KvDiskPrefetcher* prefetcher = nullptr);
 
   int64_t block_bytes() const { return block_bytes_; }
   // Blocks a budget of `bytes` holds.
@@ -45,8 +48,18 @@ class KvHostStore {
 
   // Single process: whether the disk tier's index names `hash`.
   bool disk_contains(uint64_t hash) const;
-  // Single process: reads the disk tier's block `hash` (verified) into the store. False on a miss.
+  // Single process: reads the disk tier's block `hash` (verified) into the store, taking it from
+  // the prefetcher when that read it already (a miss there is a miss). False on a miss.
   bool load_from_disk(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
+
+  // Saves and restores performed so far and the seconds they took (read from any thread).
+  struct CopyTiming {
+    int64_t blocks = 0;
+    double seconds = 0;
+  };
+  CopyTiming copy_timing() const {
+    return {copied_blocks_.load(std::memory_order_relaxed), copy_nanos_.load(std::memory_order_relaxed) * 1e-9};
+  }
 
   // The bytes of pool block `block` / writes them back (block_bytes() each).
   void copy_out(int32_t block, uint8_t* out) const;
@@ -61,8 +74,11 @@ class KvHostStore {
 
   const KvCache& cache_;
   KvDiskTier* disk_;
+  KvDiskPrefetcher* prefetcher_;
   int64_t block_bytes_;
   std::unordered_map<uint64_t, Entry> entries_;
+  std::atomic<int64_t> copied_blocks_{0};
+  std::atomic<int64_t> copy_nanos_{0};
 };
 
 }  // namespace weft

@@ -15,6 +15,10 @@ KvTierDirectory::KvTierDirectory(int64_t host_capacity_blocks, int64_t block_byt
   stats_.host_capacity_blocks = capacity_;
 }
 
+KvDiskPrefetchStats KvTierDirectory::prefetch_stats() const {
+  return prefetches() ? disk_lookup_.prefetcher->stats() : KvDiskPrefetchStats{};
+}
+
 std::optional<KvDiskTierStats> KvTierDirectory::disk_stats() const {
   if (disk_ == nullptr) return std::nullopt;
   return disk_->stats();
@@ -108,6 +112,35 @@ void KvTierDirectory::restore(uint64_t hash, int32_t block) {
   drop_over_capacity();
 }
 
+TierReadiness KvTierDirectory::prepare(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
+  auto it = entries_.find(hash);
+  if (it != entries_.end()) {
+    // A colliding host entry makes find() miss without asking the disk.
+    return capacity_ > 0 && entry_matches(it->second, parent, tokens) ? TierReadiness::kReady : TierReadiness::kAbsent;
+  }
+  if (!prefetches() || !disk_lookup_.contains(hash)) return TierReadiness::kAbsent;
+  switch (disk_lookup_.prefetcher->request(hash, parent, tokens)) {
+    case KvDiskPrefetcher::State::kQueued:
+      return TierReadiness::kPending;
+    case KvDiskPrefetcher::State::kMissed:
+      return TierReadiness::kAbsent;
+    case KvDiskPrefetcher::State::kReady:
+    case KvDiskPrefetcher::State::kRefused:
+      break;
+  }
+  return TierReadiness::kReady;
+}
+
+bool KvTierDirectory::prefetch_pending() const { return prefetches() && disk_lookup_.prefetcher->pending(); }
+
+void KvTierDirectory::wait_for_prefetch() {
+  if (prefetches()) disk_lookup_.prefetcher->wait_for_progress();
+}
+
+void KvTierDirectory::end_prefetch_round() {
+  if (prefetches()) disk_lookup_.prefetcher->end_round();
+}
+
 std::vector<KvTransfer> KvTierDirectory::take_transfers() {
   std::vector<KvTransfer> out;
   out.swap(transfers_);
@@ -126,6 +159,12 @@ std::string kv_tier_summary(const KvTierDirectory& tiers) {
                     s.disk_query_blocks, " lookups hit, misses: ", d->misses_absent, " absent, ", d->misses_corrupt,
                     " corrupt, ", d->misses_truncated, " truncated, ", d->misses_foreign, " foreign; ", d->writes,
                     " written, ", d->writes_dropped, " dropped (queue full)");
+  }
+  if (tiers.prefetches()) {
+    const KvDiskPrefetchStats p = tiers.prefetch_stats();
+    absl::StrAppend(&out, "; prefetch: ", p.read, " read ahead, ", p.served, " restored from them, ",
+                    p.not_fetched, " read on the engine thread, ", p.refused, " refused (memory), ", p.discarded,
+                    " discarded");
   }
   return out;
 }

@@ -11,7 +11,9 @@
 //
 // Disk tier (optional, single process): every block the pool registers is also written to disk
 // (a kPersist: the rank copies it and a writer thread writes the file, kv/kv_disk_tier.h), so the
-// prefix survives the process. Lookups go through `disk_lookup`, which reads and checks the file.
+// prefix survives the process. Lookups go through `disk_lookup`, which reads and checks the file;
+// with a prefetcher (kv/kv_disk_prefetcher.h) prepare() has the file read on a background thread
+// while its request waits, and the later lookup takes the bytes from memory.
 //
 // The instructions accumulate in order and leave with the next step plan (take_transfers());
 // every rank performs them before that step's forward pass, which is before any later write into
@@ -27,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kv/kv_disk_prefetcher.h"
 #include "kv/kv_disk_tier.h"
 #include "kv/kv_transfer.h"
 
@@ -39,6 +42,8 @@ struct KvDiskLookup {
   // Reads block `hash` (naming the prefix parent + tokens) into the host store; false on any
   // miss (absent, corrupt, truncated, another model's, a different prefix).
   std::function<bool(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens)> load;
+  // Optional (borrowed): reads ahead what `load` will want; `load` takes from it first.
+  KvDiskPrefetcher* prefetcher = nullptr;
   explicit operator bool() const { return static_cast<bool>(load); }
 };
 
@@ -55,6 +60,13 @@ struct KvTierStats {
   int64_t persisted_blocks = 0;   // kPersist
 };
 
+// Whether a tier can restore a block without a file read on the engine thread (prepare()).
+enum class TierReadiness {
+  kReady,    // the host tier holds it, its prefetch is done, or find() will read it (prefetch refused)
+  kPending,  // its disk read is under way
+  kAbsent,   // no tier holds it
+};
+
 class KvTierDirectory {
  public:
   // `host_capacity_blocks` may be 0 (no host tier: a disk hit is then staged in the host store
@@ -67,6 +79,8 @@ class KvTierDirectory {
   int64_t block_bytes() const { return block_bytes_; }
   // The disk tier's statistics (nullopt without one).
   std::optional<KvDiskTierStats> disk_stats() const;
+  // The prefetcher's statistics (zeros without one).
+  KvDiskPrefetchStats prefetch_stats() const;
 
   // The pool evicts cached `block` holding the prefix `hash` (parent + tokens).
   void on_pool_evict(int32_t block, uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
@@ -78,6 +92,17 @@ class KvTierDirectory {
   bool find(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
   // After find() said yes: restores `hash` into pool `block`.
   void restore(uint64_t hash, int32_t block);
+
+  // --- prefetch (a disk tier with a prefetcher) ---
+  bool prefetches() const { return disk_lookup_.prefetcher != nullptr; }
+  // Changes nothing but the prefetcher's queue: where a later find() of `hash` would stand, and
+  // a disk read of it started when the disk tier names it.
+  TierReadiness prepare(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
+  // Whether a prefetch is under way / blocks until one finishes (nothing else to do).
+  bool prefetch_pending() const;
+  void wait_for_prefetch();
+  // Throws away prefetched blocks nobody prepared since the previous call (KvDiskPrefetcher).
+  void end_prefetch_round();
 
   // The instructions since the last call, in order (for the next step plan).
   std::vector<KvTransfer> take_transfers();

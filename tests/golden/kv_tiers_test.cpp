@@ -24,6 +24,7 @@ struct TierSetup {
   int64_t host_bytes = 0;
   fs::path disk_dir = {};
   std::optional<DType> kv_dtype = DType::kF32;
+  int64_t disk_prefetch_bytes = KvTierOptions{}.disk_prefetch_bytes;
 };
 
 std::unique_ptr<LocalEngine> make_engine(const std::string& name, const TierSetup& setup) {
@@ -36,6 +37,7 @@ std::unique_ptr<LocalEngine> make_engine(const std::string& name, const TierSetu
   options.scheduler.enable_prefix_caching = setup.prefix_caching;
   options.kv_tiers.host_bytes = setup.host_bytes;
   options.kv_tiers.disk_dir = setup.disk_dir;
+  options.kv_tiers.disk_prefetch_bytes = setup.disk_prefetch_bytes;
   auto engine = LocalEngine::create(options);
   EXPECT_TRUE(engine.ok()) << engine.status();
   return engine.ok() ? std::move(*engine) : nullptr;
@@ -96,18 +98,33 @@ TEST_P(KvTiersTest, AFreshEngineRestoresThePrefixFromTheDiskTier) {
     const GreedyRun first = greedy(writer->engine(), {w.first}, kTokens);
     EXPECT_EQ(first.ids, expected.phases[0].ids);
   }  // the process ends: its queued blocks are written
-  auto reader = make_engine(GetParam(), {.max_blocks = tight_tier_blocks(w), .disk_dir = dir});
-  ASSERT_NE(reader, nullptr);
-  const int64_t before = reader->engine().num_prefilled_tokens();
-  const GreedyRun second = greedy(reader->engine(), {w.second}, kTokens);
-  EXPECT_EQ(second.ids, expected.phases[1].ids);
-  EXPECT_EQ(compare_runs(second, expected.phases[1], 1e-4f), "");
-  EXPECT_EQ(reader->engine().num_prefilled_tokens() - before,
-            static_cast<int64_t>(w.second.size()) - w.shared_blocks * kBlock);
-  const KvTierStats& s = reader->engine().kv_tiers()->stats();
-  EXPECT_EQ(s.disk_hit_blocks, w.shared_blocks);
-  EXPECT_EQ(reader->engine().kv_tiers()->disk_stats()->misses_corrupt, 0);
+  // Read ahead on the prefetcher's thread while the request waits (the default), and read when
+  // it is admitted: the same blocks, the same output. Each reader gets its own copy of the
+  // directory (a reader persists its own prompt's blocks, which the next one would hit).
+  const fs::path copy = fresh_dir(GetParam() + "_disk_copy");
+  fs::copy(dir, copy, fs::copy_options::recursive);
+  for (const int64_t prefetch_bytes : {KvTierOptions{}.disk_prefetch_bytes, int64_t{0}}) {
+    SCOPED_TRACE(prefetch_bytes > 0 ? "prefetch" : "no prefetch");
+    auto reader = make_engine(GetParam(), {.max_blocks = tight_tier_blocks(w), .disk_dir = prefetch_bytes > 0 ? dir : copy,
+                                           .disk_prefetch_bytes = prefetch_bytes});
+    ASSERT_NE(reader, nullptr);
+    const int64_t before = reader->engine().num_prefilled_tokens();
+    const GreedyRun second = greedy(reader->engine(), {w.second}, kTokens);
+    EXPECT_EQ(second.ids, expected.phases[1].ids);
+    EXPECT_EQ(compare_runs(second, expected.phases[1], 1e-4f), "");
+    EXPECT_EQ(reader->engine().num_prefilled_tokens() - before,
+              static_cast<int64_t>(w.second.size()) - w.shared_blocks * kBlock);
+    const KvTierDirectory& tiers = *reader->engine().kv_tiers();
+    EXPECT_EQ(tiers.stats().disk_hit_blocks, w.shared_blocks);
+    EXPECT_EQ(tiers.disk_stats()->misses_corrupt, 0);
+    EXPECT_EQ(tiers.prefetches(), prefetch_bytes > 0);
+    if (prefetch_bytes > 0) {  // every restored block was read on the prefetcher's thread
+      EXPECT_EQ(tiers.prefetch_stats().served, w.shared_blocks);
+      EXPECT_EQ(tiers.prefetch_stats().not_fetched, 0);
+    }
+  }
   fs::remove_all(dir);
+  fs::remove_all(copy);
 }
 
 TEST_P(KvTiersTest, ACorruptedDiskTierIsRecomputed) {

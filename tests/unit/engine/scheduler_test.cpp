@@ -4,8 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include "engine/preemption_cost.h"
+#include "kv/kv_disk_prefetcher.h"
 
 namespace weft {
 namespace {
@@ -443,6 +448,126 @@ TEST(SchedulerTruncateTest, WindowedKvAlreadyReleasedMeansAFullRecompute) {
   EXPECT_TRUE(s.find(0)->block_table.empty());
   EXPECT_EQ(blocks.num_free_blocks(), 16);
   EXPECT_EQ(step(s), "0@0+8");
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// A disk tier (no host tier) that holds sequence 0's two full prompt blocks, read through a
+// prefetcher whose reads wait for `open`: while they wait, sequence 0 stays queued and sequence 1
+// runs its steps; once they are done sequence 0 is admitted on its restored prefix, and no block
+// was read by the scheduling thread.
+TEST(SchedulerPrefetchTest, ASequenceWaitsForItsDiskPrefixWithoutStallingOthers) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  auto read = [&](uint64_t, uint64_t, std::span<const int32_t>) -> std::optional<std::vector<uint8_t>> {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return open; });
+    return std::vector<uint8_t>(100, 1);
+  };
+  KvDiskPrefetcher prefetcher(read, 100, 1 << 20);
+  const Sequence zero = make_seq(0, 9);
+  const uint64_t h0 = BlockManager::hash_block(BlockManager::kRootHash, zero.prompt_ids.data(), 4);
+  const uint64_t h1 = BlockManager::hash_block(h0, zero.prompt_ids.data() + 4, 4);
+  int sync_reads = 0;
+  KvDiskLookup disk;
+  disk.contains = [&](uint64_t hash) { return hash == h0 || hash == h1; };
+  disk.load = [&](uint64_t hash, uint64_t, std::span<const int32_t>) {
+    std::vector<uint8_t> bytes;
+    const KvDiskPrefetcher::Taken taken = prefetcher.take(hash, bytes);
+    if (taken == KvDiskPrefetcher::Taken::kNotFetched) ++sync_reads;
+    return taken != KvDiskPrefetcher::Taken::kMissed;
+  };
+  disk.prefetcher = &prefetcher;
+  BlockManager blocks(16, 4, /*enable_prefix_caching=*/true);
+  blocks.attach_tiers(std::make_unique<KvTierDirectory>(0, 100, disk));
+  Scheduler s({8, 64, true}, blocks);
+  s.add(zero);
+  Sequence one = make_seq(1, 3);
+  one.prompt_ids = {5, 6, 7};
+  s.add(one);
+  EXPECT_EQ(step(s), "1@0+3");
+  EXPECT_TRUE(blocks.prefetch_pending());
+  EXPECT_EQ(s.num_waiting_for_prefetch(), 1);
+  EXPECT_EQ(step(s), "1@3+1");
+  EXPECT_EQ(s.num_waiting(), 1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    open = true;
+  }
+  cv.notify_all();
+  while (blocks.prefetch_pending()) blocks.wait_for_prefetch();
+  EXPECT_EQ(step(s), "1@4+1 0@8+1");
+  EXPECT_EQ(s.find(0)->num_prefix_hit_tokens, 8);
+  EXPECT_EQ(sync_reads, 0);
+  EXPECT_EQ(prefetcher.stats().served, 2);
+  int restores = 0;
+  for (const KvTransfer& t : blocks.take_transfers()) restores += t.kind == KvTransfer::Kind::kRestore;
+  EXPECT_EQ(restores, 2);
+}
+
+}  // namespace
+}  // namespace weft
+
+namespace weft {
+namespace {
+
+// 4 blocks of 2 tokens and a host tier: sequence 1 is preempted for sequence 0 and the pool then
+// evicts one of its blocks. Swap: that block moves down to the host tier and comes back when
+// sequence 1 is admitted again. Recompute: it is neither copied down nor looked up, and is
+// recomputed (what the pool still holds is taken either way).
+void preempt_and_readmit(bool swap, const std::string& readmitted) {
+  BlockManager blocks(4, 2, /*enable_prefix_caching=*/true);
+  blocks.attach_tiers(std::make_unique<KvTierDirectory>(8, 100));
+  Scheduler s({8, 64, true}, blocks);
+  int asked = 0;
+  s.set_swap_policy([&](const Sequence& victim) {
+    ++asked;
+    EXPECT_EQ(victim.id, 1);
+    return swap;
+  });
+  s.add(make_seq(0, 3));
+  Sequence one = make_seq(1, 3);
+  one.prompt_ids = {200, 201, 202};
+  s.add(one);
+  EXPECT_EQ(step(s), "0@0+3 1@0+3");
+  EXPECT_EQ(step(s), "0@3+1 1@3+1");
+  EXPECT_EQ(step(s), "0@4+1");
+  EXPECT_EQ(s.last_preempted(), std::vector<int64_t>{1});
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(s.num_swap_preemptions(), swap ? 1 : 0);
+  EXPECT_EQ(s.num_recompute_preemptions(), swap ? 0 : 1);
+  EXPECT_EQ(blocks.tiers()->stats().saved_blocks, swap ? 1 : 0);  // recompute: not even copied down
+  s.finish(0);
+  EXPECT_EQ(step(s), readmitted);
+  EXPECT_EQ(blocks.tiers()->stats().restored_blocks, swap ? 1 : 0);
+  EXPECT_FALSE(s.find(1)->recompute_on_readmit);
+}
+
+TEST(SchedulerSwapTest, ASwappedSequenceTakesItsBlocksBackFromTheHostTier) { preempt_and_readmit(true, "1@4+1"); }
+
+TEST(SchedulerSwapTest, ASequencePreemptedByRecomputeTakesNothingFromTheTiers) {
+  preempt_and_readmit(false, "1@2+3");
+}
+
+TEST(PreemptionCostModelTest, SwapsUntilMeasuredThenChoosesTheCheaper) {
+  PreemptionCostModel costs;
+  EXPECT_TRUE(costs.swap_cheaper(16));
+  costs.record_copies(10, 0.010);  // 1 ms a block copy: a swap costs 2 ms a block
+  EXPECT_TRUE(costs.swap_cheaper(16));  // prefill not measured yet
+  costs.record_prefill(1000, 0.1);      // 0.1 ms a token: 1.6 ms for a block of 16
+  EXPECT_DOUBLE_EQ(costs.copy_seconds_per_block(), 0.001);
+  EXPECT_DOUBLE_EQ(costs.prefill_seconds_per_token(), 0.0001);
+  EXPECT_FALSE(costs.swap_cheaper(16));
+  EXPECT_TRUE(costs.swap_cheaper(32));  // 3.2 ms of prefill a block
+  costs.record_copies(10, 0.0);         // faster copies since: 0.5 ms a copy on average
+  EXPECT_TRUE(costs.swap_cheaper(16));
+  costs.record_copies(0, 5.0);          // nothing copied: not a measurement
+  EXPECT_TRUE(costs.swap_cheaper(16));
 }
 
 }  // namespace
