@@ -231,9 +231,13 @@ absl::StatusOr<CheckpointQuantization> parse_awq(const nlohmann::json& qc,
   q.format = StoredWeightFormat::kAwqGemm;
   const JsonFields fields(qc, source, "quantization_config.");
   WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> bits, fields.optional_int("bits"));
-  if (!bits) WEFT_ASSIGN_OR_RETURN(bits, fields.optional_int("w_bit"));
+  if (!bits) {
+    WEFT_ASSIGN_OR_RETURN(bits, fields.optional_int("w_bit"));
+  }
   WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> group_size, fields.optional_int("group_size"));
-  if (!group_size) WEFT_ASSIGN_OR_RETURN(group_size, fields.optional_int("q_group_size"));
+  if (!group_size) {
+    WEFT_ASSIGN_OR_RETURN(group_size, fields.optional_int("q_group_size"));
+  }
   WEFT_ASSIGN_OR_RETURN(std::optional<bool> zero_point, fields.optional_bool("zero_point"));
   const std::string version = text_of(qc, "version");
   if (bits.value_or(0) != 4) {

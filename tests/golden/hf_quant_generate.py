@@ -113,7 +113,8 @@ def qparams(weight, args):
     return scale.to(weight.dtype), zero
 
 
-def write_checkpoint(name, fmt, args_dict, prompts):
+def new_model(name, dtype):
+    """The output directory (emptied) and the seeded random Llama in `dtype`."""
     out = MODELS / name
     if out.exists():
         shutil.rmtree(out)
@@ -122,8 +123,52 @@ def write_checkpoint(name, fmt, args_dict, prompts):
     config.architectures = ["LlamaForCausalLM"]
     model = LlamaForCausalLM(config).eval()
     golden.init_weights(model, SEED)
-    model = model.to(torch.bfloat16)
+    return out, config, model.to(dtype)
 
+
+def save_checkpoint(out, model, quantization_config, torch_dtype, state, dequantized):
+    """config.json (with quantization_config), model.safetensors, generation_config.json and the
+    DUMPED_MODULES' exact dequantized weights."""
+    out.mkdir(parents=True)
+    model.config.save_pretrained(out)
+    cfg = json.loads((out / "config.json").read_text())
+    cfg["quantization_config"] = quantization_config
+    cfg["torch_dtype"] = torch_dtype
+    (out / "config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    GenerationConfig(bos_token_id=golden.BOS_ID, eos_token_id=golden.EOS_ID,
+                     do_sample=False).save_pretrained(out)
+    save_file({k: v for k, v in dequantized.items() if k[:-len(".weight")] in DUMPED_MODULES},
+              str(out / "dequantized.safetensors"),
+              metadata={"generator": "tests/golden/hf_quant_generate.py"})
+
+
+def use_exact_weights(name, ref, dequantized, stored_dtype):
+    """transformers' own dequantized weights (`ref`, loaded from the checkpoint) must be the
+    exact ones rounded to `stored_dtype` (it dequantizes in the scales' dtype); the reference
+    then runs on the exact float32 values."""
+    held = dict(ref.named_parameters())
+    with torch.no_grad():
+        for key, value in dequantized.items():
+            assert torch.equal(held[key].to(stored_dtype), value.to(stored_dtype)), \
+                f"{name}: transformers' {key} differs from the library's dequantization"
+            held[key].copy_(value)
+
+
+def save_reference(out, ref, prompts, info):
+    """reference.safetensors (golden format) and reference.json; returns the margin stats."""
+    tensors, stats = golden.compute_references(ref, prompts)
+    save_file(tensors, str(out / "reference.safetensors"),
+              metadata={"generator": "tests/golden/hf_quant_generate.py"})
+    info = dict(info, seed=SEED, **stats, tensors=sorted(tensors),
+                transformers_version=transformers.__version__, torch_version=torch.__version__)
+    (out / "reference.json").write_text(json.dumps(info, indent=2) + "\n")
+    print(f"{info['model']}: min greedy margin {stats['min_greedy_margin']:.4f}")
+    return stats
+
+
+def write_checkpoint(name, fmt, args_dict, prompts):
+    out, config, model = new_model(name, torch.bfloat16)
     args = QuantizationArgs(**args_dict)
     scheme = QuantizationScheme(targets=["Linear"], weights=args)
     compressor = {"pack-quantized": PackedQuantizationCompressor,
@@ -145,53 +190,25 @@ def write_checkpoint(name, fmt, args_dict, prompts):
         back = compressor.decompress(exact, scheme)["weight"]
         assert back.dtype == torch.float32
         dequantized[module + ".weight"] = back.contiguous()
-
-    out.mkdir(parents=True)
-    model.config.save_pretrained(out)
     qc = QuantizationConfig(config_groups={"group_0": scheme}, format=fmt,
                             quant_method="compressed-tensors", ignore=["lm_head"],
                             quantization_status="compressed")
-    cfg = json.loads((out / "config.json").read_text())
-    cfg["quantization_config"] = qc.to_dict()
-    cfg["torch_dtype"] = "bfloat16"
-    (out / "config.json").write_text(json.dumps(cfg, indent=2, default=str) + "\n")
-    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    GenerationConfig(bos_token_id=golden.BOS_ID, eos_token_id=golden.EOS_ID,
-                     do_sample=False).save_pretrained(out)
-    save_file({k: v for k, v in dequantized.items() if k[:-len(".weight")] in DUMPED_MODULES},
-              str(out / "dequantized.safetensors"),
-              metadata={"generator": "tests/golden/hf_quant_generate.py"})
-
+    save_checkpoint(out, model, qc.to_dict(), "bfloat16", state, dequantized)
     # transformers reads the packed checkpoint itself and decompresses it.
     ref = AutoModelForCausalLM.from_pretrained(
         out, quantization_config=CompressedTensorsConfig(run_compressed=False),
-        dtype=torch.float32, attn_implementation="eager").eval()
-    ref = ref.float()
-    held = dict(ref.named_parameters())
-    with torch.no_grad():
-        for key, value in dequantized.items():
-            # transformers decompresses in the scale's dtype (bfloat16): the exact values rounded.
-            assert torch.equal(held[key], value.to(torch.bfloat16).float()), \
-                f"{name}: transformers' {key} differs from the package's decompression"
-            # The reference runs on the exact dequantized values, in float32.
-            held[key].copy_(value)
-    tensors, stats = golden.compute_references(ref, prompts)
-    save_file(tensors, str(out / "reference.safetensors"),
-              metadata={"generator": "tests/golden/hf_quant_generate.py"})
+        dtype=torch.float32, attn_implementation="eager").eval().float()
+    use_exact_weights(name, ref, dequantized, torch.bfloat16)
     original = {k: v.float() for k, v in model.state_dict().items()}
     weight_err = max((original[k] - v).abs().max().item() for k, v in dequantized.items())
-    info = dict(model=name, format=fmt, weights=args_dict, seed=SEED,
-                reference="transformers from_pretrained (CompressedTensorsConfig(run_compressed="
-                          "False)) in float32, eager attention, its linear weights replaced by "
-                          "the exact float32 (q - zero) * scale of compressed-tensors' decompress "
-                          "(transformers' own are those rounded to bfloat16; checked)",
-                max_abs_quantization_error_of_weights=weight_err, **stats,
-                tensors=sorted(tensors), transformers_version=transformers.__version__,
-                compressed_tensors_version=compressed_tensors.__version__,
-                torch_version=torch.__version__)
-    (out / "reference.json").write_text(json.dumps(info, indent=2) + "\n")
-    print(f"{name}: min greedy margin {stats['min_greedy_margin']:.4f}, logits std "
-          f"{stats['prompt_logits_std']:.2f}, weight error {weight_err:.4f}")
+    save_reference(out, ref, prompts, dict(
+        model=name, format=fmt, weights=args_dict,
+        reference="transformers from_pretrained (CompressedTensorsConfig(run_compressed="
+                  "False)) in float32, eager attention, its linear weights replaced by "
+                  "the exact float32 (q - zero) * scale of compressed-tensors' decompress "
+                  "(transformers' own are those rounded to bfloat16; checked)",
+        max_abs_quantization_error_of_weights=weight_err,
+        compressed_tensors_version=compressed_tensors.__version__))
 
 
 def load_packing_utils(src):
@@ -291,19 +308,8 @@ def unpack_gptq(qweight, qzeros, scales, group_of, bits, checkpoint_format):
 
 
 def write_gptq_awq(name, settings, prompts, packing):
-    out = MODELS / name
-    if out.exists():
-        shutil.rmtree(out)
-    torch.manual_seed(SEED)
-    config = LlamaConfig(**CONFIG)
-    config.architectures = ["LlamaForCausalLM"]
-    model = LlamaForCausalLM(config).eval()
-    golden.init_weights(model, SEED)
-    model = model.to(torch.float16)
+    out, config, model = new_model(name, torch.float16)
     state, dequantized = pack_gptq_awq(name, settings, model, packing)
-    out.mkdir(parents=True)
-    model.config.save_pretrained(out)
-    cfg = json.loads((out / "config.json").read_text())
     if settings["method"] == "awq":
         qc = dict(quant_method="awq", bits=4, group_size=settings["group_size"], zero_point=True,
                   version="gemm", modules_to_not_convert=None)
@@ -312,15 +318,7 @@ def write_gptq_awq(name, settings, prompts, packing):
                   desc_act=settings["desc_act"], sym=settings["sym"], damp_percent=0.01,
                   static_groups=False, true_sequential=True,
                   checkpoint_format=settings["checkpoint_format"])
-    cfg["quantization_config"] = qc
-    cfg["torch_dtype"] = "float16"
-    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    GenerationConfig(bos_token_id=golden.BOS_ID, eos_token_id=golden.EOS_ID,
-                     do_sample=False).save_pretrained(out)
-    save_file({k: v for k, v in dequantized.items() if k[:-len(".weight")] in DUMPED_MODULES},
-              str(out / "dequantized.safetensors"),
-              metadata={"generator": "tests/golden/hf_quant_generate.py"})
+    save_checkpoint(out, model, qc, "float16", state, dequantized)
     # Reference: transformers' Llama in float32 with the exact dequantized linear weights.
     ref = LlamaForCausalLM(config).eval()
     ref.config._attn_implementation = "eager"
@@ -328,33 +326,18 @@ def write_gptq_awq(name, settings, prompts, packing):
         dense = {k: v.float() for k, v in model.state_dict().items()}
         dense.update(dequantized)
         ref.load_state_dict(dense)
-    ref = ref.float()
-    tensors, stats = golden.compute_references(ref, prompts)
-    save_file(tensors, str(out / "reference.safetensors"),
-              metadata={"generator": "tests/golden/hf_quant_generate.py"})
-    info = dict(model=name, settings=settings, seed=SEED,
-                packer="gptqmodel 7.7.0 packing_utils (pack_exllama / pack_awq)",
-                reference="transformers LlamaForCausalLM in float32, eager attention, over the "
-                          "exact float32 dequantized weights scale * (q - zero)",
-                **stats, tensors=sorted(tensors), transformers_version=transformers.__version__,
-                torch_version=torch.__version__)
-    (out / "reference.json").write_text(json.dumps(info, indent=2) + "\n")
-    print(f"{name}: min greedy margin {stats['min_greedy_margin']:.4f}")
+    save_reference(out, ref.float(), prompts, dict(
+        model=name, settings=settings,
+        packer="gptqmodel 7.7.0 packing_utils (pack_exllama / pack_awq)",
+        reference="transformers LlamaForCausalLM in float32, eager attention, over the "
+                  "exact float32 dequantized weights scale * (q - zero)"))
 
 
 def write_fp8_native(name, block, prompts):
     from types import SimpleNamespace
     from transformers import FineGrainedFP8Config
     from transformers.integrations.finegrained_fp8 import Fp8Quantize
-    out = MODELS / name
-    if out.exists():
-        shutil.rmtree(out)
-    torch.manual_seed(SEED)
-    config = LlamaConfig(**CONFIG)
-    config.architectures = ["LlamaForCausalLM"]
-    model = LlamaForCausalLM(config).eval()
-    golden.init_weights(model, SEED)
-    model = model.to(torch.bfloat16)
+    out, config, model = new_model(name, torch.bfloat16)
     quantizer = Fp8Quantize(SimpleNamespace(quantization_config=SimpleNamespace(
         weight_block_size=block, scale_fmt=None)))
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
@@ -369,43 +352,20 @@ def write_fp8_native(name, block, prompts):
         rows, cols = w8.shape
         s = inv.repeat_interleave(block[0], 0)[:rows].repeat_interleave(block[1], 1)[:, :cols]
         dequantized[module + ".weight"] = (w8.float() * s).contiguous()
-    out.mkdir(parents=True)
-    model.config.save_pretrained(out)
-    cfg = json.loads((out / "config.json").read_text())
-    cfg["quantization_config"] = dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic",
-                                      weight_block_size=list(block), modules_to_not_convert=["lm_head"])
-    cfg["torch_dtype"] = "bfloat16"
-    (out / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
-    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    GenerationConfig(bos_token_id=golden.BOS_ID, eos_token_id=golden.EOS_ID,
-                     do_sample=False).save_pretrained(out)
-    save_file({k: v for k, v in dequantized.items() if k[:-len(".weight")] in DUMPED_MODULES},
-              str(out / "dequantized.safetensors"),
-              metadata={"generator": "tests/golden/hf_quant_generate.py"})
+    qc = dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic",
+              weight_block_size=list(block), modules_to_not_convert=["lm_head"])
+    save_checkpoint(out, model, qc, "bfloat16", state, dequantized)
     ref = AutoModelForCausalLM.from_pretrained(
         out, quantization_config=FineGrainedFP8Config(dequantize=True, weight_block_size=block),
         dtype=torch.float32, attn_implementation="eager").eval().float()
-    held = dict(ref.named_parameters())
-    with torch.no_grad():
-        for key, value in dequantized.items():
-            # transformers' dequantization (fp8 * scale in float32, then the model's dtype).
-            assert torch.equal(held[key], value.to(held[key].dtype).float()) or \
-                torch.equal(held[key].to(torch.bfloat16).float(), value.to(torch.bfloat16).float()), \
-                f"{name}: transformers' {key} differs"
-            held[key].copy_(value)
-    tensors, stats = golden.compute_references(ref, prompts)
-    save_file(tensors, str(out / "reference.safetensors"),
-              metadata={"generator": "tests/golden/hf_quant_generate.py"})
-    info = dict(model=name, weight_block_size=list(block), seed=SEED,
-                quantized_modules=sorted(k[:-len(".weight")] for k in dequantized),
-                reference="transformers from_pretrained (FineGrainedFP8Config(dequantize=True)) "
-                          "in float32, eager attention, linear weights replaced by the exact "
-                          "float32 fp8 * weight_scale_inv (checked against transformers' own)",
-                **stats, tensors=sorted(tensors), transformers_version=transformers.__version__,
-                torch_version=torch.__version__)
-    (out / "reference.json").write_text(json.dumps(info, indent=2) + "\n")
-    print(f"{name}: min greedy margin {stats['min_greedy_margin']:.4f}, "
-          f"{len(dequantized)} modules in fp8")
+    # transformers' dequantization: fp8 * scale in float32, then the model's bfloat16.
+    use_exact_weights(name, ref, dequantized, torch.bfloat16)
+    save_reference(out, ref, prompts, dict(
+        model=name, weight_block_size=list(block),
+        quantized_modules=sorted(k[:-len(".weight")] for k in dequantized),
+        reference="transformers from_pretrained (FineGrainedFP8Config(dequantize=True)) "
+                  "in float32, eager attention, linear weights replaced by the exact "
+                  "float32 fp8 * weight_scale_inv (checked against transformers' own)"))
 
 
 def main():

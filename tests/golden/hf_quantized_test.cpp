@@ -26,7 +26,7 @@
 namespace weft::golden {
 namespace {
 
-const char* const kModels[] = {"ct_int4_g32_asym",       "ct_int4_g64_sym",
+const std::vector<std::string> kModels = {"ct_int4_g32_asym",       "ct_int4_g64_sym",
                                "ct_int4_g128_asym",      "ct_int8_channel",
                                "gptq_int4_g64_sym",      "gptq_int4_g32_desc_act",
                                "gptq_int8_per_row_v2",   "awq_int4_g32",
@@ -155,7 +155,8 @@ TEST_P(HfQuantizedTest, MatchesTransformersAndHoldsThePlannedBytes) {
   EXPECT_GE(compared, 4 * kNumPrompts);
 }
 
-INSTANTIATE_TEST_SUITE_P(Checkpoints, HfQuantizedTest, ::testing::ValuesIn(kModels));
+INSTANTIATE_TEST_SUITE_P(Checkpoints, HfQuantizedTest, ::testing::ValuesIn(kModels),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // --- malformed checkpoints: a copy of a checkpoint with one thing changed -------------------
 

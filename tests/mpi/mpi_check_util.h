@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,16 @@
 #include "parallel/mpi_world.h"
 
 namespace weft {
+
+// MpiWorld::init, or null after printing why the world could not start.
+inline std::unique_ptr<MpiWorld> init_world_or_report(int* argc, char*** argv) {
+  auto world = MpiWorld::init(argc, argv);
+  if (!world.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(world.status().message()).c_str());
+    return nullptr;
+  }
+  return *std::move(world);
+}
 
 struct Checks {
   int passed = 0;

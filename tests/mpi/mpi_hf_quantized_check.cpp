@@ -21,11 +21,8 @@ int run(int argc, char** argv) {
     return 2;
   }
   const std::string name = argv[1];
-  auto world = MpiWorld::init(&argc, &argv);
-  if (!world.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(world.status().message()).c_str());
-    return 1;
-  }
+  std::unique_ptr<MpiWorld> world = init_world_or_report(&argc, &argv);
+  if (world == nullptr) return 1;
   DistributedOptions options;
   options.engine.model_dir = golden::model_dir(name);
   options.engine.num_threads = 1;
@@ -34,14 +31,14 @@ int run(int argc, char** argv) {
   options.engine.kv.max_blocks = 128;
   options.tp = std::atoi(argv[2]);
   options.pp = 1;
-  auto created = DistributedEngine::create(**world, options);
+  auto created = DistributedEngine::create(*world, options);
   if (!created.ok()) {
-    std::fprintf(stderr, "rank %d: %s\n", (*world)->rank(), std::string(created.status().message()).c_str());
+    std::fprintf(stderr, "rank %d: %s\n", world->rank(), std::string(created.status().message()).c_str());
     return 1;
   }
   DistributedEngine& engine = **created;
-  auto sizes = gather_weight_bytes(**world, engine, 1, WeightQuantization::kNone);
-  if (serve_unless_coordinator(**world, engine)) return 0;
+  auto sizes = gather_weight_bytes(*world, engine, 1, WeightQuantization::kNone);
+  if (serve_unless_coordinator(*world, engine)) return 0;
 
   Checks checks;
   expect_planned_bytes(sizes, checks);
