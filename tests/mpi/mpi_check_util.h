@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,19 @@ inline std::unique_ptr<MpiWorld> init_world_or_report(int* argc, char*** argv) {
     return nullptr;
   }
   return *std::move(world);
+}
+
+// The job the golden checks run: one thread per rank, F32 KV in blocks of 4, 128 blocks.
+inline DistributedOptions golden_job_options(const std::filesystem::path& model_dir, int tp, int pp) {
+  DistributedOptions options;
+  options.engine.model_dir = model_dir;
+  options.engine.num_threads = 1;
+  options.engine.kv.block_size = 4;
+  options.engine.kv.dtype = DType::kF32;
+  options.engine.kv.max_blocks = 128;
+  options.tp = tp;
+  options.pp = pp;
+  return options;
 }
 
 struct Checks {

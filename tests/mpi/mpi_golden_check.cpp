@@ -53,14 +53,8 @@ int run(int argc, char** argv) {
   const std::string name = argv[1];
   std::unique_ptr<MpiWorld> world = init_world_or_report(&argc, &argv);
   if (world == nullptr) return 1;
-  DistributedOptions options;
-  options.engine.model_dir = golden::model_dir(name);
-  options.engine.num_threads = 1;
-  options.engine.kv.block_size = 4;
-  options.engine.kv.dtype = DType::kF32;
-  options.engine.kv.max_blocks = 128;
-  options.tp = std::atoi(argv[2]);
-  options.pp = std::atoi(argv[3]);
+  DistributedOptions options =
+      golden_job_options(golden::model_dir(name), std::atoi(argv[2]), std::atoi(argv[3]));
   options.ep = argc >= 5 ? std::atoi(argv[4]) : 1;
   if (!speculative.empty()) {
     auto method = parse_speculative_method(speculative);

@@ -23,14 +23,7 @@ int run(int argc, char** argv) {
   const std::string name = argv[1];
   std::unique_ptr<MpiWorld> world = init_world_or_report(&argc, &argv);
   if (world == nullptr) return 1;
-  DistributedOptions options;
-  options.engine.model_dir = golden::model_dir(name);
-  options.engine.num_threads = 1;
-  options.engine.kv.block_size = 4;
-  options.engine.kv.dtype = DType::kF32;
-  options.engine.kv.max_blocks = 128;
-  options.tp = std::atoi(argv[2]);
-  options.pp = 1;
+  const DistributedOptions options = golden_job_options(golden::model_dir(name), std::atoi(argv[2]), 1);
   auto created = DistributedEngine::create(*world, options);
   if (!created.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", world->rank(), std::string(created.status().message()).c_str());
