@@ -227,6 +227,9 @@ int run_info(const std::vector<std::string>& args) {
             << "attention: " << attention_windows(c) << "\n"
             << "experts: " << experts(c) << "\n"
             << gemma_lines(c);
+  if (c.checkpoint_quantization.enabled()) {
+    std::cout << "checkpoint quantization: " << c.checkpoint_quantization.describe() << "\n";
+  }
   if (auto gguf = gguf_model_file(*cli->get("model"))) return print_gguf_tensors(*gguf);
   const ParameterCounts params = parameter_counts(c);
   std::cout << "parameters: " << params.total << " (per token: " << params.active

@@ -27,6 +27,7 @@ size_t dtype_block_bytes(DType dtype) {
     case DType::kQ6_K: return 210;
     case DType::kI4G64: return 36;
     case DType::kI4G128: return 68;
+    case DType::kF8E4M3: return 1;
   }
   return 0;
 }
@@ -82,6 +83,7 @@ const char* dtype_name(DType dtype) {
     case DType::kQ6_K: return "q6_k";
     case DType::kI4G64: return "i4g64";
     case DType::kI4G128: return "i4g128";
+    case DType::kF8E4M3: return "f8_e4m3";
   }
   return "?";
 }
@@ -94,9 +96,10 @@ absl::StatusOr<DType> dtype_from_safetensors(std::string_view name) {
   if (name == "I64") return DType::kI64;
   if (name == "I8") return DType::kI8;
   if (name == "U8") return DType::kU8;
+  if (name == "F8_E4M3") return DType::kF8E4M3;
   return absl::InvalidArgumentError(
       absl::StrCat("unsupported safetensors dtype \"", std::string(name),
-                   "\" (supported: F32, F16, BF16, I32, I64, I8, U8)"));
+                   "\" (supported: F32, F16, BF16, I32, I64, I8, U8, F8_E4M3)"));
 }
 
 absl::StatusOr<DType> dtype_from_string(std::string_view name) {

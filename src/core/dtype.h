@@ -36,6 +36,10 @@ enum class DType : uint8_t {
   // quantization stores m = -8 d. Not a GGUF type.
   kI4G64,   // 64 elements  (36 bytes)
   kI4G128,  // 128 elements (68 bytes)
+  // FP8 E4M3 ("float8_e4m3fn": sign, 4 exponent bits with bias 7, 3 mantissa bits, no
+  // infinities, S.1111.111 is NaN), safetensors "F8_E4M3". Only read: weft dequantizes FP8
+  // checkpoints' weights at load (model/checkpoint_weights.h), no kernel takes it.
+  kF8E4M3,
 };
 
 // Bytes per element of a plain (not block-quantized) dtype. Aborts on a block-quantized one,
@@ -53,7 +57,7 @@ size_t dtype_nbytes(DType dtype, int64_t numel);
 // Short lower-case name: "f32", "f16", "bf16", "i32", "i64", "i8", "u8", "q8_0", "q4_k", ...
 const char* dtype_name(DType dtype);
 
-// Parses a safetensors dtype string ("F32", "F16", "BF16", "I32", "I64", "I8", "U8").
+// Parses a safetensors dtype string ("F32", "F16", "BF16", "I32", "I64", "I8", "U8", "F8_E4M3").
 // Any other string is an InvalidArgument naming it.
 absl::StatusOr<DType> dtype_from_safetensors(std::string_view name);
 

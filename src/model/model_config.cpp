@@ -355,10 +355,6 @@ absl::Status refuse_unimplemented_fields(const JsonFields& fields, const ModelCo
     return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field 'hidden_act' is '", *act,
                                                    "' (weft implements silu)"));
   }
-  if (fields.has("quantization_config")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        fields.source(), ": field 'quantization_config' is set: quantized checkpoints are not supported yet"));
-  }
   // partial_rotary_factor: parse_rotary_dim (implemented for Phi3, refused elsewhere).
   return absl::OkStatus();
 }
@@ -457,6 +453,10 @@ absl::StatusOr<ModelConfig> parse_model_config(const std::string& json_text,
   ModelConfig config;
   WEFT_RETURN_IF_ERROR(resolve_architecture(fields, root, config));
   WEFT_RETURN_IF_ERROR(refuse_unimplemented_fields(fields, config));
+  if (auto qc = root.find("quantization_config"); qc != root.end() && !qc->is_null()) {
+    WEFT_ASSIGN_OR_RETURN(config.checkpoint_quantization,
+                          parse_checkpoint_quantization(*qc, source));
+  }
   const std::string& type = config.model_type;
   // The MoE architectures share their dense relatives' attention (Mixtral: Mistral's).
   const bool is_qwen3 = type == "qwen3" || type == "qwen3_moe";

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/dtype.h"
+#include "model/checkpoint_quantization.h"
 
 namespace weft {
 
@@ -112,6 +113,8 @@ struct ModelConfig {
   std::vector<int64_t> layer_window;
   MoeConfig moe;
   DType torch_dtype = DType::kF32;        // dtype the checkpoint declares
+  // quantization_config: how the checkpoint stores its linear weights (none: dense).
+  CheckpointQuantization checkpoint_quantization;
   std::vector<int64_t> eos_token_ids;     // from config.json (may be empty)
   std::optional<int64_t> bos_token_id;
 

@@ -34,6 +34,8 @@ const char* safetensors_dtype_name(DType dtype) {
       return "I8";
     case DType::kU8:
       return "U8";
+    case DType::kF8E4M3:
+      return "F8_E4M3";
     default:  // block-quantized dtypes come only from GGUF files
       return "?";
   }

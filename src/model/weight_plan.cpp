@@ -1,5 +1,8 @@
 #include "model/weight_plan.h"
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 
 namespace weft {
@@ -20,8 +23,22 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
   const int64_t kv = (c.num_key_value_heads >= t ? c.num_key_value_heads / t : 1) * d;
   const int64_t dtype_bytes = static_cast<int64_t>(dtype_size(c.torch_dtype));
   const int64_t norm_bytes = c.norm_weight_plus_one ? 4 : dtype_bytes;
-  // A linear weight of `rows` output rows by `cols` inputs, as this rank holds it.
-  const auto linear = [&](int64_t rows, int64_t cols) {
+  const CheckpointQuantization& stored = c.checkpoint_quantization;
+  // A linear weight of `rows` output rows by `cols` inputs of module `name` (full shape
+  // [full_rows, full_cols]), as this rank holds it.
+  const auto linear = [&](int64_t rows, int64_t cols, const std::string& name, int64_t full_rows,
+                          int64_t full_cols) -> int64_t {
+    if (stored.enabled()) {
+      if (!stored.quantizes(name, full_rows, full_cols)) return rows * cols * dtype_bytes;
+      if (misfit != nullptr && misfit->ok() && stored.block_group() > 0 &&
+          cols % stored.block_group() != 0) {
+        *misfit = absl::InvalidArgumentError(absl::StrCat(
+            "tensor '", name, ".weight': this rank's shard has ", cols,
+            " input columns, which the checkpoint's int4 groups of ", stored.block_group(),
+            " do not divide (a group may not cross a shard edge)"));
+      }
+      return stored.shard_bytes(rows, cols);
+    }
     if (misfit != nullptr && misfit->ok() && quantization != WeightQuantization::kNone &&
         quantization != WeightQuantization::kInt8) {
       const absl::StatusOr<QuantizedLayout> fits = quantized_layout(quantization, cols);
@@ -29,27 +46,75 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
     }
     return quantized_weight_bytes(quantization, rows, cols, dtype_bytes);
   };
+  // Column-parallel parts fused into one weight of `cols` inputs: {rows, module, full rows}. The
+  // layer holds them in one dtype, F32 when the checkpoint dequantizes some part at load and
+  // keeps another dense (native FP8: transformers leaves shapes the blocks do not tile dense).
+  struct Part {
+    int64_t rows;
+    std::string name;
+    int64_t full_rows;
+  };
+  const auto fused = [&](const std::vector<Part>& parts, int64_t cols, int64_t full_cols) {
+    bool upcast = false;
+    if (stored.enabled() && stored.weft_dtype() == DType::kF32) {
+      for (const Part& p : parts) upcast = upcast || stored.quantizes(p.name, p.full_rows, full_cols);
+    }
+    int64_t sum = 0;
+    for (const Part& p : parts) {
+      sum += upcast ? p.rows * cols * 4 : linear(p.rows, cols, p.name, p.full_rows, full_cols);
+    }
+    return sum;
+  };
+  // A gated MLP's three projections (gate and up: `inter` rows each of `full_inter`).
+  const auto mlp = [&](int64_t inter, int64_t full_inter, const std::string& gate,
+                       const std::string& up, const std::string& down,
+                       const std::string& fused_gate_up) {
+    const int64_t gate_up = fused_gate_up.empty()
+                                ? fused({{inter, gate, full_inter}, {inter, up, full_inter}}, h, h)
+                                : linear(2 * inter, h, fused_gate_up, 2 * full_inter, h);
+    return gate_up + linear(h, inter, down, h, full_inter);
+  };
+  const int64_t full_q = c.num_attention_heads * d, full_kv = c.num_key_value_heads * d;
 
   int64_t bytes = 0, other = 0, norm_elements = 0;  // other: elements kept in the dtype
   for (int i = layout.first_layer; i < layout.end_layer; ++i) {
-    bytes += linear(q + 2 * kv, h) + linear(h, q);
+    const std::string attn = absl::StrCat("model.layers.", i, ".self_attn.");
+    bytes += c.fused_qkv_proj
+                 ? linear(q + 2 * kv, h, attn + "qkv_proj", full_q + 2 * full_kv, h)
+                 : fused({{q, attn + "q_proj", full_q},
+                          {kv, attn + "k_proj", full_kv},
+                          {kv, attn + "v_proj", full_kv}},
+                         h, h);
+    bytes += linear(h, q, attn + "o_proj", h, full_q);
     if (c.attention_bias) other += q + 2 * kv;
     if (c.o_proj_bias) other += h;
     norm_elements += (c.sandwich_norms ? 4 : 2) * h + (c.qk_norm ? 2 * d : 0);
+    const std::string ffn = absl::StrCat("model.layers.", i, ".mlp.");
     if (!c.moe.is_sparse(i)) {
       const int64_t inter = ceil_div(c.intermediate_size, t);
-      bytes += linear(2 * inter, h) + linear(h, inter);
+      bytes += mlp(inter, c.intermediate_size, ffn + "gate_proj", ffn + "up_proj", ffn + "down_proj",
+                   c.fused_gate_up_proj ? ffn + "gate_up_proj" : "");
       if (c.mlp_bias) other += 2 * inter + h;
       continue;
     }
     const MoeConfig& m = c.moe;
+    const bool mixtral = m.naming == MoeConfig::Naming::kMixtral;
+    const std::string moe = absl::StrCat("model.layers.", i, mixtral ? ".block_sparse_moe." : ".mlp.");
     const int64_t expert_inter = ceil_div(m.expert_intermediate_size, t / expert_parallel);
     other += m.num_experts * h;  // the router
-    bytes += m.num_experts / expert_parallel *
-             (linear(2 * expert_inter, h) + linear(h, expert_inter));
+    const int64_t per_group = m.num_experts / expert_parallel;
+    for (int64_t e = 0; e < per_group; ++e) {
+      // Every expert group holds as many bytes; count the first group's experts by name.
+      const std::string x = absl::StrCat(moe, "experts.", e, ".");
+      const int64_t full = m.expert_intermediate_size;
+      bytes += mixtral ? mlp(expert_inter, full, x + "w1", x + "w3", x + "w2", "")
+                       : mlp(expert_inter, full, x + "gate_proj", x + "up_proj", x + "down_proj", "");
+    }
     if (m.shared_expert_intermediate_size > 0) {
       const int64_t shared = ceil_div(m.shared_expert_intermediate_size, t);
-      bytes += linear(2 * shared, h) + linear(h, shared);
+      const std::string x = moe + "shared_expert.";
+      bytes += mlp(shared, m.shared_expert_intermediate_size, x + "gate_proj", x + "up_proj",
+                   x + "down_proj", "");
       other += h;  // shared_expert_gate
     }
   }
@@ -72,6 +137,12 @@ int64_t planned_weight_bytes(const ModelConfig& config, int tp, int expert_paral
 absl::StatusOr<int64_t> checked_planned_weight_bytes(const ModelConfig& config, int tp,
                                                      int expert_parallel, const StageLayout& layout,
                                                      WeightQuantization quantization) {
+  if (config.checkpoint_quantization.enabled() && quantization != WeightQuantization::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--quantize ", weight_quantization_name(quantization),
+        ": the checkpoint is already quantized (config.json quantization_config: ",
+        config.checkpoint_quantization.describe(), "); run it without --quantize"));
+  }
   absl::Status misfit;
   const int64_t bytes = plan(config, tp, expert_parallel, layout, quantization, &misfit);
   if (!misfit.ok()) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "model/checkpoint_weights.h"
 #include "model/gguf_model_files.h"
 #include "model/json_reader.h"
 #include "model/model_files.h"
@@ -154,7 +155,68 @@ absl::StatusOr<WeightStore> WeightStore::open(const std::filesystem::path& model
       }
     }
   }
+  WEFT_ASSIGN_OR_RETURN(store.quantization_, read_checkpoint_quantization(model_dir));
+  WEFT_RETURN_IF_ERROR(store.index_quantized_modules());
   return store;
+}
+
+absl::Status WeightStore::index_quantized_modules() {
+  if (!quantization_.enabled()) return absl::OkStatus();
+  const std::string kScale = quantized_module_suffix(quantization_);
+  std::set<std::string> modules;  // every module with a weight, quantized or not
+  for (const auto& [name, file] : index_) {
+    if (name.size() > kScale.size() &&
+        name.compare(name.size() - kScale.size(), kScale.size(), kScale) == 0) {
+      quantized_modules_.insert(name.substr(0, name.size() - kScale.size()));
+    }
+  }
+  for (const std::string& module : quantized_modules_) {
+    const std::string marker = quantized_marker_tensor(quantization_, module);
+    auto it = index_.find(marker);
+    if (it == index_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir_.string(), ": quantized module '", module, "' has '", module, kScale, "' but no '", marker,
+          "'"));
+    }
+    index_.emplace(module + ".weight", it->second);
+  }
+  for (const auto& [name, file] : index_) {
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0) {
+      modules.insert(name.substr(0, name.size() - 7));
+    }
+  }
+  modules.insert("lm_head");  // listed in ignore even when tied to the embedding
+  for (const std::string& entry : quantization_.ignore) {
+    bool known = false;
+    for (const std::string& module : modules) known = known || ignore_entry_matches(entry, module);
+    if (!known) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir_.string(), "/config.json: quantization_config field '", quantization_.ignore_field,
+          "' names '", entry,
+          "', which matches no module of this checkpoint"));
+    }
+  }
+  for (const std::string& module : quantized_modules_) {
+    if (!quantization_.quantizes(module)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir_.string(), ": module '", module,
+          "' is stored quantized but quantization_config's '", quantization_.ignore_field,
+          "' keeps it dense"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool WeightStore::is_quantized_module(const std::string& module) const {
+  return quantized_modules_.count(module) != 0;
+}
+
+absl::StatusOr<Tensor> WeightStore::stored_tensor(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end() || !files_[it->second]->contains(name)) {
+    return absl::NotFoundError(absl::StrCat("tensor '", name, "' not found"));
+  }
+  return files_[it->second]->tensor(name);
 }
 
 bool WeightStore::contains(const std::string& name) const { return index_.count(name) != 0; }
@@ -183,6 +245,20 @@ absl::StatusOr<Tensor> WeightStore::get(const std::string& name, const Shape& ex
     return gguf_tensor(name);
   }
   const SafetensorsFile& file = *files_[it->second];
+  const size_t dot = name.rfind('.');
+  if (dot != std::string::npos && quantized_modules_.count(name.substr(0, dot))) {
+    const std::string module = name.substr(0, dot), field = name.substr(dot + 1);
+    const StoredTensorLookup lookup = [this](const std::string& n) { return stored_tensor(n); };
+    if (field == "weight") {
+      return convert_checkpoint_weight(quantization_, module, expected, lookup,
+                                       file.path().string());
+    }
+    if (field == "weight_scale" && quantization_.format == StoredWeightFormat::kInt8Channel &&
+        expected.rank() == 1) {
+      return convert_checkpoint_row_scales(quantization_, module, expected[0], lookup,
+                                           file.path().string());
+    }
+  }
   const Shape actual = Shape::from_dims(file.entries().at(name).shape);
   if (!(actual == expected)) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' in ", file.path().string(),

@@ -9,11 +9,13 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "model/checkpoint_quantization.h"
 #include "model/gguf_file.h"
 #include "model/safetensors.h"
 
@@ -49,6 +51,14 @@ class WeightStore {
   // in the mapping (copies). Correct even if the bytes are read again, only slower.
   void release(const Tensor& view) const;
 
+  // The checkpoint's quantization_config (none for dense checkpoints and GGUF files). Modules it
+  // stores quantized (those with a weight_scale) are presented as "<module>.weight" in weft's
+  // dtype (model/checkpoint_weights.h): get() converts them from the stored tensors, and for the
+  // int8 format "<module>.weight_scale" is the F32 [out] row scale.
+  const CheckpointQuantization& checkpoint_quantization() const { return quantization_; }
+  // Whether `module` is stored quantized (it has a weight_scale tensor).
+  bool is_quantized_module(const std::string& module) const;
+
  private:
   static absl::StatusOr<WeightStore> open_gguf(const std::filesystem::path& file);
   // A GGUF tensor in Hugging Face layout: the mapped bytes, or a row-reordered copy (rope).
@@ -59,6 +69,12 @@ class WeightStore {
   std::shared_ptr<GgufFile> gguf_;                    // set for a GGUF model (files_ empty)
   std::map<std::string, std::string> gguf_names_;    // Hugging Face name -> GGUF name
   std::map<std::string, size_t> index_;  // tensor name -> files_ index
+  CheckpointQuantization quantization_;
+  std::set<std::string> quantized_modules_;
+  // Finds the quantized modules and checks the ignore list names modules of this checkpoint.
+  absl::Status index_quantized_modules();
+  // A stored tensor by name, any shape (for the quantized-module conversion).
+  absl::StatusOr<Tensor> stored_tensor(const std::string& name) const;
 };
 
 }  // namespace weft

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,29 @@
 #include "parallel/mpi_world.h"
 
 namespace weft {
+
+// MpiWorld::init, or null after printing why the world could not start.
+inline std::unique_ptr<MpiWorld> init_world_or_report(int* argc, char*** argv) {
+  auto world = MpiWorld::init(argc, argv);
+  if (!world.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(world.status().message()).c_str());
+    return nullptr;
+  }
+  return *std::move(world);
+}
+
+// The job the golden checks run: one thread per rank, F32 KV in blocks of 4, 128 blocks.
+inline DistributedOptions golden_job_options(const std::filesystem::path& model_dir, int tp, int pp) {
+  DistributedOptions options;
+  options.engine.model_dir = model_dir;
+  options.engine.num_threads = 1;
+  options.engine.kv.block_size = 4;
+  options.engine.kv.dtype = DType::kF32;
+  options.engine.kv.max_blocks = 128;
+  options.tp = tp;
+  options.pp = pp;
+  return options;
+}
 
 struct Checks {
   int passed = 0;

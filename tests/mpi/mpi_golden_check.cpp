@@ -51,19 +51,10 @@ int run(int argc, char** argv) {
   // With a speculation method: the greedy checks only, speculating (the model drafts for itself).
   const std::string speculative = argc == 6 ? argv[5] : "";
   const std::string name = argv[1];
-  auto world = MpiWorld::init(&argc, &argv);
-  if (!world.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(world.status().message()).c_str());
-    return 1;
-  }
-  DistributedOptions options;
-  options.engine.model_dir = golden::model_dir(name);
-  options.engine.num_threads = 1;
-  options.engine.kv.block_size = 4;
-  options.engine.kv.dtype = DType::kF32;
-  options.engine.kv.max_blocks = 128;
-  options.tp = std::atoi(argv[2]);
-  options.pp = std::atoi(argv[3]);
+  std::unique_ptr<MpiWorld> world = init_world_or_report(&argc, &argv);
+  if (world == nullptr) return 1;
+  DistributedOptions options =
+      golden_job_options(golden::model_dir(name), std::atoi(argv[2]), std::atoi(argv[3]));
   options.ep = argc >= 5 ? std::atoi(argv[4]) : 1;
   if (!speculative.empty()) {
     auto method = parse_speculative_method(speculative);
@@ -75,9 +66,9 @@ int run(int argc, char** argv) {
     options.engine.speculative.draft_model = options.engine.model_dir;
     options.engine.speculative.engine.adaptive = false;
   }
-  auto created = DistributedEngine::create(**world, options);
+  auto created = DistributedEngine::create(*world, options);
   if (!created.ok()) {
-    std::fprintf(stderr, "rank %d: %s\n", (*world)->rank(), std::string(created.status().message()).c_str());
+    std::fprintf(stderr, "rank %d: %s\n", world->rank(), std::string(created.status().message()).c_str());
     return 1;
   }
   DistributedEngine& engine = **created;
@@ -85,8 +76,8 @@ int run(int argc, char** argv) {
   // Every rank reports its weight bytes to rank 0.
   const ModelConfig& config = engine.model().config;
   // model/weight_plan.h, computed from the config, against the tensors the rank loaded.
-  auto sizes = gather_weight_bytes(**world, engine, options.ep, WeightQuantization::kNone);
-  if (serve_unless_coordinator(**world, engine)) return 0;
+  auto sizes = gather_weight_bytes(*world, engine, options.ep, WeightQuantization::kNone);
+  if (serve_unless_coordinator(*world, engine)) return 0;
 
   Checks checks;
   expect_planned_bytes(sizes, checks);

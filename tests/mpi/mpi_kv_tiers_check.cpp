@@ -21,11 +21,8 @@ int run(int argc, char** argv) {
     return 2;
   }
   const std::string name = argv[1];
-  auto world = MpiWorld::init(&argc, &argv);
-  if (!world.ok()) {
-    std::fprintf(stderr, "%s\n", std::string(world.status().message()).c_str());
-    return 1;
-  }
+  std::unique_ptr<MpiWorld> world = init_world_or_report(&argc, &argv);
+  if (world == nullptr) return 1;
   const golden::Reference ref = golden::load_reference(name);
   const golden::TierWorkload w = golden::tier_workload(ref);
   DistributedOptions options;
@@ -37,13 +34,13 @@ int run(int argc, char** argv) {
   options.engine.kv_tiers.host_bytes = 16 << 20;
   options.tp = std::atoi(argv[2]);
   options.pp = std::atoi(argv[3]);
-  auto created = DistributedEngine::create(**world, options);
+  auto created = DistributedEngine::create(*world, options);
   if (!created.ok()) {
-    std::fprintf(stderr, "rank %d: %s\n", (*world)->rank(), std::string(created.status().message()).c_str());
+    std::fprintf(stderr, "rank %d: %s\n", world->rank(), std::string(created.status().message()).c_str());
     return 1;
   }
   DistributedEngine& engine = **created;
-  if (serve_unless_coordinator(**world, engine)) return 0;
+  if (serve_unless_coordinator(*world, engine)) return 0;
 
   Checks checks;
   try {

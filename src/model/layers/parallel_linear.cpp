@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/half.h"
 #include "core/status_macros.h"
+#include "model/checkpoint_weights.h"
 #include "weft/kernels/block_quant.h"
 #include "weft/kernels/linear.h"
 #include "weft/kernels/quantize.h"
@@ -20,6 +21,14 @@ float element_as_float(const TensorView& t, int64_t i) {
     case DType::kF16: return f16_to_float(t.as<uint16_t>()[i]);
     default: return t.as<float>()[i];
   }
+}
+
+// `t` in F32 (itself when it is F32): an exact widening of F16 / BF16.
+Tensor to_f32(const Tensor& t) {
+  if (t.dtype() == DType::kF32) return t;
+  Tensor out = Tensor::empty(DType::kF32, t.shape());
+  for (int64_t i = 0; i < t.numel(); ++i) out.data_as<float>()[i] = element_as_float(t.view(), i);
+  return out;
 }
 
 // y[r, :] += bias for every row: the bias of a row-parallel layer, added once after the reduce.
@@ -73,6 +82,34 @@ void apply(const TensorView& x, const Tensor& weight, const Tensor& scale, const
 
 }  // namespace
 
+absl::Status check_checkpoint_linear(const LoadContext& ctx, const std::string& name) {
+  const CheckpointQuantization& q = ctx.config.checkpoint_quantization;
+  if (!q.enabled()) return absl::OkStatus();
+  if (ctx.quantization != WeightQuantization::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--quantize ", weight_quantization_name(ctx.quantization),
+        ": the checkpoint is already quantized (config.json quantization_config: ", q.describe(),
+        "); run it without --quantize"));
+  }
+  // Native FP8 checkpoints keep the shapes their blocks do not tile dense (transformers' rule).
+  if (q.quantizes(name) && !ctx.weights.is_quantized_module(name) &&
+      q.method != CheckpointQuantMethod::kFp8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", name, quantized_module_suffix(q), "' not found: module '", name,
+        "' is not in quantization_config's 'ignore' list, so the checkpoint must store it "
+        "quantized"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status require_dense_module(const LoadContext& ctx, const std::string& name) {
+  if (!ctx.weights.is_quantized_module(name)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "module '", name, "' is stored quantized (it has '", name,
+      ".weight_scale'); weft reads embeddings, the LM head and routers only dense (such "
+      "checkpoints list them in quantization_config's 'ignore')"));
+}
+
 absl::Status quantize_linear_weight(const LoadContext& ctx, const std::string& name,
                                     Tensor& weight, Tensor& scale) {
   if (ctx.quantization == WeightQuantization::kNone) return absl::OkStatus();
@@ -121,9 +158,23 @@ Tensor concat_rows(const std::vector<Tensor>& parts) {
 absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
     const LoadContext& ctx, const std::vector<ColumnPart>& parts, int64_t in_features,
     bool has_bias) {
-  std::vector<Tensor> weights, biases;
+  std::vector<Tensor> weights, biases, scales;
   for (const ColumnPart& part : parts) {
+    WEFT_RETURN_IF_ERROR(check_checkpoint_linear(ctx, part.name));
     WEFT_ASSIGN_OR_RETURN(Tensor w, load_part_rows(ctx, part, ".weight", in_features));
+    if (w.dtype() == DType::kI8 && ctx.weights.is_quantized_module(part.name)) {
+      // The checkpoint's int8 rows come with their F32 scales, cut like the rows.
+      WEFT_ASSIGN_OR_RETURN(Tensor s, load_part_rows(ctx, part, ".weight_scale", 0));
+      scales.push_back(std::move(s));
+    }
+    if (!weights.empty() && w.dtype() != weights[0].dtype() &&
+        ctx.config.checkpoint_quantization.enabled() && is_float_dtype(w.dtype()) &&
+        is_float_dtype(weights[0].dtype())) {
+      // A checkpoint that dequantizes some parts to F32 at load and keeps others dense (native
+      // FP8 leaves shapes its blocks do not tile dense): the fused weight is F32, exactly.
+      w = to_f32(w);
+      for (Tensor& earlier : weights) earlier = to_f32(earlier);
+    }
     if (!weights.empty() && w.dtype() != weights[0].dtype()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor '", part.name, ".weight' has dtype ", dtype_name(w.dtype()), " but '",
@@ -139,6 +190,7 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
   ColumnParallelLinear layer;
   layer.weight_ = concat_rows(weights);
   if (has_bias) layer.bias_ = concat_rows(biases);
+  if (!scales.empty()) layer.weight_scale_ = concat_rows(scales);
   if (weights.size() > 1) {
     // The fused copy is the only one used from now on: hold the weights once.
     for (const Tensor& w : weights) ctx.weights.release(w);
@@ -159,6 +211,7 @@ absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx
                                                           int64_t out_features, int64_t full_in,
                                                           ShardRange shard, bool has_bias) {
   RowParallelLinear layer;
+  WEFT_RETURN_IF_ERROR(check_checkpoint_linear(ctx, name));
   absl::StatusOr<Tensor> weight = ctx.weights.get_slice(name + ".weight",
                                                         Shape{out_features, full_in}, 1,
                                                         shard.begin, shard.count);
@@ -170,6 +223,10 @@ absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx
                                      ctx.tp.size(), ")"));
   }
   layer.weight_ = *std::move(weight);
+  if (layer.weight_.dtype() == DType::kI8 && ctx.weights.is_quantized_module(name)) {
+    WEFT_ASSIGN_OR_RETURN(layer.weight_scale_,
+                          ctx.weights.get(name + ".weight_scale", Shape{out_features}));
+  }
   if (has_bias) {
     WEFT_ASSIGN_OR_RETURN(layer.bias_, ctx.weights.get(name + ".bias", Shape{out_features}));
   }

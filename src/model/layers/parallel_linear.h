@@ -78,6 +78,14 @@ class RowParallelLinear {
   Tensor bias_;
 };
 
+// A linear module of a quantized Hugging Face checkpoint (config.quantization_config): refuses
+// --quantize on it, and a module the config says is quantized (not in `ignore`) that the files
+// store dense (no weight_scale). A no-op for dense checkpoints.
+absl::Status check_checkpoint_linear(const LoadContext& ctx, const std::string& name);
+// Modules weft reads only dense (embeddings, the LM head, MoE routers): an error naming the
+// module when the checkpoint stores it quantized.
+absl::Status require_dense_module(const LoadContext& ctx, const std::string& name);
+
 // --quantize at load: replaces `weight` (this rank's shard of tensor `name`, without ".weight")
 // by int8 values and per-row F32 scales in `scale` (int8), or by a block-quantized copy (int4,
 // GGUF types; model/weight_quantization.h chooses the layout from the shard's columns), and

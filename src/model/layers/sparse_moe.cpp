@@ -81,6 +81,7 @@ absl::StatusOr<SparseMoe> SparseMoe::load(const LoadContext& ctx, int64_t layer)
   block.top_k_ = moe.experts_per_token;
   block.normalize_topk_ = moe.normalize_topk;
   block.routed_tokens_.assign(static_cast<size_t>(moe.num_experts), 0);
+  WEFT_RETURN_IF_ERROR(require_dense_module(ctx, prefix + ".gate"));
   WEFT_ASSIGN_OR_RETURN(block.router_,
                         ctx.weights.get(prefix + ".gate.weight", Shape{moe.num_experts, c.hidden_size}));
 
@@ -106,6 +107,7 @@ absl::StatusOr<SparseMoe> SparseMoe::load(const LoadContext& ctx, int64_t layer)
         block.shared_expert_,
         GatedMlp::load_shard(ctx, {shared + ".gate_proj", shared + ".up_proj", shared + ".down_proj"},
                              size, padded_shard(size, ctx.tp.rank(), tp)));
+    WEFT_RETURN_IF_ERROR(require_dense_module(ctx, prefix + ".shared_expert_gate"));
     WEFT_ASSIGN_OR_RETURN(block.shared_expert_gate_,
                           ctx.weights.get(prefix + ".shared_expert_gate.weight", Shape{1, c.hidden_size}));
   }

@@ -1,6 +1,7 @@
 #include "model/layers/vocab_parallel.h"
 
 #include "core/status_macros.h"
+#include "model/layers/parallel_linear.h"
 #include "weft/kernels/embedding.h"
 #include "weft/kernels/linear.h"
 
@@ -9,6 +10,7 @@ namespace {
 
 absl::StatusOr<Tensor> load_vocab_shard(const LoadContext& ctx, const std::string& name,
                                         ShardRange shard) {
+  WEFT_RETURN_IF_ERROR(require_dense_module(ctx, name));
   return ctx.weights.get_slice(name + ".weight",
                                Shape{ctx.config.vocab_size, ctx.config.hidden_size}, 0,
                                shard.begin, shard.count);

@@ -235,8 +235,10 @@ TEST(ModelConfigErrorTest, UnimplementedComputationFieldsAreRefusedByName) {
   EXPECT_TRUE(parse_error({{"hidden_act", "silu"}}).ok());
   EXPECT_TRUE(parse_error({{"hidden_act", "swish"}}).ok());  // the same function in transformers
   EXPECT_THAT(parse_error({{"hidden_act", 3}}).message(), HasSubstr("field 'hidden_act' must be a string"));
-  EXPECT_THAT(parse_error({{"quantization_config", {{"quant_method", "gptq"}}}}).message(),
-              HasSubstr("field 'quantization_config' is set"));
+  EXPECT_THAT(parse_error({{"quantization_config", {{"quant_method", "bitsandbytes"}}}}).message(),
+              HasSubstr("quantization_config field 'quant_method' is 'bitsandbytes'"));
+  EXPECT_THAT(parse_error({{"quantization_config", 3}}).message(),
+              HasSubstr("field 'quantization_config' must be an object"));
   EXPECT_THAT(parse_error({{"partial_rotary_factor", 0.5}}).message(), HasSubstr("partial_rotary_factor"));
   EXPECT_TRUE(parse_error({{"partial_rotary_factor", 1.0}}).ok());
 }

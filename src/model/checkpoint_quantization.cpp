@@ -1,0 +1,407 @@
+#include "model/checkpoint_quantization.h"
+
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+
+namespace weft {
+namespace {
+
+absl::Status field_error(const std::string& source, const std::string& field,
+                         const std::string& message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": quantization_config field '", field, "' ", message));
+}
+
+// The value of `key` as a string, "null" when absent or null, else the JSON text.
+std::string text_of(const nlohmann::json& object, const std::string& key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return "null";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+// compressed-tensors: config_groups (one group targeting Linear), its weights' QuantizationArgs,
+// the format and the ignore list.
+absl::StatusOr<CheckpointQuantization> parse_compressed_tensors(const nlohmann::json& qc,
+                                                                const std::string& source) {
+  CheckpointQuantization q;
+  q.method = CheckpointQuantMethod::kCompressedTensors;
+  const std::string format = text_of(qc, "format");
+  auto groups = qc.find("config_groups");
+  if (groups == qc.end() || !groups->is_object() || groups->size() != 1) {
+    return field_error(source, "config_groups",
+                       "must hold exactly one group (weft reads one scheme for all linear "
+                       "layers), got " + text_of(qc, "config_groups"));
+  }
+  const std::string group_name = groups->begin().key();
+  const nlohmann::json& group = groups->begin().value();
+  const std::string prefix = "config_groups." + group_name;
+  if (!group.is_object()) return field_error(source, prefix, "must be an object");
+  if (text_of(group, "targets") != "[\"Linear\"]") {
+    return field_error(source, prefix + ".targets",
+                       "is " + text_of(group, "targets") + " (weft implements [\"Linear\"])");
+  }
+  const std::string group_format = text_of(group, "format");
+  if (group_format != "null" && group_format != format) {
+    return field_error(source, prefix + ".format",
+                       "is '" + group_format + "', unlike the checkpoint's format '" + format + "'");
+  }
+  if (text_of(group, "output_activations") != "null") {
+    return field_error(source, prefix + ".output_activations",
+                       "is set (weft does not quantize layer outputs)");
+  }
+  q.quantized_activations = text_of(group, "input_activations") != "null";
+  auto weights = group.find("weights");
+  if (weights == group.end() || !weights->is_object()) {
+    return field_error(source, prefix + ".weights", "must be an object, got " +
+                                                        text_of(group, "weights"));
+  }
+  const std::string w = prefix + ".weights";
+  const JsonFields fields(*weights, source, w + ".");
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> bits, fields.optional_int("num_bits"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> type, fields.optional_string("type"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<std::string> strategy, fields.optional_string("strategy"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> symmetric, fields.optional_bool("symmetric"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> group_size, fields.optional_int("group_size"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> dynamic, fields.optional_bool("dynamic"));
+  const bool fp8 = format == "float-quantized";
+  if (type.value_or(fp8 ? "float" : "int") != (fp8 ? "float" : "int")) {
+    return field_error(source, w + ".type",
+                       "is '" + *type + "' (weft reads " + (fp8 ? "float" : "int") +
+                           " weights in format " + format + ")");
+  }
+  if (dynamic.value_or(false)) {
+    return field_error(source, w + ".dynamic", "is true (weights must be stored quantized)");
+  }
+  for (const char* key : {"actorder", "block_structure"}) {
+    if (fp8 && std::string(key) == "block_structure") continue;
+    if (text_of(*weights, key) != "null") {
+      return field_error(source, w + "." + key,
+                         "is " + text_of(*weights, key) + " (weft implements null)");
+    }
+  }
+  q.symmetric = symmetric.value_or(true);
+  if (format == "pack-quantized") {
+    if (bits.value_or(0) != 4) {
+      return field_error(source, w + ".num_bits",
+                         "is " + text_of(*weights, "num_bits") + " (weft reads 4-bit pack-quantized)");
+    }
+    if (strategy.value_or("") != "group") {
+      return field_error(source, w + ".strategy",
+                         "is " + text_of(*weights, "strategy") +
+                             " (weft reads pack-quantized int4 with strategy group)");
+    }
+    if (!group_size || (*group_size != 32 && *group_size != 64 && *group_size != 128)) {
+      return field_error(source, w + ".group_size",
+                         "is " + text_of(*weights, "group_size") + " (weft implements 32, 64, 128)");
+    }
+    q.format = StoredWeightFormat::kPackedInt4Group;
+    q.group_size = *group_size;
+  } else if (format == "int-quantized") {
+    if (bits.value_or(0) != 8) {
+      return field_error(source, w + ".num_bits",
+                         "is " + text_of(*weights, "num_bits") + " (weft reads 8-bit int-quantized)");
+    }
+    if (strategy.value_or("") != "channel") {
+      return field_error(source, w + ".strategy",
+                         "is " + text_of(*weights, "strategy") +
+                             " (weft reads int-quantized int8 with strategy channel)");
+    }
+    if (!q.symmetric) {
+      return field_error(source, w + ".symmetric",
+                         "is false (weft reads symmetric int8 channel weights)");
+    }
+    q.format = StoredWeightFormat::kInt8Channel;
+  } else if (fp8) {
+    if (bits.value_or(0) != 8) {
+      return field_error(source, w + ".num_bits",
+                         "is " + text_of(*weights, "num_bits") + " (weft reads FP8 E4M3)");
+    }
+    q.format = StoredWeightFormat::kFp8;
+    q.bits = 8;
+    const std::string strat = strategy.value_or("");
+    if (strat == "channel") {
+      q.fp8_block_rows = 1;
+    } else if (strat == "block") {
+      auto block = weights->find("block_structure");
+      if (block == weights->end() || !block->is_array() || block->size() != 2 ||
+          !(*block)[0].is_number_integer() || !(*block)[1].is_number_integer() ||
+          (*block)[0].get<int64_t>() <= 0 || (*block)[1].get<int64_t>() <= 0) {
+        return field_error(source, w + ".block_structure",
+                           "is " + text_of(*weights, "block_structure") +
+                               " (expected [rows, columns], positive)");
+      }
+      q.fp8_block_rows = (*block)[0].get<int64_t>();
+      q.fp8_block_cols = (*block)[1].get<int64_t>();
+    } else if (strat != "tensor") {
+      return field_error(source, w + ".strategy",
+                         "is " + text_of(*weights, "strategy") +
+                             " (weft reads float-quantized with strategy tensor, channel, block)");
+    }
+    if (!q.symmetric) {
+      return field_error(source, w + ".symmetric", "is false (weft reads symmetric FP8 weights)");
+    }
+  } else {
+    return field_error(source, "format",
+                       "is '" + format +
+                           "' (weft implements pack-quantized, int-quantized, float-quantized)");
+  }
+  auto ignore = qc.find("ignore");
+  if (ignore != qc.end() && !ignore->is_null()) {
+    if (!ignore->is_array()) return field_error(source, "ignore", "must be a list of module names");
+    for (const nlohmann::json& entry : *ignore) {
+      if (!entry.is_string()) {
+        return field_error(source, "ignore", "must hold strings, got " + entry.dump());
+      }
+      const std::string name = entry.get<std::string>();
+      if (name.rfind("re:", 0) == 0) {
+        try {
+          std::regex pattern(name.substr(3));
+        } catch (const std::regex_error&) {
+          return field_error(source, "ignore", "entry '" + name + "' is not a regular expression");
+        }
+      }
+      q.ignore.push_back(name);
+    }
+  }
+  return q;
+}
+
+// GPTQ / AWQ modules_to_not_convert: module names kept dense.
+absl::Status read_modules_to_not_convert(const nlohmann::json& qc, const std::string& source,
+                                         CheckpointQuantization& q) {
+  auto it = qc.find("modules_to_not_convert");
+  q.ignore_field = "modules_to_not_convert";
+  if (it == qc.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_array()) {
+    return field_error(source, "modules_to_not_convert", "must be a list of module names");
+  }
+  for (const nlohmann::json& entry : *it) {
+    if (!entry.is_string()) {
+      return field_error(source, "modules_to_not_convert", "must hold strings, got " + entry.dump());
+    }
+    q.ignore.push_back(entry.get<std::string>());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CheckpointQuantization> parse_gptq(const nlohmann::json& qc,
+                                                  const std::string& source) {
+  CheckpointQuantization q;
+  q.method = CheckpointQuantMethod::kGptq;
+  q.format = StoredWeightFormat::kGptq;
+  const JsonFields fields(qc, source, "quantization_config.");
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> bits, fields.optional_int("bits"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> group_size, fields.optional_int("group_size"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> desc_act, fields.optional_bool("desc_act"));
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> sym, fields.optional_bool("sym"));
+  if (bits.value_or(0) != 4 && bits.value_or(0) != 8) {
+    return field_error(source, "bits", "is " + text_of(qc, "bits") + " (weft reads GPTQ 4 and 8 bits)");
+  }
+  if (!group_size || (*group_size != -1 && (*group_size <= 0 || *group_size % 8 != 0))) {
+    return field_error(source, "group_size",
+                       "is " + text_of(qc, "group_size") + " (expected -1 or a positive multiple of 8)");
+  }
+  std::string format = text_of(qc, "checkpoint_format");
+  if (format == "null") format = text_of(qc, "format");
+  if (format == "null") format = "gptq";
+  if (format != "gptq" && format != "gptq_v2") {
+    return field_error(source, "checkpoint_format",
+                       "is '" + format + "' (weft reads gptq and gptq_v2)");
+  }
+  if (text_of(qc, "modules_in_block_to_quantize") != "null") {
+    return field_error(source, "modules_in_block_to_quantize",
+                       "is set (weft reads GPTQ checkpoints that quantize every linear layer)");
+  }
+  q.bits = static_cast<int>(*bits);
+  q.group_size = *group_size;
+  q.desc_act = desc_act.value_or(false);
+  q.symmetric = sym.value_or(true);
+  q.zero_offset = format == "gptq" ? 1 : 0;
+  WEFT_RETURN_IF_ERROR(read_modules_to_not_convert(qc, source, q));
+  return q;
+}
+
+absl::StatusOr<CheckpointQuantization> parse_awq(const nlohmann::json& qc,
+                                                 const std::string& source) {
+  CheckpointQuantization q;
+  q.method = CheckpointQuantMethod::kAwq;
+  q.format = StoredWeightFormat::kAwqGemm;
+  const JsonFields fields(qc, source, "quantization_config.");
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> bits, fields.optional_int("bits"));
+  if (!bits) {
+    WEFT_ASSIGN_OR_RETURN(bits, fields.optional_int("w_bit"));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::optional<int64_t> group_size, fields.optional_int("group_size"));
+  if (!group_size) {
+    WEFT_ASSIGN_OR_RETURN(group_size, fields.optional_int("q_group_size"));
+  }
+  WEFT_ASSIGN_OR_RETURN(std::optional<bool> zero_point, fields.optional_bool("zero_point"));
+  const std::string version = text_of(qc, "version");
+  if (bits.value_or(0) != 4) {
+    return field_error(source, "bits", "is " + text_of(qc, "bits") + " (weft reads 4-bit AWQ)");
+  }
+  if (!group_size || *group_size <= 0 || *group_size % 8 != 0) {
+    return field_error(source, "group_size",
+                       "is " + text_of(qc, "group_size") + " (expected a positive multiple of 8)");
+  }
+  if (version != "gemm" && version != "GEMM") {
+    return field_error(source, "version", "is '" + version + "' (weft reads gemm)");
+  }
+  if (!zero_point.value_or(true)) {
+    return field_error(source, "zero_point", "is false (weft reads AWQ with zero points)");
+  }
+  q.bits = 4;
+  q.group_size = *group_size;
+  q.symmetric = false;
+  WEFT_RETURN_IF_ERROR(read_modules_to_not_convert(qc, source, q));
+  return q;
+}
+
+// transformers' FineGrainedFP8Config: fmt e4m3, weight_block_size, weight_scale_inv.
+absl::StatusOr<CheckpointQuantization> parse_fp8(const nlohmann::json& qc,
+                                                 const std::string& source) {
+  CheckpointQuantization q;
+  q.method = CheckpointQuantMethod::kFp8;
+  q.format = StoredWeightFormat::kFp8;
+  q.bits = 8;
+  q.fp8_scale_name = "weight_scale_inv";
+  const std::string fmt = text_of(qc, "fmt");
+  if (fmt != "null" && fmt != "e4m3") {
+    return field_error(source, "fmt", "is '" + fmt + "' (weft reads e4m3)");
+  }
+  auto block = qc.find("weight_block_size");
+  if (block == qc.end() || block->is_null()) {
+    return field_error(source, "weight_block_size",
+                       "is missing (weft reads block-wise fp8 checkpoints, e.g. [128, 128])");
+  }
+  if (!block->is_array() || block->size() != 2 || !(*block)[0].is_number_integer() ||
+      !(*block)[1].is_number_integer() || (*block)[0].get<int64_t>() <= 0 ||
+      (*block)[1].get<int64_t>() <= 0) {
+    return field_error(source, "weight_block_size",
+                       "is " + block->dump() + " (expected [rows, columns], positive)");
+  }
+  q.fp8_block_rows = (*block)[0].get<int64_t>();
+  q.fp8_block_cols = (*block)[1].get<int64_t>();
+  const std::string scheme = text_of(qc, "activation_scheme");
+  q.quantized_activations = scheme != "null";
+  WEFT_RETURN_IF_ERROR(read_modules_to_not_convert(qc, source, q));
+  return q;
+}
+
+}  // namespace
+
+bool ignore_entry_matches(const std::string& entry, const std::string& module) {
+  if (entry.rfind("re:", 0) == 0) return std::regex_match(module, std::regex(entry.substr(3)));
+  return entry == module;
+}
+
+bool CheckpointQuantization::quantizes(const std::string& module) const {
+  if (!enabled()) return false;
+  for (const std::string& entry : ignore) {
+    if (ignore_entry_matches(entry, module)) return false;
+  }
+  return true;
+}
+
+bool CheckpointQuantization::quantizes(const std::string& module, int64_t rows,
+                                       int64_t cols) const {
+  if (!quantizes(module)) return false;
+  if (method != CheckpointQuantMethod::kFp8) return true;
+  return rows % fp8_block_rows == 0 && cols % fp8_block_cols == 0;
+}
+
+DType CheckpointQuantization::weft_dtype() const {
+  if (format == StoredWeightFormat::kInt8Channel) return DType::kI8;
+  if (format == StoredWeightFormat::kFp8) return DType::kF32;
+  const bool blocks = bits == 4 && !desc_act &&
+                      (group_size == 32 || group_size == 64 || group_size == 128);
+  if (!blocks) return DType::kF32;
+  // Only compressed-tensors' symmetric groups have a zero point fixed at 8 (GPTQ stores its
+  // zeros even when symmetric, so they are read as minimums).
+  const bool fixed_zero = symmetric && format == StoredWeightFormat::kPackedInt4Group;
+  if (group_size == 32) return fixed_zero ? DType::kQ4_0 : DType::kQ4_1;
+  return group_size == 64 ? DType::kI4G64 : DType::kI4G128;
+}
+
+int64_t CheckpointQuantization::block_group() const {
+  const DType d = weft_dtype();
+  return is_block_quantized(d) ? dtype_block_elems(d) : 0;
+}
+
+int64_t CheckpointQuantization::shard_bytes(int64_t rows, int64_t cols) const {
+  if (format == StoredWeightFormat::kInt8Channel) return rows * cols + rows * 4;
+  return static_cast<int64_t>(dtype_nbytes(weft_dtype(), rows * cols));
+}
+
+std::string CheckpointQuantization::describe() const {
+  if (!enabled()) return "none";
+  std::string out;
+  if (format == StoredWeightFormat::kFp8) {
+    const std::string scales =
+        fp8_block_rows == 0 ? "per tensor"
+        : fp8_block_cols == 0 ? "per channel"
+                              : absl::StrCat("per block ", fp8_block_rows, "x", fp8_block_cols);
+    out = absl::StrCat(method == CheckpointQuantMethod::kFp8 ? "fp8" : "compressed-tensors float-quantized",
+                       " e4m3 scale ", scales,
+                       " -> f32 (dequantized at load: fp8 * scale, rounded once to f32)");
+    if (quantized_activations) {
+      absl::StrAppend(&out, "; the checkpoint's fp8 activation quantization is not applied: "
+                            "activations stay f32");
+    }
+  } else if (format == StoredWeightFormat::kGptq || format == StoredWeightFormat::kAwqGemm) {
+    const DType d = weft_dtype();
+    out = absl::StrCat(format == StoredWeightFormat::kGptq ? "gptq" : "awq gemm", " ", bits,
+                       "-bit group ", group_size, desc_act ? " desc_act" : "",
+                       format == StoredWeightFormat::kGptq
+                           ? (zero_offset == 1 ? " (v1 zeros + 1)" : " (v2 zeros)")
+                           : "",
+                       " -> ", dtype_name(d),
+                       d == DType::kF32 ? " (dequantized at load, exact)"
+                                        : " (minimum -scale*zero rounded to f16)");
+  } else if (format == StoredWeightFormat::kInt8Channel) {
+    out = "compressed-tensors int-quantized int8 channel -> i8 + f32 row scale (exact)";
+    if (quantized_activations) {
+      absl::StrAppend(&out, "; the checkpoint's int8 activation quantization is not applied: "
+                            "activations stay f32 (W8A16)");
+    }
+  } else {
+    out = absl::StrCat("compressed-tensors pack-quantized int4 group ", group_size,
+                       symmetric ? " symmetric" : " asymmetric", " -> ", dtype_name(weft_dtype()),
+                       symmetric ? " (scale rounded to f16)"
+                                 : " (scale and minimum -scale*zero rounded to f16)");
+  }
+  if (!ignore.empty()) absl::StrAppend(&out, "; kept dense: ", absl::StrJoin(ignore, ", "));
+  return out;
+}
+
+absl::StatusOr<CheckpointQuantization> parse_checkpoint_quantization(const nlohmann::json& object,
+                                                                     const std::string& source) {
+  if (!object.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, ": field 'quantization_config' must be an object, got ", json_type_name(object)));
+  }
+  const std::string method = text_of(object, "quant_method");
+  if (method == "compressed-tensors") return parse_compressed_tensors(object, source);
+  if (method == "gptq") return parse_gptq(object, source);
+  if (method == "awq") return parse_awq(object, source);
+  if (method == "fp8") return parse_fp8(object, source);
+  return field_error(source, "quant_method",
+                     "is '" + method + "' (weft implements compressed-tensors, gptq, awq, fp8)");
+}
+
+absl::StatusOr<CheckpointQuantization> read_checkpoint_quantization(
+    const std::filesystem::path& model_dir) {
+  const std::filesystem::path path = model_dir / "config.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return CheckpointQuantization{};
+  WEFT_ASSIGN_OR_RETURN(std::string text, read_json_file(path));
+  WEFT_ASSIGN_OR_RETURN(nlohmann::json root, parse_json_strict(text, path.string()));
+  auto it = root.is_object() ? root.find("quantization_config") : root.end();
+  if (!root.is_object() || it == root.end() || it->is_null()) return CheckpointQuantization{};
+  return parse_checkpoint_quantization(*it, path.string());
+}
+
+}  // namespace weft

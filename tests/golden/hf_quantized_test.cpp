@@ -1,0 +1,389 @@
+// Hugging Face quantized checkpoints (compressed-tensors pack-quantized int4 and int-quantized
+// int8, written by hf_quant_generate.py with the compressed-tensors package's own compressors)
+// in one process: weft's unpacking equals the package's own dequantization, the engine matches
+// transformers' float32 forward over those weights (hf_quantized_checks.h states the
+// tolerances), each rank holds the bytes its plan says, and every malformed checkpoint is a
+// clear error naming file, tensor and field.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "core/half.h"
+#include "golden_harness.h"
+#include "hf_quantized_checks.h"
+#include "model/json_reader.h"
+#include "model/safetensors.h"
+#include "model/weight_plan.h"
+#include "model/weight_store.h"
+#include "weft/kernels/block_quant.h"
+
+namespace weft::golden {
+namespace {
+
+const std::vector<std::string> kModels = {"ct_int4_g32_asym",       "ct_int4_g64_sym",
+                               "ct_int4_g128_asym",      "ct_int8_channel",
+                               "gptq_int4_g64_sym",      "gptq_int4_g32_desc_act",
+                               "gptq_int8_per_row_v2",   "awq_int4_g32",
+                               "ct_fp8_channel",         "ct_fp8_tensor",
+                               "fp8_block128"};
+
+class HfQuantizedTest : public ::testing::TestWithParam<std::string> {};
+
+// The stored scale of row r, input column c of an int4 block module (groups c / group_size).
+float group_scale(const SafetensorsFile& file, const CheckpointQuantization& q,
+                  const std::string& module, int64_t r, int64_t c, int64_t rows, int64_t cols) {
+  const bool ct = q.method == CheckpointQuantMethod::kCompressedTensors;
+  const Tensor scale = *file.tensor(module + (ct ? ".weight_scale" : ".scales"));
+  const int64_t groups = cols / q.group_size, g = c / q.group_size;
+  const uint16_t bits = static_cast<const uint16_t*>(scale.data())[ct ? r * groups + g : g * rows + r];
+  return scale.dtype() == DType::kBF16 ? bf16_to_float(bits) : f16_to_float(bits);
+}
+
+// Quantized weights as weft holds them (three modules of each checkpoint: hf_quant_generate.py
+// DUMPED_MODULES), dequantized, against the exact float32 scale * (q - zero) of the packing
+// library's own decompression (compressed-tensors) or of the generator's (GPTQ, AWQ; checked
+// there against gptqmodel's). F32 (dequantized at load), int8 and symmetric groups are exact (the
+// scales are exact in f16 and f32, and so is -8 * scale); asymmetric groups differ by the f16
+// rounding of the minimum -scale * zero, at most 2^-11 of |minimum| <= 16 * scale, i.e. under
+// 0.8% of the group's step.
+TEST_P(HfQuantizedTest, WeightsEqualThePackagesDequantization) {
+  const std::string name = GetParam();
+  auto store = WeightStore::open(model_dir(name));
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto dense = SafetensorsFile::open(model_dir(name) / "dequantized.safetensors");
+  ASSERT_TRUE(dense.ok()) << dense.status();
+  auto packed = SafetensorsFile::open(model_dir(name) / "model.safetensors");
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  const CheckpointQuantization& q = store->checkpoint_quantization();
+  ASSERT_TRUE(q.enabled());
+  int modules = 0;
+  double worst_relative_to_step = 0;
+  for (const auto& [tensor, entry] : (*dense)->entries()) {
+    const Tensor expected = *(*dense)->tensor(tensor);
+    const int64_t rows = expected.dim(0), cols = expected.dim(1);
+    const std::string module = tensor.substr(0, tensor.size() - 7);  // without ".weight"
+    ASSERT_TRUE(store->is_quantized_module(module)) << module;
+    auto got = store->get(tensor, expected.shape());
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(got->dtype(), q.weft_dtype()) << tensor;
+    const bool exact = !is_block_quantized(got->dtype()) || q.symmetric;
+    std::vector<float> row(static_cast<size_t>(cols));
+    Tensor row_scales;
+    if (got->dtype() == DType::kI8) {
+      auto s = store->get(module + ".weight_scale", Shape{rows});
+      ASSERT_TRUE(s.ok()) << s.status();
+      row_scales = *s;
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      if (got->dtype() == DType::kI8) {
+        for (int64_t c = 0; c < cols; ++c) {
+          row[c] = got->data_as<int8_t>()[r * cols + c] * row_scales.data_as<float>()[r];
+        }
+      } else if (got->dtype() == DType::kF32) {
+        for (int64_t c = 0; c < cols; ++c) row[c] = got->data_as<float>()[r * cols + c];
+      } else {
+        kernels::dequantize_row(got->dtype(),
+                                static_cast<const char*>(got->data()) + dtype_nbytes(got->dtype(), r * cols),
+                                row.data(), cols);
+      }
+      for (int64_t c = 0; c < cols; ++c) {
+        const float want = expected.data_as<float>()[r * cols + c];
+        const double diff = std::fabs(row[c] - want);
+        double bound = 0.0;
+        if (!exact) {
+          const float s = group_scale(**packed, q, module, r, c, rows, cols);
+          worst_relative_to_step = std::max(worst_relative_to_step, diff / s);
+          bound = 16.0 * s * std::ldexp(1.0, -11);
+        }
+        ASSERT_LE(diff, bound) << tensor << " [" << r << ", " << c << "]: " << row[c] << " vs "
+                               << want;
+      }
+    }
+    ++modules;
+  }
+  // hf_quant_generate.py DUMPED_MODULES (fp8_block128 keeps k_proj dense: 32 rows do not tile
+  // into its 128 x 128 blocks).
+  EXPECT_EQ(modules, name == "fp8_block128" ? 2 : 3);
+  std::printf("%s (%s): max |weft - reference| dequantized weight = %.3g quantization steps\n",
+              name.c_str(), dtype_name(q.weft_dtype()), worst_relative_to_step);
+}
+
+TEST_P(HfQuantizedTest, MatchesTransformersAndHoldsThePlannedBytes) {
+  const std::string name = GetParam();
+  const Reference ref = load_reference(name);
+  LocalEngineOptions options;
+  options.model_dir = model_dir(name);
+  options.num_threads = 2;
+  options.kv.dtype = DType::kF32;
+  options.kv.max_blocks = 64;
+  auto engine = LocalEngine::create(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const int64_t planned = planned_one_rank_weight_bytes(**engine, WeightQuantization::kNone);
+  EXPECT_EQ(static_cast<int64_t>((*engine)->model().model->weight_bytes()), planned);
+  ModelConfig dense_config = (*engine)->model().config;
+  dense_config.checkpoint_quantization = CheckpointQuantization{};
+  auto layout = stage_layout(static_cast<int>(dense_config.num_hidden_layers), 1, 0);
+  // Fewer bytes than dense, unless dequantized at load (F32, more than the f16 / bf16 checkpoint).
+  const DType held = (*engine)->model().config.checkpoint_quantization.weft_dtype();
+  if (held != DType::kF32) {
+    EXPECT_LT(planned, planned_weight_bytes(dense_config, 1, 1, *layout));
+  }
+
+  const QuantizedTolerance tolerance =
+      quantized_tolerance((*engine)->model().config.checkpoint_quantization);
+  const std::vector<Tensor> logits = score_prompts(**engine, ref.prompts, 7);
+  const float worst_logit = max_abs_diff(logits, ref.prompt_logits);
+  const GreedyRun run = greedy((*engine)->engine(), ref.prompts, kGreedyTokens);
+  int compared = 0;
+  float worst_logprob = 0;
+  const std::vector<std::string> failures =
+      compare_greedy_to_reference(run, ref, tolerance, &compared, &worst_logprob);
+  std::printf("%s: max |logit diff| %.4g (bound %.3g), greedy steps compared %d of %d, max top-5 "
+              "|logprob diff| %.4g (bound %.3g)\n",
+              name.c_str(), worst_logit, tolerance.logits, compared, kNumPrompts * kGreedyTokens,
+              worst_logprob, tolerance.logprobs);
+  EXPECT_LT(worst_logit, tolerance.logits);
+  for (const std::string& f : failures) ADD_FAILURE() << f;
+  // Each prompt compares at least its first steps (the first near-tie of these references comes
+  // after several tokens), so a mis-decoded model cannot pass on an early stop.
+  EXPECT_GE(compared, 4 * kNumPrompts);
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoints, HfQuantizedTest, ::testing::ValuesIn(kModels),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// --- malformed checkpoints: a copy of a checkpoint with one thing changed -------------------
+
+class BrokenCheckpoint {
+ public:
+  explicit BrokenCheckpoint(std::string source = "ct_int4_g32_asym") : source_(std::move(source)) {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("weft_broken_ct_" + std::to_string(getpid()) + "_" + std::to_string(counter_++));
+    std::filesystem::create_directories(dir_);
+    for (const char* f : {"config.json", "generation_config.json", "model.safetensors"}) {
+      std::filesystem::copy_file(model_dir(source_) / f, dir_ / f);
+    }
+  }
+  ~BrokenCheckpoint() { std::filesystem::remove_all(dir_); }
+  const std::filesystem::path& dir() const { return dir_; }
+
+  // Rewrites model.safetensors through `edit` of its tensors.
+  template <typename Edit>
+  void edit_tensors(Edit edit) {
+    auto file = SafetensorsFile::open(model_dir(source_) / "model.safetensors");
+    ASSERT_TRUE(file.ok());
+    std::map<std::string, Tensor> tensors;
+    for (const auto& [name, e] : (*file)->entries()) tensors[name] = *(*file)->tensor(name);
+    edit(tensors);
+    ASSERT_TRUE(write_safetensors(dir_ / "model.safetensors", tensors).ok());
+  }
+  // Rewrites config.json's quantization_config through `edit`.
+  template <typename Edit>
+  void edit_config(Edit edit) {
+    std::ifstream in(dir_ / "config.json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    edit(config["quantization_config"]);
+    std::ofstream(dir_ / "config.json") << config.dump(1);
+  }
+  absl::Status load() const {
+    LocalEngineOptions options;
+    options.model_dir = dir_;
+    options.num_threads = 1;
+    options.kv.max_blocks = 16;
+    return LocalEngine::create(options).status();
+  }
+
+ private:
+  static inline int counter_ = 0;
+  std::string source_;
+  std::filesystem::path dir_;
+};
+
+void expect_error(const absl::Status& s, std::initializer_list<const char*> parts) {
+  ASSERT_FALSE(s.ok());
+  for (const char* part : parts) {
+    EXPECT_NE(s.message().find(part), std::string::npos) << "'" << part << "' not in: " << s;
+  }
+}
+
+constexpr char kModule[] = "model.layers.1.self_attn.o_proj";
+
+TEST(HfQuantizedErrors, MissingScale) {
+  BrokenCheckpoint b;
+  b.edit_tensors([](auto& t) { t.erase(std::string(kModule) + ".weight_scale"); });
+  // Without its weight_scale the module looks dense, and the config says it is quantized.
+  expect_error(b.load(), {"model.layers.1.self_attn.o_proj.weight_scale", "ignore"});
+}
+
+TEST(HfQuantizedErrors, MissingZeroPoint) {
+  BrokenCheckpoint b;
+  b.edit_tensors([](auto& t) { t.erase(std::string(kModule) + ".weight_zero_point"); });
+  expect_error(b.load(), {"model.safetensors", "o_proj.weight_zero_point"});
+}
+
+TEST(HfQuantizedErrors, MissingPackedWeight) {
+  BrokenCheckpoint b;
+  b.edit_tensors([](auto& t) { t.erase(std::string(kModule) + ".weight_packed"); });
+  expect_error(b.load(), {"o_proj", "weight_packed"});
+}
+
+TEST(HfQuantizedErrors, WrongPackedShape) {
+  BrokenCheckpoint b;
+  b.edit_tensors([](auto& t) {
+    t[std::string(kModule) + ".weight_packed"] = Tensor::zeros(DType::kI32, Shape{128, 8});
+  });
+  expect_error(b.load(), {"model.safetensors", "o_proj.weight_packed", "[128, 8]", "[128, 16]"});
+}
+
+TEST(HfQuantizedErrors, WrongScaleDtype) {
+  BrokenCheckpoint b;
+  b.edit_tensors([](auto& t) {
+    t[std::string(kModule) + ".weight_scale"] = Tensor::zeros(DType::kI32, Shape{128, 4});
+  });
+  expect_error(b.load(), {"o_proj.weight_scale", "dtype i32"});
+}
+
+TEST(HfQuantizedErrors, UnsupportedBits) {
+  BrokenCheckpoint b;
+  b.edit_config([](nlohmann::json& q) { q["config_groups"]["group_0"]["weights"]["num_bits"] = 3; });
+  expect_error(b.load(), {"config.json", "config_groups.group_0.weights.num_bits", "3"});
+}
+
+TEST(HfQuantizedErrors, UnsupportedGroupSize) {
+  BrokenCheckpoint b;
+  b.edit_config([](nlohmann::json& q) { q["config_groups"]["group_0"]["weights"]["group_size"] = 16; });
+  expect_error(b.load(), {"config.json", "group_size", "16"});
+}
+
+TEST(HfQuantizedErrors, UnsupportedMethod) {
+  BrokenCheckpoint b;
+  b.edit_config([](nlohmann::json& q) { q["quant_method"] = "bitsandbytes"; });
+  expect_error(b.load(), {"config.json", "quant_method", "bitsandbytes"});
+}
+
+TEST(HfQuantizedErrors, UnsupportedFormat) {
+  BrokenCheckpoint b;
+  b.edit_config([](nlohmann::json& q) { q["format"] = "marlin-24"; });
+  expect_error(b.load(), {"config.json", "format", "marlin-24"});
+}
+
+TEST(HfQuantizedErrors, IgnoreNamingAnUnknownModule) {
+  BrokenCheckpoint b;
+  b.edit_config([](nlohmann::json& q) { q["ignore"] = {"lm_head", "model.layers.9.mlp.up_proj"}; });
+  expect_error(b.load(), {"config.json", "ignore", "model.layers.9.mlp.up_proj"});
+}
+
+TEST(HfQuantizedErrors, IgnoreRegexMatchingNothing) {
+  BrokenCheckpoint b;
+  b.edit_config([](nlohmann::json& q) { q["ignore"] = {"re:.*visual.*"}; });
+  expect_error(b.load(), {"ignore", "re:.*visual.*"});
+}
+
+TEST(HfQuantizedErrors, IgnoredModuleStoredQuantized) {
+  BrokenCheckpoint b;
+  b.edit_config([](nlohmann::json& q) { q["ignore"] = {"lm_head", "re:.*o_proj"}; });
+  expect_error(b.load(), {"o_proj", "ignore"});
+}
+
+TEST(HfQuantizedErrors, QuantizeOnAQuantizedCheckpoint) {
+  LocalEngineOptions options;
+  options.model_dir = model_dir("ct_int4_g32_asym");
+  options.num_threads = 1;
+  options.kv.max_blocks = 16;
+  options.quantization = WeightQuantization::kInt8;
+  expect_error(LocalEngine::create(options).status(),
+               {"--quantize int8", "already quantized", "compressed-tensors"});
+  auto config = load_model_config(model_dir("ct_int4_g32_asym"));
+  ASSERT_TRUE(config.ok());
+  auto layout = stage_layout(2, 1, 0);
+  expect_error(checked_planned_weight_bytes(*config, 1, 1, *layout, WeightQuantization::kInt4G128)
+                   .status(),
+               {"--quantize int4", "already quantized"});
+}
+
+TEST(HfQuantizedErrors, GptqDescActWithoutGIdx) {
+  BrokenCheckpoint b("gptq_int4_g32_desc_act");
+  b.edit_tensors([](auto& t) { t.erase(std::string(kModule) + ".g_idx"); });
+  expect_error(b.load(), {"model.safetensors", "o_proj", "g_idx"});
+}
+
+TEST(HfQuantizedErrors, GptqPermutedGIdxWithoutDescAct) {
+  BrokenCheckpoint b("gptq_int4_g32_desc_act");
+  b.edit_config([](nlohmann::json& q) { q["desc_act"] = false; });
+  expect_error(b.load(), {"g_idx", "desc_act is false"});
+}
+
+TEST(HfQuantizedErrors, GptqMissingZeros) {
+  BrokenCheckpoint b("gptq_int4_g64_sym");
+  b.edit_tensors([](auto& t) { t.erase(std::string(kModule) + ".qzeros"); });
+  expect_error(b.load(), {"model.safetensors", "o_proj.qzeros"});
+}
+
+TEST(HfQuantizedErrors, GptqUnsupportedBits) {
+  BrokenCheckpoint b("gptq_int4_g64_sym");
+  b.edit_config([](nlohmann::json& q) { q["bits"] = 3; });
+  expect_error(b.load(), {"config.json", "field 'bits' is 3"});
+}
+
+TEST(HfQuantizedErrors, GptqUnknownCheckpointFormat) {
+  BrokenCheckpoint b("gptq_int4_g64_sym");
+  b.edit_config([](nlohmann::json& q) { q["checkpoint_format"] = "marlin"; });
+  expect_error(b.load(), {"checkpoint_format", "marlin"});
+}
+
+TEST(HfQuantizedErrors, AwqUnsupportedVersion) {
+  BrokenCheckpoint b("awq_int4_g32");
+  b.edit_config([](nlohmann::json& q) { q["version"] = "gemv"; });
+  expect_error(b.load(), {"config.json", "version", "gemv"});
+}
+
+TEST(HfQuantizedErrors, AwqWrongScalesShape) {
+  BrokenCheckpoint b("awq_int4_g32");
+  b.edit_tensors([](auto& t) {
+    t[std::string(kModule) + ".scales"] = Tensor::zeros(DType::kF16, Shape{2, 128});
+  });
+  expect_error(b.load(), {"o_proj.scales", "[2, 128]", "[4, 128]"});
+}
+
+TEST(HfQuantizedErrors, Fp8MissingScale) {
+  BrokenCheckpoint b("ct_fp8_channel");
+  b.edit_tensors([](auto& t) { t.erase(std::string(kModule) + ".weight_scale"); });
+  expect_error(b.load(), {"o_proj.weight_scale", "ignore"});
+}
+
+TEST(HfQuantizedErrors, Fp8WithoutBlockSize) {
+  BrokenCheckpoint b("fp8_block128");
+  b.edit_config([](nlohmann::json& q) { q.erase("weight_block_size"); });
+  expect_error(b.load(), {"config.json", "weight_block_size"});
+}
+
+TEST(HfQuantizedErrors, ModulesToNotConvertNamingAnUnknownModule) {
+  BrokenCheckpoint b("awq_int4_g32");
+  b.edit_config([](nlohmann::json& q) { q["modules_to_not_convert"] = {"visual"}; });
+  expect_error(b.load(), {"modules_to_not_convert", "visual"});
+}
+
+// Group 128 under TP 2: o_proj's row-parallel shard has 64 input columns, and a group may not
+// cross the shard edge. The plan (weft info) and the load both refuse, naming tensor and group.
+TEST(HfQuantizedErrors, GroupCrossingAShardEdge) {
+  auto config = load_model_config(model_dir("ct_int4_g128_asym"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto layout = stage_layout(2, 1, 0);
+  expect_error(checked_planned_weight_bytes(*config, 2, 1, *layout, WeightQuantization::kNone)
+                   .status(),
+               {"model.layers.0.self_attn.o_proj.weight", "64", "128"});
+  auto store = WeightStore::open(model_dir("ct_int4_g128_asym"));
+  ASSERT_TRUE(store.ok());
+  expect_error(store->get_slice("model.layers.0.self_attn.o_proj.weight", Shape{128, 128}, 1, 64, 64)
+                   .status(),
+               {"model.layers.0.self_attn.o_proj.weight", "i4g128"});
+}
+
+}  // namespace
+}  // namespace weft::golden
