@@ -162,6 +162,14 @@ int run_batch_command(const std::vector<std::string>& args) {
     encoder.encode_text = [tokenizer](const std::string& text) {
       return tokenizer->encode(text, /*add_special_tokens=*/true);
     };
+    auto tool_format = tool_call_format_from_flags(cli, tmpl->get());
+    if (!tool_format.ok()) return fail(tool_format.status());
+    options.tool_call_format = *tool_format;
+    if (options.tool_call_format) {
+      // As in serve: a marker held as a special token must stay in the text the parser reads.
+      const auto marker = tokenizer->token_to_id(tool_call_start_marker(*options.tool_call_format));
+      options.tool_call_marker_special = marker && tokenizer->is_special(*marker);
+    }
     // No template: chat lines get an error record, completion lines still run.
     if (*tmpl) {
       encoder.encode_chat = [tokenizer, tmpl = *tmpl](const nlohmann::ordered_json& messages,
@@ -189,6 +197,10 @@ int run_batch_command(const std::vector<std::string>& args) {
       if (!grammars.ok()) return fail(grammars.status());
       options.constraints = [compiler = *grammars](const nlohmann::json& body) {
         return request_constraint(body, *compiler);
+      };
+      options.tool_constraints = [compiler = *grammars](const ToolRequest& tools,
+                                                        const std::optional<ToolCallFormat>& format) {
+        return tool_call_constraint(tools, format, *compiler);
       };
     }
 #endif

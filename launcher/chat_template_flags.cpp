@@ -65,4 +65,21 @@ absl::StatusOr<std::shared_ptr<const ChatTemplate>> chat_template_from_flags(
   return std::make_shared<const ChatTemplate>(*std::move(parsed));
 }
 
+FlagSpec tool_call_parser_flag_spec() {
+  return {"tool-call-parser", "NAME",
+          "how the model writes tool calls: hermes, llama3_json or mistral (default: judged from the "
+          "chat template; none found: requests with tools need tool_choice \"none\")"};
+}
+
+absl::StatusOr<std::optional<ToolCallFormat>> tool_call_format_from_flags(const CliArgs& args,
+                                                                          const ChatTemplate* chat_template) {
+  if (args.has("tool-call-parser")) {
+    auto format = tool_call_format_from_name(args.get_or("tool-call-parser", ""));
+    if (!format.ok()) return format.status();
+    return std::optional<ToolCallFormat>(*format);
+  }
+  if (chat_template == nullptr) return std::optional<ToolCallFormat>();
+  return tool_call_format_of_template(chat_template->source());
+}
+
 }  // namespace weft

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -14,6 +15,7 @@
 #include "launcher/flag_table.h"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
+#include "tool_calls/tool_call_format.h"
 
 namespace weft {
 
@@ -35,5 +37,12 @@ enum class ChatTemplateNeed {
 // lost its chat endpoint would be worse.
 absl::StatusOr<std::shared_ptr<const ChatTemplate>> chat_template_from_flags(
     const CliArgs& args, const Tokenizer& tokenizer, ChatTemplateNeed need);
+
+// --tool-call-parser NAME (serve, batch): how the model writes tool calls.
+FlagSpec tool_call_parser_flag_spec();
+// The flag's format, else the one `chat_template` shows (null template or none recognised:
+// nullopt, and requests with tools then need tool_choice "none"). Errors name the flag.
+absl::StatusOr<std::optional<ToolCallFormat>> tool_call_format_from_flags(const CliArgs& args,
+                                                                          const ChatTemplate* chat_template);
 
 }  // namespace weft

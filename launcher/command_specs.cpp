@@ -80,6 +80,7 @@ std::vector<CommandSpec> make_specs() {
              "the responses' \"model\" (default: the model directory's name)"},
             {"progress-interval", "S",
              "seconds between progress lines when stderr is not a terminal (default 10)"},
+            tool_call_parser_flag_spec(),
             banned_phrases_flag_spec()})
       .add("chat template flags (for /v1/chat/completions lines)", chat_template_flag_specs())
       .add("engine flags", engine_flag_specs())
@@ -157,9 +158,7 @@ std::vector<CommandSpec> make_specs() {
            {"grpc-port", "P", "also serve weft.serving.Generation over gRPC (0 picks a free port)"},
            {"drain-timeout", "S", "seconds running requests may take after SIGTERM (default 30)"},
            {"max-connections", "N", "open HTTP connections at most (default 10000)"},
-           {"tool-call-parser", "NAME",
-            "how the model writes tool calls: hermes, llama3_json or mistral (default: judged from the "
-            "chat template; none found: requests with tools need tool_choice \"none\")"},
+           tool_call_parser_flag_spec(),
            banned_phrases_flag_spec()})
       .add("chat template flags (for /v1/chat/completions)", chat_template_flag_specs())
       .add("engine flags", engine_flag_specs())

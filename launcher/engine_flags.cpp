@@ -58,6 +58,10 @@ std::vector<FlagSpec> engine_flag_specs() {
        "on (default): per step, speculate only as far as measured to pay (0..K); off: always K"},
       {"ngram-min", "N", "--speculative ngram: shortest suffix looked up (default 1)"},
       {"ngram-max", "N", "--speculative ngram: longest suffix looked up (default 4)"},
+      {"constraint-masks", "overlap|after-forward",
+       "when constrained sequences' next-token masks are filled: overlap (default), on a thread of "
+       "their own while the step's forward pass runs; after-forward, on the kernel threads once the "
+       "logits arrive (the same masks and outputs)"},
       {"tp", "T", "tensor-parallel ranks (run under mpirun -np T*P)"},
       {"pp", "P", "pipeline-parallel stages"},
       {"ep", "E", "mixture of experts: spread whole experts over E ranks of each TP group (E divides T; default 1)"},
@@ -207,6 +211,12 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
                                 : precision == "bf16" ? kernels::MatmulPrecision::kBf16
                                 : precision == "int8" ? kernels::MatmulPrecision::kInt8
                                                       : kernels::MatmulPrecision::kF32);
+  const std::string masks = args.get_or("constraint-masks", "overlap");
+  if (masks != "overlap" && masks != "after-forward") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--constraint-masks: expected overlap or after-forward, got '", masks, "'"));
+  }
+  o.overlap_constraint_masks = masks == "overlap";
   WEFT_RETURN_IF_ERROR(speculative_options_from(args, o));
   return o;
 }

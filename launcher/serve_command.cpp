@@ -97,13 +97,9 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   auto tmpl = chat_template_from_flags(cli, *tokenizer, ChatTemplateNeed::kOptional);
   if (!tmpl.ok()) return fail(tmpl.status());
   model.chat_template = *std::move(tmpl);
-  if (cli.has("tool-call-parser")) {
-    auto format = tool_call_format_from_name(cli.get_or("tool-call-parser", ""));
-    if (!format.ok()) return fail(format.status());
-    model.tool_call_format = *format;
-  } else if (model.chat_template) {
-    model.tool_call_format = tool_call_format_of_template(model.chat_template->source());
-  }
+  auto tool_format = tool_call_format_from_flags(cli, model.chat_template.get());
+  if (!tool_format.ok()) return fail(tool_format.status());
+  model.tool_call_format = *tool_format;
   if (model.tool_call_format) {
     std::cerr << "weft serve: tool calls parsed as " << tool_call_format_name(*model.tool_call_format)
               << (cli.has("tool-call-parser") ? "" : " (judged from the chat template)") << std::endl;

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/bounded_json.h"
 #include "serving/openai_logprobs.h"
+#include "serving/openai_tool_calls.h"
 
 namespace weft {
 namespace {
@@ -69,6 +70,11 @@ absl::StatusOr<BatchLine> parse_batch_line(const std::string& line,
   auto body = j.find("body");
   if (body == j.end() || !body->is_object()) return absl::InvalidArgumentError("body: expected an object");
   out.body = std::move(*body);
+  if (out.body.contains("tools")) {
+    // Parsed again keeping key order (nlohmann::json sorts them); the same bounds held above.
+    auto ordered = parse_json_bounded<nlohmann::ordered_json>(line, "the line", request_json_limits());
+    if (ordered.ok()) out.tools_in_order = (*ordered)["body"]["tools"];
+  }
   if (out.endpoint == BatchEndpoint::kChatCompletions) {
     auto messages = out.body.find("messages");
     if (messages == out.body.end() || !messages->is_array() || messages->empty()) {
@@ -92,7 +98,15 @@ nlohmann::ordered_json output_record(const BatchResult& result, int64_t created)
     const BatchChoice& c = result.choices[i];
     completion_tokens += static_cast<int64_t>(c.token_ids.size());
     nlohmann::ordered_json choice = {{"index", i}};
-    if (chat) {
+    std::string finish_reason = c.finish_reason;
+    if (chat && result.tool_calls) {
+      ChoiceToolCalls calls(*result.tool_calls, result.parallel_tool_calls);
+      nlohmann::json message;
+      calls.complete_message(c.text, "", message);
+      choice["message"] = {{"role", "assistant"}, {"content", message["content"]}};
+      if (message.contains("tool_calls")) choice["message"]["tool_calls"] = message["tool_calls"];
+      finish_reason = tool_call_finish_reason(&calls, finish_reason);
+    } else if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
     } else {
       choice["text"] = c.text;
@@ -101,7 +115,7 @@ nlohmann::ordered_json output_record(const BatchResult& result, int64_t created)
     choice["logprobs"] = !result.logprobs    ? nlohmann::ordered_json()
                          : c.logprobs.is_null() ? nlohmann::ordered_json(empty_openai_logprobs(chat))
                                                 : nlohmann::ordered_json(c.logprobs);
-    choice["finish_reason"] = c.finish_reason;
+    choice["finish_reason"] = finish_reason;
     if (result.prompt_logprobs && !chat) choice["prompt_logprobs"] = nlohmann::ordered_json(result.prompt_logprobs_list);
     choices.push_back(std::move(choice));
   }

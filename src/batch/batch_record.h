@@ -11,7 +11,8 @@
 // "body": {"error": {...}}} or null, "error": {"code", "message"}, "line": <1-based input line>}.
 // Ids derive from the custom_id (stable across restarts); "created" is the time of writing.
 // Choices carry logprobs when the body asks for them, in the form `weft serve` answers
-// (serving/openai_logprobs.h).
+// (serving/openai_logprobs.h), and chat choices of lines with tools their tool_calls
+// (finish_reason "tool_calls" when calls were made and the reply stopped by itself).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "tool_calls/tool_call_format.h"
 
 namespace weft {
 
@@ -30,6 +32,9 @@ struct BatchLine {
   std::string custom_id;
   BatchEndpoint endpoint = BatchEndpoint::kCompletions;
   nlohmann::json body;  // an object
+  // body.tools with its keys in the line's order (the chat template renders them so, and the
+  // tool-call grammar generates properties in that order); null when the body has none.
+  nlohmann::ordered_json tools_in_order;
 };
 
 // Parses one input line. InvalidArgument naming the field on any shape error; when the line is
@@ -56,6 +61,11 @@ struct BatchResult {
   // for completions and beside the choices for chat, as vLLM answers.
   std::optional<int> prompt_logprobs;
   nlohmann::json prompt_logprobs_list;  // null until the engine reported them
+  // Chat with tools and tool_choice other than "none": each choice's text is parsed for tool
+  // calls in this format, into message.tool_calls (serving/openai_tool_calls.h, as weft serve
+  // answers); parallel false keeps the first call.
+  std::optional<ToolCallFormat> tool_calls;
+  bool parallel_tool_calls = true;
 };
 
 // "batch_req_<16 hex digits>" from a hash of the custom_id.

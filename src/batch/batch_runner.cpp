@@ -30,8 +30,8 @@ struct Prepared {
   BatchResult result;
 };
 
-absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line,
-                                                   const BatchPromptEncoder& encoder) {
+absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line, const BatchPromptEncoder& encoder,
+                                                   const ToolRequest& tools) {
   if (line.endpoint == BatchEndpoint::kChatCompletions) {
     if (!encoder.encode_chat) {
       return absl::InvalidArgumentError("body.messages: chat requests need the model's tokenizer and chat template");
@@ -44,6 +44,8 @@ absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line,
     if (auto err = chat_options(line.body, options)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
     nlohmann::ordered_json kwargs;
     if (auto err = chat_template_extra(line.body, kwargs)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+    // The template sees the tools whatever tool_choice says, as in weft serve.
+    if (!tools.template_tools.is_null() && !kwargs.contains("tools")) kwargs["tools"] = tools.template_tools;
     return encoder.encode_chat(messages, kwargs, options.prompt_end);
   }
   const nlohmann::json& prompt = line.body.at("prompt");
@@ -63,6 +65,40 @@ absl::StatusOr<std::vector<int32_t>> prompt_ids_of(const BatchLine& line,
     ids.push_back(v.get<int32_t>());
   }
   return ids;
+}
+
+// A chat line's tools: the reply parsed for calls (and its marker kept in the text) when
+// tool_choice is not "none", and the grammar of required / named / strict functions.
+absl::Status set_up_tool_calls(const ToolRequest& tools, const BatchOptions& options, Prepared& p) {
+  if (tools.functions.empty()) return absl::OkStatus();
+  std::optional<ToolCallFormat> format;
+  if (tools.parses_calls()) {
+    if (!options.tool_call_format) {
+      return absl::InvalidArgumentError(
+          "body.tools: the model's chat template shows no tool-call format weft can parse; run weft batch with "
+          "--tool-call-parser hermes|llama3_json|mistral (or send tool_choice \"none\")");
+    }
+    format = options.tool_call_format;
+    p.result.tool_calls = format;
+    p.result.parallel_tool_calls = tools.parallel;
+    if (options.tool_call_marker_special) p.request.params.skip_special_tokens = false;
+  }
+  bool strict = false;
+  for (const ToolFunction& f : tools.functions) strict = strict || f.strict;
+  if (!options.tool_constraints) {
+    if (tools.forces_calls() || (tools.parses_calls() && strict)) {
+      return absl::InvalidArgumentError(
+          "body.tool_choice: \"required\", a named function and strict functions need constrained output, which "
+          "this build does not have");
+    }
+    return absl::OkStatus();
+  }
+  auto constraint = options.tool_constraints(tools, format);
+  if (!constraint.ok()) {
+    return absl::Status(constraint.status().code(), absl::StrCat("body.", constraint.status().message()));
+  }
+  p.request.constraint = *std::move(constraint);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder& encoder,
@@ -87,8 +123,12 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
     }
   }
   if (auto err = unsupported_field(body, chat)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
-  if (auto err = tool_fields_unsupported(body, "tool calling is not supported by weft batch (weft serve supports it)")) {
-    return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
+  // (unsupported_field refuses tools on completions lines.)
+  ToolRequest tools;
+  if (chat) {
+    auto read = tool_request_from_body(body, line.tools_in_order.is_null() ? nullptr : &line.tools_in_order);
+    if (!read.ok()) return absl::InvalidArgumentError(absl::StrCat("body.", read.status().message()));
+    tools = *std::move(read);
   }
   // weft serve implements echo (openai_response.h); batch records do not carry it yet.
   if (auto echo = body.find("echo"); echo != body.end() && !echo->is_null() && *echo != false) {
@@ -107,7 +147,12 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
   p.request.prompt_logprobs = prompt_logprobs;
   p.result.prompt_logprobs = prompt_logprobs;
   WEFT_ASSIGN_OR_RETURN(p.request.params, sampling_params_from_json(body, options.sampling_defaults));
+  WEFT_RETURN_IF_ERROR(set_up_tool_calls(tools, options, p));
   if (const char* asked = constraint_field(body)) {
+    if (p.request.constraint) {
+      return absl::InvalidArgumentError(absl::StrCat("body.", asked, ": cannot be combined with tool_choice \"required\", a "
+                                                     "named function or strict functions, whose grammar already shapes the reply"));
+    }
     if (!options.constraints) {
       return absl::InvalidArgumentError(absl::StrCat("body.", asked, ": constrained output is not available in this build"));
     }
@@ -120,7 +165,7 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
   std::shared_ptr<const BannedPhraseSet> bad_words;
   if (auto err = bad_words_field(body, bad_words)) return absl::InvalidArgumentError(absl::StrCat("body.", err->message));
   p.request.banned_phrases = banned_phrase_lists(options.banned_phrases, bad_words);
-  WEFT_ASSIGN_OR_RETURN(p.request.prompt_ids, prompt_ids_of(line, encoder));
+  WEFT_ASSIGN_OR_RETURN(p.request.prompt_ids, prompt_ids_of(line, encoder, tools));
   const int64_t prompt_len = static_cast<int64_t>(p.request.prompt_ids.size());
   const bool has_max = body.contains("max_tokens") || body.contains("max_completion_tokens");
   if (chat && !has_max) {

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@
 #include "engine/engine.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/chat_template/chat_prompt_end.h"
+#include "tool_calls/tool_call_format.h"
+#include "tool_calls/tool_request.h"
 
 namespace weft {
 
@@ -56,6 +59,19 @@ struct BatchOptions {
   // Compiles the output constraint a line's body asks for (response_format, structured_outputs,
   // guided_*; src/constrain/request_grammar.h); null: such lines fail naming the field.
   std::function<absl::StatusOr<std::shared_ptr<const TokenConstraintSource>>(const nlohmann::json& body)> constraints;
+  // Tool calling in chat lines (tools / tool_choice / parallel_tool_calls, as weft serve reads
+  // them; tool_calls/tool_request.h): how the model writes calls (--tool-call-parser, or judged
+  // from the chat template; nullopt: lines that would parse calls fail naming tools), and whether
+  // that format's start marker is a special token (the line's skip_special_tokens is then off, so
+  // the parser sees it).
+  std::optional<ToolCallFormat> tool_call_format;
+  bool tool_call_marker_special = false;
+  // The grammar of a line's tools for replies in the given format (constrain/grammar_constraint.h
+  // tool_call_constraint: null when the reply is free); null function: lines whose tools need a
+  // grammar (tool_choice required / named, strict functions) fail naming tool_choice.
+  std::function<absl::StatusOr<std::shared_ptr<const TokenConstraintSource>>(
+      const ToolRequest& tools, const std::optional<ToolCallFormat>& format)>
+      tool_constraints;
   // --banned-phrases: every line's output is screened against it, beside the line's bad_words.
   std::shared_ptr<const BannedPhraseSet> banned_phrases;
 };

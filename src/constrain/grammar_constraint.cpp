@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "constrain/grammar_matcher.h"
 #include "constrain/request_grammar.h"
+#include "constrain/tool_call_grammar.h"
 
 namespace weft {
 namespace {
@@ -61,6 +62,21 @@ absl::StatusOr<std::shared_ptr<GrammarCompiler>> model_grammar_compiler(const To
 
 std::shared_ptr<const TokenConstraintSource> grammar_constraint_source(std::shared_ptr<const CompiledGrammar> grammar) {
   return std::make_shared<GrammarConstraintSource>(std::move(grammar));
+}
+
+absl::StatusOr<std::shared_ptr<const TokenConstraintSource>> tool_call_constraint(
+    const ToolRequest& tools, const std::optional<ToolCallFormat>& format, GrammarCompiler& compiler) {
+  for (size_t i = 0; i < tools.functions.size(); ++i) {
+    auto checked = compiler.compile(tool_parameters_grammar(tools.functions[i], i));
+    if (!checked.ok()) return checked.status();
+  }
+  if (tools.functions.empty() || !format) return nullptr;
+  auto spec = tool_call_grammar(*format, tools);
+  if (!spec.ok()) return spec.status();
+  if (!*spec) return nullptr;
+  auto compiled = compiler.compile(**spec);
+  if (!compiled.ok()) return compiled.status();
+  return grammar_constraint_source(*std::move(compiled));
 }
 
 }  // namespace weft

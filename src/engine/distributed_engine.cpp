@@ -74,6 +74,7 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
                                                             : e->model_->config.max_position_embeddings;
     config.eos_token_ids = model_eos_ids(*e->model_);
     config.seed = options.engine.seed;
+    config.overlap_constraint_masks = options.engine.overlap_constraint_masks;
     e->engine_ = std::make_unique<Engine>(config, blocks, kv.block_size, *e->executor_, *e->pool_,
                                           std::move(detokenizers));
     if (e->kv_tiers_.store) {

@@ -122,7 +122,7 @@ void Engine::abort(int64_t request_id) {
     pending_.push_back(std::move(out));
     scheduler_.remove(seq_id);
     if (proposer_) proposer_->forget(seq_id);
-    sequences_.erase(seq_id);
+    erase_sequence(seq_id);
   }
   requests_.erase(it);
 }
@@ -244,6 +244,36 @@ absl::StatusOr<std::vector<SampleResult>> Engine::sample(const StepOutput& outpu
   return sampler_.sample(picked.view(), states, pool_);
 }
 
+void Engine::prefetch_masks(const StepPlan& plan) {
+  if (!config_.overlap_constraint_masks) return;
+  auto start = [&](int64_t seq_id) {
+    SequenceInfo& info = sequences_.at(seq_id);
+    if (!info.constraint) return;
+    if (!mask_prefetcher_) mask_prefetcher_ = std::make_unique<MaskPrefetcher>(mask_words(config_.vocab_size));
+    mask_prefetcher_->start(seq_id, info.constraint_version, info.constraint.get());
+  };
+  // The chunks step() samples from once the output arrives (see there): a speculating chunk's
+  // sequence has no constraint, and a prefill-only request samples nothing.
+  for (const PlannedChunk& chunk : plan.chunks) {
+    const Sequence* seq = scheduler_.find(chunk.seq_id);
+    if (seq == nullptr || chunk.logits == LogitsWanted::kNone || chunk.num_draft_tokens > 0 ||
+        chunk.start_position + static_cast<int64_t>(chunk.token_ids.size()) != seq->num_tokens()) {
+      continue;
+    }
+    const RequestInfo& request = requests_.at(sequences_.at(seq->id).request_id);
+    if (request.params.max_tokens == 0) continue;
+    start(seq->id);
+    if (seq->output_ids.empty()) {
+      for (const Sequence& child : request.forks) start(child.id);
+    }
+  }
+}
+
+void Engine::erase_sequence(int64_t seq_id) {
+  if (mask_prefetcher_) mask_prefetcher_->forget(seq_id);
+  sequences_.erase(seq_id);
+}
+
 absl::Status Engine::apply_constraints(std::vector<SequenceSamplingState>& states,
                                        const std::vector<int64_t>& seq_ids, std::vector<uint32_t>& masks) {
   // Rows with a grammar, bans at their position, or both (the mask is then their intersection).
@@ -268,8 +298,11 @@ absl::Status Engine::apply_constraints(std::vector<SequenceSamplingState>& state
     for (int64_t c = begin; c < end; ++c) {
       const std::span<uint32_t> row(masks.data() + c * words, words);
       bool restricted = false;
-      if (TokenConstraint* constraint = sequences_.at(seq_ids[masked[c]]).constraint.get()) {
-        auto filled = constraint->fill_next_allowed(row);
+      const int64_t seq_id = seq_ids[masked[c]];
+      const SequenceInfo& info = sequences_.at(seq_id);
+      if (TokenConstraint* constraint = info.constraint.get()) {
+        auto filled = mask_prefetcher_ ? mask_prefetcher_->take(seq_id, info.constraint_version, *constraint, row)
+                                       : constraint->fill_next_allowed(row);
         if (!filled.ok()) {
           errors[c] = filled.status();
           continue;
@@ -527,6 +560,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     if (next.plan.chunks.empty()) break;
     if (proposer_) WEFT_RETURN_IF_ERROR(add_proposals(next));
     choose_sampling_output(next.plan);
+    prefetch_masks(next.plan);
     // Last, after everything that may allocate blocks (drafts): the tiers' copies lead the plan.
     next.plan.kv_transfers = blocks_.take_transfers();
     WEFT_RETURN_IF_ERROR(executor_.submit(next.plan));
@@ -657,7 +691,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       out.prompt_logprobs = request.prompt_logprobs_done;
       scheduler_.remove(id);
       if (proposer_) proposer_->forget(id);
-      sequences_.erase(id);
+      erase_sequence(id);
       outputs.push_back(std::move(out));
     }
     requests_.erase(request_id);

@@ -52,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "core/thread_pool.h"
 #include "engine/incremental_detokenizer.h"
+#include "engine/mask_prefetcher.h"
 #include "engine/preemption_cost.h"
 #include "engine/scheduler.h"
 #include "engine/speculative/proposer.h"
@@ -77,6 +78,10 @@ struct EngineConfig {
   // Banned phrases: a sequence finishes with "content_filter" past these (see the header comment).
   int max_banned_phrase_rollbacks = 256;
   int max_bans_per_position = 32;
+  // Constrained sequences' next-token masks are filled on a thread of their own while the forward
+  // pass of the step that samples them runs (engine/mask_prefetcher.h); off: when the step's
+  // output arrives, on the kernel pool. The masks, and so the outputs, are the same either way.
+  bool overlap_constraint_masks = true;
 };
 
 // Counters since the engine started (weft:banned_phrase_* in /metrics).
@@ -217,6 +222,8 @@ class Engine {
   };
   const SampledFrom& sampled_from() const { return sampled_from_; }
   const BannedPhraseStats& banned_phrase_stats() const { return banned_stats_; }
+  // Constrained rows whose mask was filled ahead, during their step's forward pass.
+  int64_t num_prefetched_masks() const { return mask_prefetcher_ ? mask_prefetcher_->num_prefetched() : 0; }
 
  private:
   // A generated token the banned-phrase filter has not committed yet, with its text.
@@ -231,6 +238,7 @@ class Engine {
     std::unique_ptr<IncrementalDetokenizer> detokenizer;
     std::unique_ptr<StopChecker> stop;
     std::unique_ptr<TokenConstraint> constraint;  // null: unconstrained
+    uint64_t constraint_version = 0;  // counts the constraint's accepts and rollbacks
     bool prompt_logprobs_sent = false;
     // Banned phrases (null filter: none apply): the output tokens committed (passed to the stop
     // checker and out of the engine), the screened ones after them, the tokens banned at each
@@ -281,6 +289,11 @@ class Engine {
   absl::StatusOr<std::vector<Emission>> verify(const InFlight& step, const StepOutput& output,
                                                const std::vector<const PlannedChunk*>& chunks,
                                                const std::vector<int64_t>& first_rows);
+  // Starts filling the masks of the plan's constrained sequences that sample in it (with their
+  // forks), to overlap the forward pass; apply_constraints takes them.
+  void prefetch_masks(const StepPlan& plan);
+  // The sequence's entry goes (a finished or aborted sequence): its mask job first.
+  void erase_sequence(int64_t seq_id);
   // Fills the constraint masks of the rows whose sequences have one into `masks` (one row of
   // mask_words(vocab) words per state) and points each such state's `allowed` at its row.
   absl::Status apply_constraints(std::vector<SequenceSamplingState>& states,
@@ -349,6 +362,9 @@ class Engine {
   // Sequences whose row this step's bans (with their grammar) left no token at all: what they
   // sampled is void, and the token before it is banned instead (emit).
   std::set<int64_t> dead_ends_;
+  // Masks filled ahead (null until the first constrained plan, or when overlap is off). Last: it
+  // is destroyed first, while the constraints its jobs read still exist.
+  std::unique_ptr<MaskPrefetcher> mask_prefetcher_;
 };
 
 }  // namespace weft

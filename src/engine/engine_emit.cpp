@@ -49,6 +49,7 @@ Engine::Screened Engine::roll_back(int64_t seq_id, SequenceInfo& info, const Ban
   banned_stats_.rolled_back_tokens += static_cast<int64_t>(seq.output_ids.size()) - keep;
   if (info.constraint) {
     // Rolling back what it accepted cannot fail; a failure is a bug worth an error finish.
+    ++info.constraint_version;
     if (!info.constraint->rollback(static_cast<int>(screened - keep)).ok()) return Screened::kContentFilter;
   }
   if (info.detokenizer) info.detokenizer->truncate(static_cast<size_t>(keep));
@@ -84,6 +85,9 @@ Engine::Screened Engine::screen_token(int64_t seq_id, SequenceInfo& info, int64_
 SequenceOutput Engine::emit(const Emission& e) {
   const int64_t seq_id = e.seq_id;
   SequenceInfo& info = sequences_.at(seq_id);
+  // Its mask for this step was taken when it sampled; a job left over (none is expected) must not
+  // read the constraint while it changes below.
+  if (mask_prefetcher_) mask_prefetcher_->forget(seq_id);
   SequenceOutput out;
   out.request_id = info.request_id;
   out.index = info.index;
@@ -110,6 +114,7 @@ SequenceOutput Engine::emit(const Emission& e) {
   for (size_t j = 0; j < num_samples && out.finish_reason == FinishReason::kNone; ++j) {
     const SampleResult& sample = e.samples[j];
     const int64_t index = first + static_cast<int64_t>(j);
+    if (info.constraint) ++info.constraint_version;
     if (info.constraint && !info.constraint->accept(sample.token)) {
       // The mask left nothing the processors allowed, and nothing the grammar allows was
       // drawn: the constrained output cannot go on.
@@ -145,7 +150,7 @@ SequenceOutput Engine::emit(const Emission& e) {
     RequestInfo& request = requests_.at(info.request_id);
     request.seq_ids.erase(std::find(request.seq_ids.begin(), request.seq_ids.end(), seq_id));
     if (request.seq_ids.empty()) requests_.erase(info.request_id);
-    sequences_.erase(seq_id);
+    erase_sequence(seq_id);
   }
   return out;
 }

@@ -65,6 +65,7 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
                                                    : e->model_->config.max_position_embeddings;
   config.eos_token_ids = model_eos_ids(*e->model_);
   config.seed = options.seed;
+  config.overlap_constraint_masks = options.overlap_constraint_masks;
   e->engine_ = std::make_unique<Engine>(config, e->num_kv_blocks_, options.kv.block_size,
                                         e->executor(), *e->pool_, std::move(detokenizers));
   if (e->kv_tiers_.store) {

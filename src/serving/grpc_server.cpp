@@ -1,8 +1,10 @@
 #include "serving/grpc_server.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/grpcpp.h>
 
 #include <mutex>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "proto/generation_service.grpc.pb.h"
@@ -26,6 +28,31 @@ grpc::Status to_grpc(const ApiError& e) {
     default: break;
   }
   return grpc::Status(code, e.message);
+}
+
+// The first field of `m` (or of a message inside it) that this build's proto does not know, as
+// "PATH field N"; empty when there is none. A client built from another weft.serving proto (one
+// with tool calling, say) sends such fields, and protobuf keeps them aside: they are refused,
+// never silently ignored.
+std::string unknown_field(const google::protobuf::Message& m, const std::string& path) {
+  const google::protobuf::Reflection& reflection = *m.GetReflection();
+  const google::protobuf::UnknownFieldSet& unknown = reflection.GetUnknownFields(m);
+  if (unknown.field_count() > 0) return absl::StrCat(path, " field ", unknown.field(0).number());
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection.ListFields(m, &fields);
+  for (const google::protobuf::FieldDescriptor* f : fields) {
+    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    const std::string inner = absl::StrCat(path, ".", f->name());
+    if (!f->is_repeated()) {
+      if (std::string found = unknown_field(reflection.GetMessage(m, f), inner); !found.empty()) return found;
+      continue;
+    }
+    for (int i = 0; i < reflection.FieldSize(m, f); ++i) {
+      std::string found = unknown_field(reflection.GetRepeatedMessage(m, f, i), absl::StrCat(inner, "[", i, "]"));
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
 }
 
 // The proto request as the JSON body an HTTP client would send.
@@ -123,6 +150,12 @@ class GenerateReactor : public grpc::ServerWriteReactor<pb::GenerateResponse> {
     }
     if (shared_.draining.load()) {
       return finish_locked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+    }
+    if (const std::string unknown = unknown_field(request, "GenerateRequest"); !unknown.empty()) {
+      return finish_locked(grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          absl::StrCat(unknown, ": not a field of this server's weft.serving proto (the gRPC API has no tool calling "
+                                "or constrained output; the HTTP API has them)")));
     }
     ApiKind kind = ApiKind::kCompletion;
     // to_json sets kind: it must run before kind is read (argument order is unspecified, and g++

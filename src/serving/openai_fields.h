@@ -71,7 +71,7 @@ std::string chat_echo_text(const nlohmann::ordered_json& messages, const std::st
 std::optional<FieldError> unsupported_field(const nlohmann::json& body, bool chat);
 
 // tools (non-empty) or tool_choice other than "none" / "auto", refused as "<field>: <why>"
-// where tool calling is not available (completions, weft batch); null when absent or harmless.
+// where tool calling is not available (completions); null when absent or harmless.
 std::optional<FieldError> tool_fields_unsupported(const nlohmann::json& body, const std::string& why);
 
 // The first field of `body` asking for constrained output (response_format other than text,

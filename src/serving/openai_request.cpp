@@ -8,7 +8,6 @@
 #include "tool_calls/tool_request.h"
 #ifdef WEFT_HAVE_CONSTRAIN
 #include "constrain/grammar_constraint.h"
-#include "constrain/tool_call_grammar.h"
 #endif
 
 namespace weft {
@@ -140,7 +139,7 @@ std::optional<ApiError> tool_parsing(const ToolRequest& tools, const ServedModel
 
 // The grammar of tool_choice required / named / strict functions (null when the reply is free),
 // after every tool's parameters schema was checked to compile.
-std::variant<std::shared_ptr<const TokenConstraintSource>, ApiError> tool_call_constraint(
+std::variant<std::shared_ptr<const TokenConstraintSource>, ApiError> chat_tool_constraint(
     const ToolRequest& tools, const ServedModel& model, const std::optional<ToolCallFormat>& format) {
   std::shared_ptr<const TokenConstraintSource> none;
   if (tools.functions.empty()) return none;
@@ -153,17 +152,9 @@ std::variant<std::shared_ptr<const TokenConstraintSource>, ApiError> tool_call_c
     return bad("tool_choice", "tool_choice: \"required\", a named function and strict functions need the grammar "
                               "compiler, which this server does not have");
   }
-  for (size_t i = 0; i < tools.functions.size(); ++i) {
-    auto checked = model.grammars->compile(tool_parameters_grammar(tools.functions[i], i));
-    if (!checked.ok()) return field_error(checked.status());
-  }
-  if (!format) return none;
-  auto spec = tool_call_grammar(*format, tools);
-  if (!spec.ok()) return field_error(spec.status());
-  if (!*spec) return none;
-  auto compiled = model.grammars->compile(**spec);
-  if (!compiled.ok()) return field_error(compiled.status());
-  return grammar_constraint_source(*std::move(compiled));
+  auto constraint = tool_call_constraint(tools, format, *model.grammars);
+  if (!constraint.ok()) return field_error(constraint.status());
+  return *std::move(constraint);
 #else
   if (needs_grammar) {
     return bad("tool_choice", "tool_choice: \"required\", a named function and strict functions need constrained "
@@ -388,7 +379,7 @@ std::variant<GenerationRequest, ApiError> parse_generation_request(const json& b
   out.generate = requested_max > 0 || !has_max || engine_prompt_logprobs.has_value();
   // The output constraint, compiled once for every prompt and choice.
   std::shared_ptr<const TokenConstraintSource> constraint;
-  auto tool_constraint = tool_call_constraint(tools, model, out.tool_calls);
+  auto tool_constraint = chat_tool_constraint(tools, model, out.tool_calls);
   if (auto* e = std::get_if<ApiError>(&tool_constraint)) return *e;
   constraint = std::get<std::shared_ptr<const TokenConstraintSource>>(std::move(tool_constraint));
   if (const char* asked = constraint_field(body)) {

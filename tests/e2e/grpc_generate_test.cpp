@@ -1,4 +1,5 @@
 // The gRPC Generate service end to end: an in-process engine and server, a real gRPC client.
+#include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/grpcpp.h>
 
 #include <filesystem>
@@ -164,6 +165,36 @@ TEST_F(GrpcGenerateTest, ErrorsMapToStatusCodes) {
   const grpc::Status s = reader2->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(s.error_message().find("top_p"), std::string::npos) << s.error_message();
+}
+
+// Fields of another weft.serving proto (tool calling, say) arrive as unknown fields: refused by
+// number and place, never dropped.
+TEST_F(GrpcGenerateTest, UnknownFieldsAreRefusedNotIgnored) {
+  auto expect_refused = [&](const pb::GenerateRequest& req, const std::string& where) {
+    grpc::ClientContext ctx;
+    auto reader = stub_->Generate(&ctx, req);
+    pb::GenerateResponse r;
+    while (reader->Read(&r)) {
+    }
+    const grpc::Status s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_EQ(s.error_message().rfind(where + ": not a field", 0), 0u) << s.error_message();
+  };
+  pb::GenerateRequest tools;  // as a client might send a "tools" JSON string as field 6
+  pb::ChatMessage* m = tools.mutable_chat()->add_messages();
+  m->set_role("user");
+  m->set_content("Hello");
+  tools.GetReflection()->MutableUnknownFields(&tools)->AddLengthDelimited(6, R"([{"type": "function"}])");
+  expect_refused(tools, "GenerateRequest field 6");
+  pb::GenerateRequest nested;
+  nested.set_text("x");
+  nested.mutable_sampling()->GetReflection()->MutableUnknownFields(nested.mutable_sampling())->AddVarint(40, 1);
+  expect_refused(nested, "GenerateRequest.sampling field 40");
+  pb::GenerateRequest message;
+  pb::ChatMessage* call = message.mutable_chat()->add_messages();
+  call->set_role("assistant");
+  call->GetReflection()->MutableUnknownFields(call)->AddLengthDelimited(3, "call_1");  // tool_call_id
+  expect_refused(message, "GenerateRequest.chat.messages[0] field 3");
 }
 
 TEST_F(GrpcGenerateTest, CancelledCallAbortsAndFreesBlocks) {

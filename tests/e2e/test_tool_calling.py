@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -288,6 +289,64 @@ class ErrorsTest(unittest.TestCase):
         status, _, text = PLAIN.request("POST", "/v1/chat/completions", dict(req, tool_choice="none"))
         self.assertEqual(status, 200, text)
         self.assertIsNone(json.loads(text)["choices"][0]["message"].get("tool_calls"))
+
+
+class BatchTest(unittest.TestCase):
+    """`weft batch` chat lines with tools: read as weft serve reads them, so on the same model
+    and flags each line's record has the reply the server gives the same request (content, the
+    calls' names and arguments, finish_reason); a bad line gets an error record naming the field."""
+
+    CASES = [dict(tool_choice="required", seed=3, max_tokens=300, logit_bias={"0": 20}),
+             dict(tool_choice="required", parallel_tool_calls=False, seed=1),
+             dict(tool_choice={"type": "function", "function": {"name": "get_time"}}, seed=2),
+             dict(tool_choice="auto", seed=0, max_tokens=40),
+             dict(tool_choice="none", seed=0, max_tokens=40),
+             dict(tool_choice="auto", seed=4, max_tokens=100, extra_body={"guided_regex": REGEX})]
+
+    def test_lines_answer_as_the_server_does(self):
+        work = tempfile.mkdtemp(prefix="weft-tools-batch-")
+        try:
+            lines = []
+            for i, case in enumerate(self.CASES):
+                body = dict(model=MODEL, messages=USER, tools=TOOLS, max_tokens=160, temperature=0.9)
+                body.update({k: v for k, v in case.items() if k != "extra_body"})
+                body.update(case.get("extra_body", {}))
+                lines.append({"custom_id": "c%d" % i, "method": "POST", "url": "/v1/chat/completions", "body": body})
+            lines.append({"custom_id": "bad", "method": "POST", "url": "/v1/chat/completions",
+                          "body": dict(model=MODEL, messages=USER, tools=TOOLS,
+                                       tool_choice={"type": "function", "function": {"name": "nope"}})})
+            with open(os.path.join(work, "in.jsonl"), "w") as f:
+                f.write("".join(json.dumps(line) + "\n" for line in lines))
+            # The server's flags (serve_fixture.Server), one line at a time as the server is asked.
+            cmd = [serve_fixture.WEFT, "batch", "--model", MODEL_DIR, "--served-model-name", MODEL,
+                   "--max-model-len", "1024", "--kv-cache-blocks", "256", "--threads", "1", "--max-in-flight", "1",
+                   "--input", os.path.join(work, "in.jsonl"), "--output", os.path.join(work, "out.jsonl"),
+                   "--errors", os.path.join(work, "errors.jsonl")]
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            with open(os.path.join(work, "out.jsonl")) as f:
+                records = {r["custom_id"]: r for r in map(json.loads, f)}
+            with open(os.path.join(work, "errors.jsonl")) as f:
+                errors = [json.loads(line) for line in f]
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        called = 0
+        for i, case in enumerate(self.CASES):
+            want = create(**case).choices[0]
+            got = records["c%d" % i]["response"]["body"]["choices"][0]
+            self.assertEqual(got["finish_reason"], want.finish_reason, case)
+            self.assertEqual(got["message"]["content"], want.message.content, case)
+            want_calls = [(c.function.name, c.function.arguments) for c in want.message.tool_calls or []]
+            got_calls = [(c["function"]["name"], c["function"]["arguments"]) for c in got["message"].get("tool_calls", [])]
+            self.assertEqual(got_calls, want_calls, case)
+            for c in got["message"].get("tool_calls", []):
+                self.assertTrue(c["id"].startswith("call_") and c["type"] == "function", c)
+                jsonschema.validate(json.loads(c["function"]["arguments"]), SCHEMAS[c["function"]["name"]])
+            called += bool(got_calls)
+        self.assertGreaterEqual(called, 4)  # required x2, named, and the regex's call in auto
+        self.assertEqual(len(errors), 1, errors)
+        self.assertEqual(errors[0]["custom_id"], "bad")
+        self.assertTrue(errors[0]["error"]["message"].startswith("body.tool_choice"), errors[0])
 
 
 class ServerLogTest(unittest.TestCase):

@@ -206,6 +206,10 @@ TEST(CliErrorTest, UnknownFlagAndBadSamplingParameterAreNamed) {
   RunResult v = weft("generate --model " + model + " --prompt-ids 1,99999");
   EXPECT_EQ(v.exit_code, 2);
   EXPECT_NE(v.err.find("99999"), std::string::npos) << v.err;
+  RunResult m = weft("generate --model " + model + " --prompt-ids 1 --constraint-masks sometimes");
+  EXPECT_EQ(m.exit_code, 2);
+  EXPECT_NE(m.err.find("--constraint-masks: expected overlap or after-forward, got 'sometimes'"), std::string::npos)
+      << m.err;
 }
 
 // weft info says which layers attend through a sliding window (and whether KV is freed), and
