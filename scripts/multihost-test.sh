@@ -108,12 +108,16 @@ mpi_flags=(--hostfile "$dir/hostfile" --map-by node
            --mca pml ob1 --mca btl tcp,self
            --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet")
 layout=(--tp 2 --pp 2 --threads 1)
+# F32 activations on both sides: with BF16 activations (--matmul-precision auto on AMD Zen 4) the
+# row-parallel partial sums of TP change the last bit before the next BF16 rounding, which can
+# flip a near-tied greedy token, so one process and a TP job agree only to BF16 rounding there.
+exact=(--matmul-precision f32)
 # job WEFT_ARGS...: weft as one job of 4 ranks, mpirun on the first host.
 job() { on_host0 timeout -k 5 120 mpirun -np 4 "${mpi_flags[@]}" "$weft" "$@"; }
 
 # ---- 1. generate ----
 t=$(now)
-gen=(generate --model "$model" --prompt "And God said" --max-tokens 24 --temperature 0)
+gen=(generate --model "$model" "${exact[@]}" --prompt "And God said" --max-tokens 24 --temperature 0)
 timeout -k 5 60 "$weft" "${gen[@]}" --threads 1 >"$dir/generate_single.out" 2>"$dir/generate_single.log" ||
   fail "weft generate (one process) failed"
 job "${gen[@]}" "${layout[@]}" \
@@ -133,9 +137,9 @@ t=$(now)
 for i in 1 2 3 4; do
   printf '{"custom_id":"line-%d","method":"POST","url":"/v1/completions","body":{"prompt":"In the beginning %d","max_tokens":12,"temperature":0}}\n' "$i" "$i"
 done >"$dir/batch_in.jsonl"
-timeout -k 5 60 "$weft" batch --model "$model" --threads 1 --input "$dir/batch_in.jsonl" \
+timeout -k 5 60 "$weft" batch --model "$model" "${exact[@]}" --threads 1 --input "$dir/batch_in.jsonl" \
   --output "$dir/batch_single.jsonl" >"$dir/batch_single.log" 2>&1 || fail "weft batch (one process) failed"
-job batch --model "$model" \
+job batch --model "$model" "${exact[@]}" \
   "${layout[@]}" --input "$dir/batch_in.jsonl" --output "$dir/batch_job.jsonl" >"$dir/batch_job.log" 2>&1 ||
   fail "weft batch over 3 hosts failed"
 texts() {
@@ -168,7 +172,7 @@ complete() { in_gateway curl -s --max-time 60 "$1/v1/completions" -H 'content-ty
 text_of() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])["choices"][0]["text"])' "$1"; }
 
 # One process, in the gateway namespace on its own loopback.
-in_gateway timeout -k 5 120 "$weft" serve --model "$model" --served-model-name m --threads 1 \
+in_gateway timeout -k 5 120 "$weft" serve --model "$model" "${exact[@]}" --served-model-name m --threads 1 \
   --host 127.0.0.1 --port 8001 >"$dir/serve_single.log" 2>&1 &
 single_pid=$!
 wait_ready http://127.0.0.1:8001 || fail "the one-process server did not become ready"
@@ -177,7 +181,7 @@ kill -TERM $single_pid
 wait $single_pid
 
 server=http://$(addr_of 0):8000
-job serve --model "$model" \
+job serve --model "$model" "${exact[@]}" \
   --served-model-name m "${layout[@]}" --host "$(addr_of 0)" --port 8000 >"$dir/serve_job.log" 2>&1 &
 job_pid=$!
 wait_ready "$server" || fail "the job's server did not become ready"
