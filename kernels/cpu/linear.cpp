@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cassert>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -134,6 +135,25 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
     });
     return;
   }
+
+#if defined(__x86_64__)
+  if (w.dtype == DType::kBF16 && cpu::current_isa() == cpu::Isa::kAvx2) {
+    const int64_t row_floats = cpu::bf16_pairs_row_floats(k);
+    // Uninitialised: every element is written before it is read.
+    const auto x_pairs = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(m * row_floats));
+    pool.parallel_for(m, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        cpu::deinterleave_bf16_pairs(p.x + r * k, k, x_pairs.get() + r * row_floats);
+      }
+    });
+    const cpu::Bf16PairsLinearProblem bp{x_pairs.get(), p.x, static_cast<const uint16_t*>(w.data),
+                                         p.bias, p.y, m, n, k};
+    cpu::run_linear_tiles(m, n, k, 2 * k, pool, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+      cpu::linear_block_avx2_bf16(bp, i0, i1, j0, j1);
+    });
+    return;
+  }
+#endif
 
   void (*block)(const cpu::LinearProblem&, int64_t, int64_t, int64_t, int64_t) =
       cpu::linear_block_portable;
