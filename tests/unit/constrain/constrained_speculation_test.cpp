@@ -68,7 +68,9 @@ class ConstrainedSpeculationTest : public ::testing::Test {
     ASSERT_TRUE(compiled.ok());
     GrammarMatcher matcher(*compiled);
     EXPECT_EQ(matcher.accept_tokens(o.ids), o.ids.size()) << tokenizer_->decode(o.ids, false);
-    if (o.finish == FinishReason::kStop) EXPECT_TRUE(matcher.is_terminated()) << tokenizer_->decode(o.ids, false);
+    if (o.finish == FinishReason::kStop) {
+      EXPECT_TRUE(matcher.is_terminated()) << tokenizer_->decode(o.ids, false);
+    }
   }
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<GrammarCompiler> compiler_;
@@ -135,7 +137,9 @@ TEST_F(ConstrainedSpeculationTest, GreedyAndSeededOutputsAreThePlainOnesWithNgra
       for (size_t t = 0; t < o.logprobs.size(); ++t) {
         // (NaN: no logprobs asked for, argmax rows; both runs must agree on that too.)
         EXPECT_EQ(std::isnan(o.logprobs[t]), std::isnan(want.logprobs[t])) << t;
-        if (!std::isnan(want.logprobs[t])) EXPECT_NEAR(o.logprobs[t], want.logprobs[t], 2e-4) << t;
+        if (!std::isnan(want.logprobs[t])) {
+          EXPECT_NEAR(o.logprobs[t], want.logprobs[t], 2e-4) << t;
+        }
       }
       if (!bodies[key.first].is_null()) expect_accepted(bodies[key.first], o);
     }
