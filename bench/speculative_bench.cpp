@@ -2,12 +2,17 @@
 // and its draft (or --model / --draft-model), from real text (tests/golden/default_model/
 // heldout.txt, which neither model was trained on):
 //   text  : a verse's first words, continued for --max-tokens; draft-model speculation;
-//   copy  : a passage given twice, then its start: the model copies it; n-gram speculation.
+//   copy  : a passage given twice, then its start: the model copies it; n-gram speculation;
+//   json  : (with --json-schema FILE) output constrained by the schema, the prompt showing two
+//           records of it; n-gram speculation (the constrained sequences' guesses screened by
+//           the grammar, Engine::constrain_guesses). Requests end when the grammar is complete.
 // For each batch size and sampling (greedy; T = 0.8 top-p 0.95 without seeds) it prints plain
 // decoding's tokens/s, speculation's (adaptive, and fixed K for reference), the ratio, the
 // acceptance rate and the mean tokens per verifying sequence-step. Wall time covers the whole
 // run (prefill included; it is small next to the decode of --max-tokens tokens per request).
 //   speculative_bench [--batches 1,16,64] [--max-tokens 128] [--k 4] [--threads N] [--rounds R]
+//                     [--workloads text,copy,json] [--json-schema FILE]
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
@@ -18,6 +23,10 @@
 
 #include "engine/local_engine.h"
 #include "tokenizer/tokenizer.h"
+#ifdef WEFT_BENCH_CONSTRAIN
+#include "constrain/grammar_constraint.h"
+#include "nlohmann/json.hpp"
+#endif
 
 namespace weft {
 namespace {
@@ -32,6 +41,8 @@ struct Options {
   int k = 4;
   int threads = 0;
   int rounds = 2;
+  std::vector<std::string> workloads = {"text", "copy"};
+  std::filesystem::path json_schema;
 };
 
 std::vector<std::string> heldout_lines() {
@@ -54,10 +65,12 @@ struct Result {
   double tokens_per_s = 0;
   double acceptance = 0;
   double mean_length = 0;
+  double tokens_per_request = 0;
+  int64_t grammar_dropped = 0;  // guesses the grammar refused before the step
 };
 
 Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std::vector<std::vector<int32_t>>& prompts,
-           const SamplingParams& params) {
+           const SamplingParams& params, std::shared_ptr<const TokenConstraintSource> constraint = nullptr) {
   LocalEngineOptions options;
   options.model_dir = o.model;
   options.num_threads = o.threads;
@@ -74,6 +87,7 @@ Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std:
   }
   Engine& engine = (*local)->engine();
   double best = 0;
+  double tokens_per_request = 0;
   for (int round = 0; round < o.rounds; ++round) {
     for (const auto& prompt : prompts) {
       Request r;
@@ -81,6 +95,7 @@ Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std:
       r.params = params;
       r.params.max_tokens = o.max_tokens;
       r.params.ignore_eos = true;
+      r.constraint = constraint;
       if (!engine.add_request(r).ok()) std::exit(1);
     }
     int64_t tokens = 0;
@@ -94,6 +109,7 @@ Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std:
       for (const SequenceOutput& out : *outputs) tokens += static_cast<int64_t>(out.token_ids.size());
     }
     best = std::max(best, tokens / std::chrono::duration<double>(Clock::now() - start).count());
+    tokens_per_request = static_cast<double>(tokens) / static_cast<double>(prompts.size());
   }
   if (const SpeculationPolicy* policy = engine.speculation_policy(); policy && std::getenv("SPEC_DEBUG")) {
     const int b = static_cast<int>(prompts.size());
@@ -106,6 +122,8 @@ Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std:
   r.tokens_per_s = best;
   r.acceptance = engine.speculation_stats().acceptance_rate();
   r.mean_length = engine.speculation_stats().mean_accepted_length();
+  r.tokens_per_request = tokens_per_request;
+  r.grammar_dropped = engine.speculation_stats().num_grammar_dropped_tokens;
   return r;
 }
 
@@ -129,6 +147,18 @@ int main_impl(int argc, char** argv) {
       o.model = value;
     } else if (flag == "--draft-model") {
       o.draft = value;
+    } else if (flag == "--workloads") {
+      o.workloads.clear();
+      std::stringstream ss(value);
+      for (std::string w; std::getline(ss, w, ',');) {
+        if (w != "text" && w != "copy" && w != "json") {
+          std::fprintf(stderr, "speculative_bench: --workloads: unknown workload %s (text, copy, json)\n", w.c_str());
+          return 2;
+        }
+        o.workloads.push_back(w);
+      }
+    } else if (flag == "--json-schema") {
+      o.json_schema = value;
     } else {
       std::fprintf(stderr, "speculative_bench: unknown flag %s\n", flag.c_str());
       return 2;
@@ -139,6 +169,49 @@ int main_impl(int argc, char** argv) {
     std::fprintf(stderr, "speculative_bench: %s\n", std::string(tokenizer.status().message()).c_str());
     return 1;
   }
+  const bool wants_json = std::find(o.workloads.begin(), o.workloads.end(), "json") != o.workloads.end();
+  if (wants_json != !o.json_schema.empty()) {
+    std::fprintf(stderr, "speculative_bench: the json workload and --json-schema FILE go together\n");
+    return 2;
+  }
+  std::shared_ptr<const TokenConstraintSource> json_constraint;
+  std::string json_example;  // two records of the schema, shown in the json workload's prompts
+  if (wants_json) {
+#ifdef WEFT_BENCH_CONSTRAIN
+    std::ifstream in(o.json_schema);
+    nlohmann::json schema = nlohmann::json::parse(in, nullptr, false);
+    if (schema.is_discarded() || !schema.is_object()) {
+      std::fprintf(stderr, "speculative_bench: --json-schema: %s is not a JSON object\n", o.json_schema.c_str());
+      return 2;
+    }
+    if (schema.contains("examples") && schema["examples"].is_array()) json_example = schema["examples"].dump();
+    // The model's logits width and stop ids, as the engine sees them.
+    LocalEngineOptions probe;
+    probe.model_dir = o.model;
+    probe.num_threads = 1;
+    probe.kv.memory_bytes = 8ll << 20;
+    auto local = LocalEngine::create(probe);
+    if (!local.ok()) {
+      std::fprintf(stderr, "speculative_bench: %s\n", std::string(local.status().message()).c_str());
+      return 1;
+    }
+    const EngineConfig& config = (*local)->engine().config();
+    auto compiler = model_grammar_compiler(**tokenizer, config.vocab_size, config.eos_token_ids);
+    if (!compiler.ok()) {
+      std::fprintf(stderr, "speculative_bench: %s\n", std::string(compiler.status().message()).c_str());
+      return 1;
+    }
+    auto c = request_constraint(nlohmann::json{{"guided_json", schema}}, **compiler);
+    if (!c.ok()) {
+      std::fprintf(stderr, "speculative_bench: --json-schema: %s\n", std::string(c.status().message()).c_str());
+      return 2;
+    }
+    json_constraint = *c;
+#else
+    std::fprintf(stderr, "speculative_bench: --json-schema: built without src/constrain (xgrammar)\n");
+    return 2;
+#endif
+  }
   const std::vector<std::string> lines = heldout_lines();
   SamplingParams greedy;
   greedy.temperature = 0;
@@ -147,28 +220,33 @@ int main_impl(int argc, char** argv) {
   sampled.top_p = 0.95f;
   std::printf("model %s, draft %s, K = %d, %d tokens per request, best of %d rounds\n", o.model.c_str(),
               o.draft.c_str(), o.k, o.max_tokens, o.rounds);
-  std::printf("%-5s %-6s %-8s %-10s %-12s %-12s %-7s %-12s %-7s %-8s %s\n", "work", "batch", "sampling", "proposer",
-              "plain tok/s", "spec tok/s", "ratio", "fixed-K tok/s", "ratio", "accept", "mean length");
-  for (const char* workload : {"text", "copy"}) {
-    const bool copy = std::string(workload) == "copy";
+  std::printf("%-5s %-6s %-8s %-10s %-12s %-12s %-7s %-12s %-7s %-8s %-12s %-9s %s\n", "work", "batch", "sampling",
+              "proposer", "plain tok/s", "spec tok/s", "ratio", "fixed-K tok/s", "ratio", "accept", "mean length",
+              "tok/req", "dropped");
+  for (const std::string& workload : o.workloads) {
+    const bool json = workload == "json";
+    const bool copy = workload == "copy" || json;
     for (int batch : o.batches) {
       std::vector<std::vector<int32_t>> prompts;
       for (int b = 0; b < batch; ++b) {
         const std::string& line = lines[(b * 7) % lines.size()];
         const std::string passage = line + "\n" + lines[(b * 7 + 1) % lines.size()];
-        const std::string text = copy ? passage + "\n" + passage + "\n" + first_words(line, 4)
-                                      : first_words(line, 6);
+        const std::string text = json   ? "Records as JSON: " + json_example + "\nThe records of \"" + first_words(line, 6) + "\":\n"
+                                 : copy ? passage + "\n" + passage + "\n" + first_words(line, 4)
+                                        : first_words(line, 6);
         prompts.push_back(*(*tokenizer)->encode(text, true));
       }
       for (const SamplingParams* p : {&greedy, &sampled}) {
         const SpeculativeMethod method = copy ? SpeculativeMethod::kNgram : SpeculativeMethod::kDraftModel;
-        const Result plain = run(o, SpeculativeMethod::kNone, false, prompts, *p);
-        const Result spec = run(o, method, true, prompts, *p);
-        const Result fixed = run(o, method, false, prompts, *p);
-        std::printf("%-5s %-6d %-8s %-10s %-12.1f %-12.1f %-7.2f %-13.1f %-7.2f %-8.3f %.2f\n", workload, batch,
-                    p->is_greedy() ? "greedy" : "T=0.8", copy ? "ngram" : "draft", plain.tokens_per_s,
-                    spec.tokens_per_s, spec.tokens_per_s / plain.tokens_per_s, fixed.tokens_per_s,
-                    fixed.tokens_per_s / plain.tokens_per_s, fixed.acceptance, fixed.mean_length);
+        const auto constraint = json ? json_constraint : nullptr;
+        const Result plain = run(o, SpeculativeMethod::kNone, false, prompts, *p, constraint);
+        const Result spec = run(o, method, true, prompts, *p, constraint);
+        const Result fixed = run(o, method, false, prompts, *p, constraint);
+        std::printf("%-5s %-6d %-8s %-10s %-12.1f %-12.1f %-7.2f %-13.1f %-7.2f %-8.3f %-12.2f %-9.1f %lld\n",
+                    workload.c_str(), batch, p->is_greedy() ? "greedy" : "T=0.8", copy ? "ngram" : "draft",
+                    plain.tokens_per_s, spec.tokens_per_s, spec.tokens_per_s / plain.tokens_per_s, fixed.tokens_per_s,
+                    fixed.tokens_per_s / plain.tokens_per_s, fixed.acceptance, fixed.mean_length,
+                    fixed.tokens_per_request, static_cast<long long>(fixed.grammar_dropped));
         std::fflush(stdout);
       }
     }

@@ -252,8 +252,10 @@ void Engine::prefetch_masks(const StepPlan& plan) {
     if (!mask_prefetcher_) mask_prefetcher_ = std::make_unique<MaskPrefetcher>(mask_words(config_.vocab_size));
     mask_prefetcher_->start(seq_id, info.constraint_version, info.constraint.get());
   };
-  // The chunks step() samples from once the output arrives (see there): a speculating chunk's
-  // sequence has no constraint, and a prefill-only request samples nothing.
+  // The chunks step() samples from once the output arrives (see there). A speculating chunk's
+  // masks were filled with its guesses (constrain_guesses): the prefetcher fills one state per
+  // sequence, and which state follows depends on how many guesses stand. A prefill-only request
+  // samples nothing.
   for (const PlannedChunk& chunk : plan.chunks) {
     const Sequence* seq = scheduler_.find(chunk.seq_id);
     if (seq == nullptr || chunk.logits == LogitsWanted::kNone || chunk.num_draft_tokens > 0 ||
@@ -336,12 +338,12 @@ absl::Status Engine::add_proposals(InFlight& step) {
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const PlannedChunk& chunk = plan.chunks[i];
     const Sequence* seq = scheduler_.find(chunk.seq_id);
-    // Constrained sequences do not speculate (yet): each guess would need the mask of the state
-    // after the guesses before it. Nor do sequences with bans at their next position (the first
-    // row's mask); with none there, their guesses are screened like any token.
+    // Constrained sequences speculate with their guesses screened by the grammar
+    // (constrain_guesses). Sequences with bans at their next position do not (the first row's
+    // mask would combine bans and grammar per guess state); with none there, their guesses are
+    // screened like any token.
     if (seq != nullptr && chunk.token_ids.size() == 1 && chunk.logits == LogitsWanted::kLast &&
-        !seq->is_prefilling() && !seq->output_ids.empty() && !sequences_.at(seq->id).constraint &&
-        bans_at_next(*seq) == nullptr) {
+        !seq->is_prefilling() && !seq->output_ids.empty() && bans_at_next(*seq) == nullptr) {
       decoding.push_back(i);
     }
   }
@@ -384,7 +386,7 @@ absl::Status Engine::add_proposals(InFlight& step) {
                                             " proposals for ", requests.size(), " sequences"));
   }
   for (size_t r = 0; r < requests.size(); ++r) {
-    Proposal& p = proposals[r];
+    const Proposal& p = proposals[r];
     if (p.tokens.empty()) continue;
     const bool bad_ids = std::any_of(p.tokens.begin(), p.tokens.end(),
                                      [&](int32_t t) { return t < 0 || t >= config_.vocab_size; });
@@ -393,8 +395,17 @@ absl::Status Engine::add_proposals(InFlight& step) {
       return absl::InternalError(absl::StrCat("proposer ", std::string(proposer_->name()), ": a malformed proposal for sequence ",
                                               requests[r].seq_id));
     }
+  }
+  std::map<int64_t, GuessMasks> masks;
+  WEFT_RETURN_IF_ERROR(constrain_guesses(requests, proposals, masks));
+  for (size_t r = 0; r < requests.size(); ++r) {
+    Proposal& p = proposals[r];
+    if (p.tokens.empty()) continue;  // (perhaps cut to nothing by the grammar: decodes plainly)
     if (scheduler_.add_draft_tokens(plan.chunks[chunk_of[r]], p.tokens)) {
       step.proposals[requests[r].seq_id] = std::move(p);
+      if (auto m = masks.find(requests[r].seq_id); m != masks.end()) {
+        step.guess_masks[requests[r].seq_id] = std::move(m->second);
+      }
     }
   }
   return absl::OkStatus();
@@ -440,12 +451,17 @@ absl::StatusOr<std::vector<Engine::Emission>> Engine::verify(const InFlight& ste
     const std::span<const int32_t> guesses = guesses_of(chunk);
     Rows& into = step.proposals.at(chunk.seq_id).q.empty() ? point : drawn;
     into.chunks.push_back(c);
+    const auto masks = step.guess_masks.find(chunk.seq_id);  // a constrained sequence's rows
+    const int32_t words = mask_words(config_.vocab_size);
     for (size_t j = 0; j <= guesses.size(); ++j) {
       const int64_t row = first_rows[c] + static_cast<int64_t>(j);
       into.rows.push_back(row);
       SequenceSamplingState state = sampling_state(seq, guesses.first(j), storage.emplace_back());
       if (!output.logits.defined() && !output.candidates.logsumexp.empty()) {
         state.raw_logsumexp = output.candidates.logsumexp[row];
+      }
+      if (masks != step.guess_masks.end() && masks->second.restricted[j]) {
+        state.allowed = std::span<const uint32_t>(masks->second.words.data() + j * words, words);
       }
       into.states.push_back(state);
     }
@@ -654,6 +670,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       spec_stats_.num_accepted_tokens += accepted;
       spec_stats_.num_emitted_tokens += accepted + 1;
       for (int64_t j = 0; j < accepted; ++j) ++spec_stats_.accepted_per_position[j];
+      if (step.guess_masks.count(spec_chunks[c]->seq_id)) {
+        ++spec_stats_.num_constrained_drafts;
+        spec_stats_.num_constrained_draft_tokens += spec_chunks[c]->num_draft_tokens;
+        spec_stats_.num_constrained_accepted_tokens += accepted;
+      }
       emissions.push_back(std::move(verified[c]));
     }
   }

@@ -16,6 +16,13 @@
 // decoding and sampled output follows the target's distribution exactly. A sequence may then
 // produce several tokens in one step.
 //
+// Constrained sequences (a grammar, TokenConstraint) speculate too: before the step their
+// guesses are run through the grammar (accept, then rollback), the proposal is cut at the first
+// guess it refuses, and the masks of the states after each kept guess are filled for the rows
+// that verify them (constrain_guesses), so row j is sampled under the mask plain decoding would
+// have there. Their masks are not prefetched (MaskPrefetcher fills one state per sequence); a
+// constrained sequence whose proposal comes back empty is prefetched as usual.
+//
 // Prompt logprobs (Request::prompt_logprobs): the request's prefill chunks want every row
 // (Scheduler::set_return_all_logits, so its prompt skips the prefix cache: cached tokens have no
 // logits), and when its prompt is done the engine puts every prompt token's raw logprob given the
@@ -46,6 +53,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -108,6 +116,13 @@ struct SpeculationStats {
   std::vector<int64_t> accepted_per_position;  // [j]: guesses accepted at position j (0-based)
   int64_t num_steps = 0;            // steps planned while speculation was enabled
   int64_t num_steps_speculating = 0;  // ... in which the policy chose k > 0
+  // Of the above, the sequences with a grammar (TokenConstraint): their sequence-steps that
+  // verified guesses, the guesses verified and accepted, and the guesses the grammar refused
+  // before the step (dropped from the proposal, never run through the target).
+  int64_t num_constrained_drafts = 0;
+  int64_t num_constrained_draft_tokens = 0;
+  int64_t num_constrained_accepted_tokens = 0;
+  int64_t num_grammar_dropped_tokens = 0;
   double acceptance_rate() const {
     return num_draft_tokens > 0 ? static_cast<double>(num_accepted_tokens) / num_draft_tokens : 0.0;
   }
@@ -269,16 +284,33 @@ class Engine {
   // whole row: diagnostics (weft inspect), logit_bias, penalties, pending min_tokens (eos
   // suppression), sampling without top_k, or a chunk that wants every token's logits.
   void choose_sampling_output(StepPlan& plan) const;
+  // The grammar masks of a constrained sequence's verified rows: row j (of guesses + 1) is the
+  // mask after the sequence's output and guesses 1..j, filled when the guesses were screened
+  // (engine_guess_masks.cpp). restricted[j] == 0: row j is not masked (the grammar allows every
+  // token there, or the row follows a drawn guess the grammar refused and is never drawn from).
+  struct GuessMasks {
+    std::vector<uint32_t> words;  // rows x mask_words(vocab)
+    std::vector<char> restricted;
+  };
   // A planned step, with the guesses its chunks carry (by sequence) and the k it was planned with.
   struct InFlight {
     StepPlan plan;
     std::map<int64_t, Proposal> proposals;
+    std::map<int64_t, GuessMasks> guess_masks;  // the constrained sequences among `proposals`
     int k = 0;
     int num_decoding = 0;      // chunks that decode (one known token each)
     bool decode_only = false;  // no prefill in the plan: the policy may learn from its time
   };
   // Asks the proposer for guesses after the plan's decoding sequences and appends them.
   absl::Status add_proposals(InFlight& step);
+  // Screens the guesses of constrained sequences by their grammar (engine_guess_masks.cpp):
+  // each proposal is cut at its first guess the grammar refuses -- before it when the guesses
+  // are point masses, after it when they were drawn from q (rejection sampling must see the
+  // refusal: p(d) = 0 there, and the token emitted is the residual's draw, not p's) -- and the
+  // masks of the rows that verify the rest go into `masks`. The constraints end in the state they
+  // began in (accept, then rollback); emit() advances them over what is accepted.
+  absl::Status constrain_guesses(std::span<const ProposalRequest> requests, std::vector<Proposal>& proposals,
+                                 std::map<int64_t, GuessMasks>& masks);
   // What one sequence emitted in a step: its tokens in order and their sampling results.
   struct Emission {
     int64_t seq_id = 0;
