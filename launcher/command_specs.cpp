@@ -153,6 +153,9 @@ std::vector<CommandSpec> make_specs() {
            {"api-key", "KEY",
             "require 'Authorization: Bearer KEY' on /v1/*, /tokenize, /detokenize"},
            {"max-waiting", "N", "waiting requests before 429 (default 1024; 0 unbounded)"},
+           {"enable-debug-reports", "",
+            "accept \"weft_debug\": true (the weft inspect report of a request; refused "
+            "otherwise)"},
            {"served-model-name", "NAME",
             "the model name clients send (default: the model directory's name)"},
            {"grpc-port", "P", "also serve weft.serving.Generation over gRPC (0 picks a free port)"},

@@ -15,8 +15,8 @@
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "launcher/engine_session.h"
-#include "launcher/inspect_html.h"
-#include "launcher/inspect_report.h"
+#include "debug_report/inspect_html.h"
+#include "debug_report/inspect_report.h"
 #include "launcher/request_flags.h"
 #include "launcher/sampling_flags.h"
 
@@ -120,7 +120,16 @@ int inspect(EngineSession& session, const CliArgs& cli, const PromptInput& promp
   r["world_size"] = session.world_size();
   r["prompt"] = {{"text", tokenizer != nullptr ? ReportJson(prompt.text) : ReportJson(nullptr)},
                  {"tokens", token_list_json(prompt.ids, tokenizer)}};
-  r["sampling"] = sampling_json(cli, session.model().generation, params, eos_ids);
+  const GenerationConfig& generation = session.model().generation;
+  const bool file_used = cli.get_or("generation-config", "auto") != "none";
+  // A parameter's source: its flag, else generation_config.json's field when used and set.
+  auto source_of = [&](const std::string& field) {
+    std::string flag = field == "seed" ? "request-seed" : field;
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    if (cli.has(flag)) return "request (--" + flag + ")";
+    return default_sampling_source(field, generation, file_used);
+  };
+  r["sampling"] = sampling_json(params, source_of, generation, eos_ids);
   r["steps"] = std::move(steps);
   r["output_ids"] = output_ids;
   if (tokenizer != nullptr) r["text"] = text;

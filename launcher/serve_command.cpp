@@ -92,6 +92,9 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   auto sampling_defaults = model_sampling_defaults(cli, session.model().generation);
   if (!sampling_defaults.ok()) return fail(sampling_defaults.status());
   model.sampling_defaults = *sampling_defaults;
+  model.generation = session.model().generation;
+  model.generation_config_used = cli.get_or("generation-config", "auto") != "none";
+  model.eos_token_ids = session.engine().config().eos_token_ids;
   model.tokenizer = tokenizer;
   // No template at all leaves /v1/chat/completions refusing requests; a bad choice ends here.
   auto tmpl = chat_template_from_flags(cli, *tokenizer, ChatTemplateNeed::kOptional);
@@ -121,6 +124,7 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   http_options.http.port = port;
   http_options.http.max_connections = max_connections;
   http_options.api_key = cli.get_or("api-key", "");
+  http_options.enable_debug_reports = cli.has("enable-debug-reports");
   OpenAiServer http(http_options, engine, model, metrics);
   if (auto s = http.listen(); !s.ok()) return fail(s);
   std::cerr << "weft serve: model " << model.name << " (max_model_len " << model.max_model_len << ", "

@@ -134,6 +134,12 @@ absl::StatusOr<Prepared> prepare(const BatchLine& line, const BatchPromptEncoder
   if (auto echo = body.find("echo"); echo != body.end() && !echo->is_null() && *echo != false) {
     return absl::InvalidArgumentError("body.echo: not supported by weft batch (weft serve supports it)");
   }
+  // weft serve's debugging report (served_debug_report.h) has no place in a batch output record.
+  if (auto debug = body.find("weft_debug"); debug != body.end() && !debug->is_null() && *debug != false) {
+    return absl::InvalidArgumentError(
+        "body.weft_debug: not supported by weft batch (weft serve --enable-debug-reports or weft inspect make the "
+        "report)");
+  }
   // Prompts are encoded with their API's default (completions: special tokens added; chat: the
   // template writes them), which weft serve lets a request change.
   if (auto add = body.find("add_special_tokens"); add != body.end() && !add->is_null() && *add != !chat) {

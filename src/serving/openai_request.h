@@ -49,6 +49,7 @@
 
 #include "absl/status/status.h"
 #include "engine/engine.h"
+#include "model/model_config.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/chat_template/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -69,6 +70,11 @@ struct ServedModel {
   // What a request's absent sampling fields take: generation_config.json's values over weft's
   // defaults (engine/generation_defaults.h). Chat without max_tokens still runs to the context end.
   SamplingParams sampling_defaults;
+  // Where sampling_defaults came from, for "weft_debug" reports: generation_config.json (when
+  // generation_config_used: --generation-config auto) and the ids the engine stops on.
+  GenerationConfig generation;
+  bool generation_config_used = false;
+  std::vector<int32_t> eos_token_ids;
   // Compiles the grammars of constrained requests (response_format, structured_outputs,
   // guided_*); null: such requests are refused (a build without src/constrain).
   std::shared_ptr<GrammarCompiler> grammars;

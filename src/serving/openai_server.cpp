@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "debug_report/inspect_html.h"
 #include "serving/openai_response.h"
 
 namespace weft {
@@ -64,6 +65,7 @@ struct OpenAiServer::Active {
   bool include_usage = false;
   bool headers_sent = false;
   bool echo_only = false;  // nothing was submitted: the reply is the echo
+  std::unique_ptr<ServedDebugReport> debug;  // "weft_debug": true
 };
 
 OpenAiServer::OpenAiServer(OpenAiServerOptions options, AsyncEngine& engine, ServedModel model,
@@ -72,6 +74,7 @@ OpenAiServer::OpenAiServer(OpenAiServerOptions options, AsyncEngine& engine, Ser
       engine_(engine),
       model_(std::move(model)),
       metrics_(metrics),
+      debug_reports_(options_.debug_report_capacity),
       http_(options_.http, [this](ConnectionId conn, HttpRequest request) { handle(conn, std::move(request)); }),
       workers_(std::make_unique<TaskQueue>(options_.num_workers)) {}
 
@@ -156,6 +159,9 @@ void OpenAiServer::handle(ConnectionId conn, HttpRequest request) {
     if (!post) return method_not_allowed();
     const ApiKind kind = path == "/v1/completions" ? ApiKind::kCompletion : ApiKind::kChat;
     handle_generation(conn, std::move(request), kind);
+  } else if (path.rfind("/v1/debug/reports/", 0) == 0) {
+    if (!get) return method_not_allowed();
+    handle_debug_report_route(conn, request);
   } else if (path == "/tokenize" || path == "/detokenize") {
     if (!post) return method_not_allowed();
     handle_tokenizer_route(conn, std::move(request));
@@ -166,6 +172,27 @@ void OpenAiServer::handle(ConnectionId conn, HttpRequest request) {
     e.message = absl::StrCat("no route for ", request.method, " ", path);
     send_error(conn, e);
   }
+}
+
+void OpenAiServer::handle_debug_report_route(ConnectionId conn, const HttpRequest& request) {
+  ApiError e;
+  e.status = 404;
+  e.type = "not_found_error";
+  if (!options_.enable_debug_reports) {
+    e.message = "debugging reports are off on this server (start weft serve with --enable-debug-reports)";
+    return send_error(conn, e);
+  }
+  std::string id = percent_decoded(std::string_view(request.path).substr(std::string_view("/v1/debug/reports/").size()));
+  const bool as_json = id.size() > 5 && id.substr(id.size() - 5) == ".json";
+  if (as_json) id.resize(id.size() - 5);
+  const auto report = debug_reports_.get(id);
+  if (!report) {
+    e.message = absl::StrCat("no debugging report for '", id, "' (the server keeps the last ",
+                             debug_reports_.capacity(), ")");
+    return send_error(conn, e);
+  }
+  if (as_json) return send_json(conn, 200, report->json);
+  http_.respond(conn, 200, {{"Content-Type", "text/html; charset=utf-8"}}, report->html);
 }
 
 void OpenAiServer::handle_tokenizer_route(ConnectionId conn, HttpRequest request) {
@@ -219,20 +246,38 @@ void OpenAiServer::handle_generation(ConnectionId conn, HttpRequest request, Api
   auto shared = std::make_shared<HttpRequest>(std::move(request));
   workers_->run([this, conn, kind, shared]() mutable {
     auto result = std::make_shared<std::variant<GenerationRequest, ApiError>>(ApiError{});
+    auto debug_sampling = std::make_shared<std::optional<ReportJson>>();
     auto body = parse_json_body(shared->body);
     if (auto* e = std::get_if<ApiError>(&body)) {
       *result = std::move(*e);
     } else {
-      const auto tools = tools_in_order(shared->body);
-      *result = parse_generation_request(std::get<json>(body), kind, model_, tools ? &*tools : nullptr);
+      json& fields = std::get<json>(body);
+      auto debug = take_weft_debug_field(fields, options_.enable_debug_reports);
+      if (auto* e = std::get_if<ApiError>(&debug)) {
+        *result = std::move(*e);
+      } else {
+        const auto tools = tools_in_order(shared->body);
+        *result = parse_generation_request(fields, kind, model_, tools ? &*tools : nullptr);
+        auto* req = std::get_if<GenerationRequest>(&*result);
+        if (req != nullptr && std::get<bool>(debug)) {
+          if (auto refused = prepare_debug_request(*req)) {
+            *result = std::move(*refused);
+          } else {
+            *debug_sampling = served_sampling_json(fields, kind, req->prompts.front().engine_request.params, model_);
+          }
+        }
+      }
     }
     shared.reset();  // the body is no longer needed; free it on this thread
-    http_.post([this, conn, kind, result] { start_generation(conn, kind, std::move(*result)); });
+    http_.post([this, conn, kind, result, debug_sampling] {
+      start_generation(conn, kind, std::move(*result), std::move(*debug_sampling));
+    });
   });
 }
 
 void OpenAiServer::start_generation(ConnectionId conn, ApiKind kind,
-                                    std::variant<GenerationRequest, ApiError> parsed) {
+                                    std::variant<GenerationRequest, ApiError> parsed,
+                                    std::optional<ReportJson> debug_sampling) {
   auto refuse = [&](const ApiError& e) {
     --in_flight_;
     send_error(conn, e);
@@ -253,6 +298,10 @@ void OpenAiServer::start_generation(ConnectionId conn, ApiKind kind,
   for (GenerationPrompt& p : req.prompts) {
     prompt_tokens += static_cast<int64_t>(p.engine_request.prompt_ids.size());
     for (int i = 0; i < a->n; ++i) echo.push_back(p.echo);
+  }
+  if (debug_sampling) {
+    a->debug = std::make_unique<ServedDebugReport>(model_, req.prompts.front().engine_request,
+                                                   *std::move(debug_sampling));
   }
   if (req.generate) {
     for (GenerationPrompt& p : req.prompts) {
@@ -369,7 +418,22 @@ void OpenAiServer::pump(ConnectionId conn) {
     return;
   }
   a.builder->add_events(events);
-  if (finished) {
+  if (a.debug) {
+    const EngineGauges gauges = engine_.gauges();
+    for (const StreamEvent& e : events) a.debug->add(e, gauges);
+  }
+  if (finished && a.debug) {
+    // The report rides in the response and stays fetchable (its page too) by the response id.
+    json response = json::parse(a.builder->full_response());
+    const ReportJson report = a.debug->finish(a.builder->id(), engine_.gauges());
+    // Bytes that are not UTF-8 (a piece may be part of a character) replaced, never thrown on.
+    const std::string report_text = report.dump(-1, ' ', false, json::error_handler_t::replace);
+    const ReportJson clean = ReportJson::parse(report_text);
+    debug_reports_.put(a.builder->id(), {report_text, render_inspect_html(clean)});
+    response["weft_debug"] = json::parse(report_text);
+    send_json(conn, 200, dump(response));
+    finish(conn, a.builder->finish_reason());
+  } else if (finished) {
     send_json(conn, 200, a.builder->full_response());
     finish(conn, a.builder->finish_reason());
   }

@@ -6,6 +6,11 @@
 //   GET  /health    200 while the engine works (500 after an engine failure)
 //   GET  /ready     200 when the model is loaded, the engine healthy and not draining; else 503
 //   GET  /metrics   Prometheus text (metrics.h)
+//   GET  /v1/debug/reports/{response id}        the HTML page of a "weft_debug" request's report
+//   GET  /v1/debug/reports/{response id}.json   its JSON (as the response's "weft_debug" member)
+//        (with enable_debug_reports; the last `debug_report_capacity` reports; else 404)
+// "weft_debug": true (served_debug_report.h): the non-streamed response carries the report as
+// its "weft_debug" member; refused (400) unless enable_debug_reports.
 // With an api key, /v1/* and /tokenize, /detokenize need "Authorization: Bearer <key>" (401).
 // Full waiting queue: 429 with Retry-After; draining or a stopped engine: 503 with Retry-After.
 // An engine failure after a request was admitted (a step error: say, a rank died) ends it with a
@@ -25,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -33,7 +39,9 @@
 #include "engine/async_engine.h"
 #include "serving/http_server.h"
 #include "serving/metrics.h"
+#include "debug_report/report_store.h"
 #include "serving/openai_request.h"
+#include "serving/served_debug_report.h"
 #include "serving/task_queue.h"
 
 namespace weft {
@@ -43,6 +51,8 @@ struct OpenAiServerOptions {
   std::string api_key;  // empty: no authentication
   int retry_after_seconds = 1;
   int num_workers = 2;  // threads for body parsing and tokenization (at least 1)
+  bool enable_debug_reports = false;  // accept "weft_debug": true (--enable-debug-reports)
+  size_t debug_report_capacity = 64;  // reports kept for GET /v1/debug/reports/{id}
 };
 
 class OpenAiServer {
@@ -69,7 +79,10 @@ class OpenAiServer {
   void handle(ConnectionId conn, HttpRequest request);
   // Loop thread: hands the body to a worker, which parses it and posts start_generation().
   void handle_generation(ConnectionId conn, HttpRequest request, ApiKind kind);
-  void start_generation(ConnectionId conn, ApiKind kind, std::variant<GenerationRequest, ApiError> parsed);
+  // `debug_sampling`: the report's sampling section when the request carries "weft_debug": true.
+  void start_generation(ConnectionId conn, ApiKind kind, std::variant<GenerationRequest, ApiError> parsed,
+                        std::optional<ReportJson> debug_sampling);
+  void handle_debug_report_route(ConnectionId conn, const HttpRequest& request);
   void handle_tokenizer_route(ConnectionId conn, HttpRequest request);
   void pump(ConnectionId conn);
   void finish(ConnectionId conn, std::string_view reason);
@@ -82,6 +95,7 @@ class OpenAiServer {
   AsyncEngine& engine_;
   ServedModel model_;
   ServingMetrics& metrics_;
+  DebugReportStore debug_reports_;  // "weft_debug" reports by response id
   HttpServer http_;
   std::atomic<bool> draining_{false};
   std::atomic<int> in_flight_{0};

@@ -110,3 +110,12 @@ if(Python3_Interpreter_FOUND)
                    --eos-model ${PROJECT_SOURCE_DIR}/tests/golden/models/llama_gqa)
   set_tests_properties(e2e_inspect PROPERTIES LABELS e2e TIMEOUT 600)
 endif()
+
+if(Python3_Interpreter_FOUND)
+  # "weft_debug": true on weft serve: the report against tokenize and the response's logprobs, the
+  # stop kinds, the refusals (reports off, no key, stream, n 2) and the HTML page endpoint.
+  add_test(NAME e2e_serve_debug_report
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_serve_debug_report.py
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+  set_tests_properties(e2e_serve_debug_report PROPERTIES LABELS e2e TIMEOUT 300)
+endif()

@@ -306,6 +306,8 @@ TEST_F(TextGenerationTest, BatchRecordsEveryBadLineAndCompletesTheRest) {
       << R"("continue_final_message":true,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"Hel"}]}})"
       << "\n";
     f << R"({"custom_id":"echo",)" << chat << R"("echo":true,"messages":[{"role":"user","content":"hi"}]}})" << "\n";
+    f << R"({"custom_id":"debug",)" << chat << R"("weft_debug":true,"messages":[{"role":"user","content":"hi"}]}})"
+      << "\n";
     f << R"({"custom_id":"both-ends",)" << chat
       << R"("continue_final_message":true,"add_generation_prompt":true,"messages":[{"role":"user","content":"hi"}]}})"
       << "\n";
@@ -346,6 +348,8 @@ TEST_F(TextGenerationTest, BatchRecordsEveryBadLineAndCompletesTheRest) {
             std::string::npos) << err["image"];
   EXPECT_EQ(out.count("prefill"), 1u) << err["prefill"];
   EXPECT_NE(err["echo"]["error"]["message"].get<std::string>().find("body.echo"), std::string::npos) << err["echo"];
+  EXPECT_NE(err["debug"]["error"]["message"].get<std::string>().find("body.weft_debug"), std::string::npos)
+      << err["debug"];
   EXPECT_NE(err["both-ends"]["error"]["message"].get<std::string>().find("body.continue_final_message"),
             std::string::npos) << err["both-ends"];
 

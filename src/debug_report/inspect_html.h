@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "launcher/inspect_report.h"
+#include "debug_report/inspect_report.h"
 
 namespace weft {
 

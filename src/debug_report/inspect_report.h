@@ -1,4 +1,5 @@
-// The data of a weft inspect report (JSON), gathered piece by piece while one request runs:
+// The data of a debugging report (JSON) of one generation, gathered piece by piece while the
+// request runs (weft inspect, and weft serve for a request with "weft_debug": true):
 // the prompt's tokens, the effective sampling parameters and where each came from, every
 // generated step's choice against the raw distribution, the stop condition, the KV blocks and the
 // process's memory, and the attention weights the engine's kernels recorded. The HTML page
@@ -6,16 +7,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "engine/engine.h"
-#include "launcher/cli_args.h"
-#include "launcher/prompt_input.h"
 #include "model/layers/attention_probe.h"
 #include "model/model_config.h"
 #include "nlohmann/json.hpp"
 #include "sampling/sampling_params.h"
+#include "tokenizer/tokenizer.h"
 
 namespace weft {
 
@@ -25,11 +26,23 @@ using ReportJson = nlohmann::ordered_json;
 // byte_fallback, offset (where its bytes start in the concatenated pieces).
 ReportJson token_list_json(const std::vector<int32_t>& ids, const Tokenizer* tokenizer);
 
-// Each effective parameter with its source: "request" (a CLI flag), "generation_config.json"
-// (--generation-config auto and the file sets it) or "weft default". `eos_ids`: what the engine
-// stops on.
-ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation,
-                         const SamplingParams& params, const std::vector<int32_t>& eos_ids);
+// Where one effective sampling parameter came from, asked by its report field name
+// ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
+// "frequency_penalty", "max_tokens", "min_tokens", "stop", "stop_token_ids", "ignore_eos",
+// "logprobs", "seed"): e.g. "request (--top-p)", "generation_config.json (top_p)", "weft default".
+using SamplingSourceOf = std::function<std::string(const std::string& field)>;
+
+// The source of a parameter the request did not set: generation_config.json's field when the
+// defaults come from the file (`file_used`) and it sets the field, else "weft default". Only
+// temperature, top_p, top_k, min_p, repetition_penalty and max_tokens (max_new_tokens) can come
+// from the file (engine/generation_defaults.h).
+std::string default_sampling_source(const std::string& field, const GenerationConfig& generation,
+                                    bool file_used);
+
+// Each effective parameter with its source (`source_of`; seed without a value: the engine's).
+// `eos_ids`: what the engine stops on, from generation_config.json when it names any.
+ReportJson sampling_json(const SamplingParams& params, const SamplingSourceOf& source_of,
+                         const GenerationConfig& generation, const std::vector<int32_t>& eos_ids);
 
 // One generated step: the chosen token with its raw probability, rank and the row's entropy
 // (SampleResult::diagnostics), the raw top alternatives, the probability it was drawn with, and

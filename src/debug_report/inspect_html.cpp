@@ -1,4 +1,4 @@
-#include "launcher/inspect_html.h"
+#include "debug_report/inspect_html.h"
 
 #include <algorithm>
 #include <cmath>
@@ -172,7 +172,10 @@ void attention_section(std::ostringstream& o, const ReportJson& attention,
                        const ReportJson& context) {
   o << "<h2>Attention</h2>";
   if (attention.is_null() || attention["maps"].empty()) {
-    o << "<p class=note>No attention recorded (--attention-layers none).</p>";
+    const std::string why = attention.is_object() && attention.contains("note")
+                                ? attention["note"].get<std::string>()
+                                : "--attention-layers none";
+    o << "<p class=note>No attention recorded (" << html_escape(why) << ").</p>";
     return;
   }
   o << "<p class=note>Softmax weights from weft's own attention kernel: row i is the query that "

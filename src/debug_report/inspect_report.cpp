@@ -1,4 +1,4 @@
-#include "launcher/inspect_report.h"
+#include "debug_report/inspect_report.h"
 
 #include <sys/resource.h>
 
@@ -49,39 +49,41 @@ ReportJson token_list_json(const std::vector<int32_t>& ids, const Tokenizer* tok
   return out;
 }
 
-ReportJson sampling_json(const CliArgs& cli, const GenerationConfig& generation,
-                         const SamplingParams& p, const std::vector<int32_t>& eos_ids) {
-  const bool from_file = cli.get_or("generation-config", "auto") != "none";
-  // A parameter's source: its flag, else generation_config.json's field when used and set.
-  auto source = [&](const char* flag, bool file_sets, const char* file_field) -> std::string {
-    if (cli.has(flag)) return std::string("request (--") + flag + ")";
-    if (from_file && file_sets) return std::string("generation_config.json (") + file_field + ")";
-    return "weft default";
+std::string default_sampling_source(const std::string& field, const GenerationConfig& g,
+                                    bool file_used) {
+  auto from_file = [&](bool sets, const char* file_field) {
+    return file_used && sets ? std::string("generation_config.json (") + file_field + ")"
+                             : std::string("weft default");
   };
+  if (field == "temperature") return from_file(g.temperature.has_value(), "temperature");
+  if (field == "top_p") return from_file(g.top_p.has_value(), "top_p");
+  if (field == "top_k") return from_file(g.top_k.has_value(), "top_k");
+  if (field == "min_p") return from_file(g.min_p.has_value(), "min_p");
+  if (field == "repetition_penalty")
+    return from_file(g.repetition_penalty.has_value(), "repetition_penalty");
+  if (field == "max_tokens") return from_file(g.max_new_tokens.has_value(), "max_new_tokens");
+  return "weft default";
+}
+
+ReportJson sampling_json(const SamplingParams& p, const SamplingSourceOf& source,
+                         const GenerationConfig& generation, const std::vector<int32_t>& eos_ids) {
   ReportJson out;
-  out["temperature"] =
-      sourced(decimal(p.temperature),
-              source("temperature", generation.temperature.has_value(), "temperature"));
+  out["temperature"] = sourced(decimal(p.temperature), source("temperature"));
   out["greedy"] = p.is_greedy();
-  out["top_p"] = sourced(decimal(p.top_p), source("top-p", generation.top_p.has_value(), "top_p"));
-  out["top_k"] = sourced(p.top_k, source("top-k", generation.top_k.has_value(), "top_k"));
-  out["min_p"] = sourced(decimal(p.min_p), source("min-p", generation.min_p.has_value(), "min_p"));
+  out["top_p"] = sourced(decimal(p.top_p), source("top_p"));
+  out["top_k"] = sourced(p.top_k, source("top_k"));
+  out["min_p"] = sourced(decimal(p.min_p), source("min_p"));
   out["repetition_penalty"] =
-      sourced(decimal(p.repetition_penalty),
-              source("repetition-penalty", generation.repetition_penalty.has_value(),
-                     "repetition_penalty"));
-  out["presence_penalty"] =
-      sourced(decimal(p.presence_penalty), source("presence-penalty", false, ""));
-  out["frequency_penalty"] =
-      sourced(decimal(p.frequency_penalty), source("frequency-penalty", false, ""));
-  out["max_tokens"] = sourced(
-      p.max_tokens, source("max-tokens", generation.max_new_tokens.has_value(), "max_new_tokens"));
-  out["min_tokens"] = sourced(p.min_tokens, source("min-tokens", false, ""));
-  out["stop"] = sourced(p.stop, source("stop", false, ""));
-  out["stop_token_ids"] = sourced(p.stop_token_ids, source("stop-token-ids", false, ""));
-  out["ignore_eos"] = sourced(p.ignore_eos, source("ignore-eos", false, ""));
-  out["logprobs"] = sourced(p.logprobs.value_or(0), source("logprobs", false, ""));
-  out["seed"] = p.seed ? sourced(*p.seed, source("request-seed", false, ""))
+      sourced(decimal(p.repetition_penalty), source("repetition_penalty"));
+  out["presence_penalty"] = sourced(decimal(p.presence_penalty), source("presence_penalty"));
+  out["frequency_penalty"] = sourced(decimal(p.frequency_penalty), source("frequency_penalty"));
+  out["max_tokens"] = sourced(p.max_tokens, source("max_tokens"));
+  out["min_tokens"] = sourced(p.min_tokens, source("min_tokens"));
+  out["stop"] = sourced(p.stop, source("stop"));
+  out["stop_token_ids"] = sourced(p.stop_token_ids, source("stop_token_ids"));
+  out["ignore_eos"] = sourced(p.ignore_eos, source("ignore_eos"));
+  out["logprobs"] = sourced(p.logprobs.value_or(0), source("logprobs"));
+  out["seed"] = p.seed ? sourced(*p.seed, source("seed"))
                        : sourced(nullptr, "engine seed (--seed or random)");
   out["eos_token_ids"] =
       sourced(eos_ids, generation.eos_token_ids.empty() ? "config.json"

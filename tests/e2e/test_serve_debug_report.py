@@ -1,0 +1,227 @@
+"""`"weft_debug": true` on `weft serve`: the weft inspect report of one served request, on the default
+model (configs/default-model), through real HTTP requests to real servers (one started with
+--enable-debug-reports, one without, both with an API key).
+
+Checks: the report's prompt ids equal `weft tokenize` of its rendered prompt (completions and chat);
+its per-step logprobs equal the response's logprobs (and its chosen ids spell the response's text);
+asking for the report does not change the output; the stop reason is right (max_tokens, a stop
+string at its byte offset, a stop token id); the sampling sources (request field,
+generation_config.json, weft default); refused with a 400 naming weft_debug when the server has
+reports off, when not a boolean, with stream, with n 2; refused (401) without the key; the HTML page
+and the JSON at /v1/debug/reports/{response id}, 404 for an unknown id and on the server without
+reports.
+
+Run by ctest (label e2e) as:
+  python3 test_serve_debug_report.py --weft WEFT_BINARY --model DEFAULT_MODEL_DIR
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import serve_fixture  # noqa: E402
+from serve_fixture import MODEL, Server, assert_openai_error_shape  # noqa: E402
+
+ARGS = None
+PROMPT = "And God said unto Moses,"
+
+
+def weft_tokenize(text, add_special):
+    line = json.dumps({"text": text, "add_special_tokens": add_special}) + "\n"
+    done = subprocess.run([ARGS.weft, "tokenize", "--model", ARGS.model], input=line, capture_output=True,
+                          text=True, timeout=120)
+    if done.returncode != 0:
+        raise AssertionError("weft tokenize failed: " + done.stderr)
+    return json.loads(done.stdout)["ids"]
+
+
+def setUpModule():
+    global ON, OFF
+    ON = Server(ARGS.model, "--api-key", serve_fixture.API_KEY, "--enable-debug-reports")
+    OFF = Server(ARGS.model, "--api-key", serve_fixture.API_KEY)
+
+
+def tearDownModule():
+    ON.stop()
+    OFF.stop()
+
+
+def post(server, path, body, headers=None):
+    status, hdrs, text = server.request("POST", path, dict(body, model=MODEL), headers=headers)
+    return status, hdrs, json.loads(text) if text else None
+
+
+class ServedDebugReport(unittest.TestCase):
+    def completion(self, **fields):
+        body = dict(prompt=PROMPT, max_tokens=10, seed=3, weft_debug=True)
+        body.update(fields)
+        status, _, resp = post(ON, "/v1/completions", body)
+        self.assertEqual(status, 200, resp)
+        self.assertIn("weft_debug", resp)
+        return resp, resp["weft_debug"]
+
+    def test_prompt_tokens_equal_weft_tokenize(self):
+        _, report = self.completion(max_tokens=2)
+        self.assertEqual(report["prompt"]["text"], PROMPT)
+        self.assertEqual([t["id"] for t in report["prompt"]["tokens"]], weft_tokenize(PROMPT, True))
+        status, _, resp = post(ON, "/v1/chat/completions",
+                               {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 2, "weft_debug": True})
+        self.assertEqual(status, 200, resp)
+        report = resp["weft_debug"]
+        text = report["prompt"]["text"]
+        self.assertIn(PROMPT, text)
+        self.assertNotEqual(text, PROMPT)  # the chat template's rendering
+        ids = [t["id"] for t in report["prompt"]["tokens"]]
+        self.assertEqual(ids, weft_tokenize(text, False))
+        self.assertEqual(len(ids), resp["usage"]["prompt_tokens"])
+        self.assertTrue(any(t["special"] for t in report["prompt"]["tokens"]))
+
+    def test_steps_equal_response_logprobs(self):
+        # Sampled (generation_config.json's temperature 0.8), with the request's own alternatives.
+        resp, report = self.completion(logprobs=3, max_tokens=12)
+        lp = resp["choices"][0]["logprobs"]
+        steps = report["steps"]
+        self.assertEqual(len(steps), len(lp["token_logprobs"]))
+        self.assertEqual(len(steps), resp["usage"]["completion_tokens"])
+        for i, s in enumerate(steps):
+            self.assertEqual(s["index"], i)
+            self.assertAlmostEqual(s["logprob"], lp["token_logprobs"][i], places=5)
+            self.assertAlmostEqual(s["probability"], math.exp(lp["token_logprobs"][i]), places=5)
+            self.assertEqual(len(s["top"]), 3)
+            # The response's alternatives are keyed by text (two ids may share one): each is the report's.
+            report_top = [t["logprob"] for t in s["top"]]
+            for v in lp["top_logprobs"][i].values():
+                self.assertTrue(any(abs(v - r) < 1e-5 for r in report_top), (v, report_top))
+            self.assertGreaterEqual(s["rank"], 0)
+            self.assertGreaterEqual(s["entropy"], 0.0)
+        self.assertEqual(report["text"], resp["choices"][0]["text"])
+        self.assertEqual(report["output_ids"], [s["token"] for s in steps])
+        # Chat: logprobs true + top_logprobs.
+        status, _, chat = post(ON, "/v1/chat/completions",
+                               {"messages": [{"role": "user", "content": PROMPT}], "max_tokens": 8, "seed": 5,
+                                "logprobs": True, "top_logprobs": 2, "weft_debug": True})
+        self.assertEqual(status, 200, chat)
+        content = chat["choices"][0]["logprobs"]["content"]
+        steps = chat["weft_debug"]["steps"]
+        self.assertEqual(len(content), len(steps))
+        for c, s in zip(content, steps):
+            self.assertAlmostEqual(c["logprob"], s["logprob"], places=5)
+            self.assertEqual(len(s["top"]), 2)
+
+    def test_the_report_does_not_change_the_output(self):
+        body = dict(prompt=PROMPT, max_tokens=12, seed=11, temperature=0.9)
+        status, _, plain = post(ON, "/v1/completions", body)
+        self.assertEqual(status, 200, plain)
+        self.assertNotIn("weft_debug", plain)
+        resp, report = self.completion(**body)
+        self.assertEqual(resp["choices"][0]["text"], plain["choices"][0]["text"])
+        self.assertIsNone(resp["choices"][0].get("logprobs"))  # the request asked for none
+        self.assertEqual(len(report["steps"][0]["top"]), 5)  # the report's own alternatives
+
+    def test_stop_reasons(self):
+        _, report = self.completion(max_tokens=6, temperature=0)
+        self.assertEqual(report["stop"]["finish_reason"], "length")
+        self.assertEqual(report["stop"]["kind"], "max_tokens")
+        self.assertEqual(report["stop"]["limit"], 6)
+        self.assertEqual(len(report["steps"]), 6)
+        # A stop string taken from the greedy output itself: the text ends where it began.
+        _, long = self.completion(max_tokens=24, temperature=0)
+        words = long["text"].split()
+        self.assertGreater(len(words), 3, long["text"])
+        stop = words[3]
+        want = long["text"][:long["text"].index(stop)]
+        resp, report = self.completion(max_tokens=24, temperature=0, stop=[stop])
+        self.assertEqual(resp["choices"][0]["finish_reason"], "stop")
+        self.assertEqual(resp["choices"][0]["text"], want)
+        self.assertEqual(report["stop"]["kind"], "stop_string")
+        self.assertEqual(report["stop"]["stop_string"], stop)
+        self.assertEqual(report["stop"]["offset"], len(want.encode("utf-8")))
+        # A stop token: the third greedy token's id ends the sequence there.
+        token = long["output_ids"][2]
+        first = long["output_ids"].index(token)
+        _, report = self.completion(max_tokens=24, temperature=0, stop_token_ids=[token])
+        self.assertEqual(report["stop"]["kind"], "stop_token")
+        self.assertEqual(report["stop"]["token"], token)
+        # The stop token is the last generated one (the text leaves it out).
+        self.assertEqual(report["output_ids"], long["output_ids"][:first + 1])
+
+    def test_sampling_sources(self):
+        _, report = self.completion(temperature=0.7)
+        s = report["sampling"]
+        self.assertEqual(s["temperature"], {"value": 0.7, "source": "request (temperature)"})
+        self.assertEqual(s["top_p"], {"value": 0.95, "source": "generation_config.json (top_p)"})
+        self.assertEqual(s["top_k"]["source"], "weft default")
+        self.assertEqual(s["max_tokens"], {"value": 10, "source": "request (max_tokens)"})
+        self.assertEqual(s["seed"], {"value": 3, "source": "request (seed)"})
+        status, _, chat = post(ON, "/v1/chat/completions",
+                               {"messages": [{"role": "user", "content": PROMPT}], "max_completion_tokens": 3,
+                                "weft_debug": True})
+        self.assertEqual(status, 200, chat)
+        s = chat["weft_debug"]["sampling"]
+        self.assertEqual(s["max_tokens"], {"value": 3, "source": "request (max_completion_tokens)"})
+        self.assertEqual(s["temperature"], {"value": 0.8, "source": "generation_config.json (temperature)"})
+
+    def assert_refused(self, server, body, path="/v1/completions", words=()):
+        status, _, text = server.request("POST", path, dict(body, model=MODEL))
+        self.assertEqual(status, 400, text)
+        err = assert_openai_error_shape(self, text)
+        self.assertEqual(err["param"], "weft_debug", err)
+        self.assertTrue(err["message"].startswith("weft_debug"), err["message"])
+        for w in words:
+            self.assertIn(w, err["message"])
+
+    def test_refused_when_off_or_unsupported(self):
+        for value in (True, False):
+            self.assert_refused(OFF, {"prompt": PROMPT, "max_tokens": 2, "weft_debug": value},
+                                words=("--enable-debug-reports",))
+            self.assert_refused(OFF, {"messages": [{"role": "user", "content": "x"}], "max_tokens": 2,
+                                      "weft_debug": value}, path="/v1/chat/completions")
+        self.assert_refused(ON, {"prompt": PROMPT, "max_tokens": 2, "weft_debug": "yes"}, words=("boolean",))
+        self.assert_refused(ON, {"prompt": PROMPT, "max_tokens": 2, "weft_debug": True, "stream": True},
+                            words=("stream",))
+        self.assert_refused(ON, {"prompt": PROMPT, "max_tokens": 2, "weft_debug": True, "n": 2}, words=("n 2",))
+        self.assert_refused(ON, {"prompt": [PROMPT, "x"], "max_tokens": 2, "weft_debug": True})
+        # false on the enabled server: a plain response.
+        status, _, resp = post(ON, "/v1/completions", {"prompt": PROMPT, "max_tokens": 2, "weft_debug": False})
+        self.assertEqual(status, 200, resp)
+        self.assertNotIn("weft_debug", resp)
+
+    def test_refused_without_the_key(self):
+        resp, _ = self.completion(max_tokens=2)
+        for headers in ({"Authorization": ""}, {"Authorization": "Bearer wrong"}):
+            status, _, text = ON.request("POST", "/v1/completions",
+                                         {"model": MODEL, "prompt": PROMPT, "max_tokens": 2, "weft_debug": True},
+                                         headers=headers)
+            self.assertEqual(status, 401, text)
+            status, _, text = ON.request("GET", "/v1/debug/reports/" + resp["id"], headers=headers)
+            self.assertEqual(status, 401, text)
+
+    def test_html_and_json_endpoints(self):
+        resp, report = self.completion(max_tokens=5)
+        self.assertEqual(report["response_id"], resp["id"])
+        self.assertEqual(report["html"], "/v1/debug/reports/" + resp["id"])
+        status, headers, page = ON.request("GET", report["html"])
+        self.assertEqual(status, 200, page)
+        self.assertTrue(headers["Content-Type"].startswith("text/html"), headers)
+        self.assertTrue(page.startswith("<!DOCTYPE html>"), page[:100])
+        for section in ("<h2>Prompt</h2>", "<h2>Sampling", "<h2>Stop</h2>", "<h2>Attention</h2>",
+                        "not recorded on weft serve"):
+            self.assertIn(section, page)
+        self.assertNotIn("<script", page)
+        status, _, text = ON.request("GET", report["html"] + ".json")
+        self.assertEqual(status, 200, text)
+        self.assertEqual(json.loads(text), report)
+        status, _, text = ON.request("GET", "/v1/debug/reports/cmpl-unknown")
+        self.assertEqual(status, 404, text)
+        status, _, text = OFF.request("GET", report["html"])
+        self.assertEqual(status, 404, text)
+        self.assertIn("--enable-debug-reports", text)
+
+
+if __name__ == "__main__":
+    ARGS, argv = serve_fixture.parse_args("--model")
+    unittest.main(argv=argv, verbosity=2)
