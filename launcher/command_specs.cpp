@@ -156,6 +156,9 @@ std::vector<CommandSpec> make_specs() {
            {"enable-debug-reports", "",
             "accept \"weft_debug\": true (the weft inspect report of a request; refused "
             "otherwise)"},
+           {"debug-report-store", "N",
+            "debug reports kept for GET /v1/debug/reports/{id}, oldest dropped first (default "
+            "64; needs --enable-debug-reports)"},
            {"served-model-name", "NAME",
             "the model name clients send (default: the model directory's name)"},
            {"grpc-port", "P", "also serve weft.serving.Generation over gRPC (0 picks a free port)"},

@@ -42,6 +42,19 @@ int fail(const absl::Status& status) {
 int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Tokenizer> tokenizer, int port,
           int max_waiting, int drain_s, size_t max_connections, sigset_t signals);
 
+// --debug-report-store N: an integer in [1, 100000], and only with --enable-debug-reports (it
+// would do nothing without).
+absl::Status check_debug_report_store(const CliArgs& cli) {
+  if (!cli.has("debug-report-store")) return absl::OkStatus();
+  if (!cli.has("enable-debug-reports")) {
+    return absl::InvalidArgumentError("--debug-report-store: needs --enable-debug-reports");
+  }
+  auto n = cli.get_int("debug-report-store", 64);
+  if (!n.ok()) return n.status();
+  if (*n < 1 || *n > 100000) return absl::InvalidArgumentError("--debug-report-store: must be in [1, 100000]");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int run_serve(const std::vector<std::string>& args) {
@@ -56,6 +69,7 @@ int run_serve(const std::vector<std::string>& args) {
     if (!v->ok()) return fail(v->status());
   }
   if (*port < 0 || *port > 65535) return fail(absl::InvalidArgumentError("--port: must be in [0, 65535]"));
+  if (absl::Status s = check_debug_report_store(cli); !s.ok()) return fail(s);
 
   // Signals go to the watcher thread only: block them before any thread (MPI's included) starts.
   const sigset_t signals = block_termination_signals();
@@ -125,6 +139,7 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   http_options.http.max_connections = max_connections;
   http_options.api_key = cli.get_or("api-key", "");
   http_options.enable_debug_reports = cli.has("enable-debug-reports");
+  http_options.debug_report_capacity = static_cast<size_t>(*cli.get_int("debug-report-store", 64));
   OpenAiServer http(http_options, engine, model, metrics);
   if (auto s = http.listen(); !s.ok()) return fail(s);
   std::cerr << "weft serve: model " << model.name << " (max_model_len " << model.max_model_len << ", "

@@ -75,6 +75,18 @@ void render_speculation(std::string& out, const SpeculationStats& s) {
       absl::StrAppend(&out, per_pos, "_total{position=\"", j, "\"} ", s.accepted_per_position[j], "\n");
     }
   }
+  // Of the above, the sequences with a grammar (response_format, tools, structured outputs); vLLM
+  // has no such series.
+  counter("weft:spec_decode_constrained_num_drafts",
+          "Sequence-steps of grammar-constrained sequences that verified speculative guesses.",
+          s.num_constrained_drafts);
+  counter("weft:spec_decode_constrained_num_draft_tokens",
+          "Speculative guesses of grammar-constrained sequences verified.", s.num_constrained_draft_tokens);
+  counter("weft:spec_decode_constrained_num_accepted_tokens",
+          "Speculative guesses of grammar-constrained sequences accepted.", s.num_constrained_accepted_tokens);
+  counter("weft:spec_decode_grammar_dropped_tokens",
+          "Speculative guesses the grammar refused before verification (never run through the model).",
+          s.num_grammar_dropped_tokens);
   absl::StrAppend(&out, "# HELP weft:spec_decode_acceptance_rate Accepted / verified speculative guesses.\n",
                   "# TYPE weft:spec_decode_acceptance_rate gauge\nweft:spec_decode_acceptance_rate ",
                   number(s.acceptance_rate()), "\n",

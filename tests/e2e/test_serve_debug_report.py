@@ -9,7 +9,7 @@ string at its byte offset, a stop token id); the sampling sources (request field
 generation_config.json, weft default); refused with a 400 naming weft_debug when the server has
 reports off, when not a boolean, with stream, with n 2; refused (401) without the key; the HTML page
 and the JSON at /v1/debug/reports/{response id}, 404 for an unknown id and on the server without
-reports.
+reports; --debug-report-store N keeps the N most recent reports, and a bad N is refused.
 
 Run by ctest (label e2e) as:
   python3 test_serve_debug_report.py --weft WEFT_BINARY --model DEFAULT_MODEL_DIR
@@ -220,6 +220,31 @@ class ServedDebugReport(unittest.TestCase):
         status, _, text = OFF.request("GET", report["html"])
         self.assertEqual(status, 404, text)
         self.assertIn("--enable-debug-reports", text)
+
+    def test_the_store_keeps_the_most_recent_reports(self):
+        small = Server(ARGS.model, "--api-key", serve_fixture.API_KEY, "--enable-debug-reports",
+                       "--debug-report-store", "2")
+        try:
+            ids = []
+            for seed in range(3):
+                status, _, resp = post(small, "/v1/completions",
+                                       {"prompt": PROMPT, "max_tokens": 2, "seed": seed, "weft_debug": True})
+                self.assertEqual(status, 200, resp)
+                ids.append(resp["id"])
+            statuses = [small.request("GET", "/v1/debug/reports/" + i + ".json")[0] for i in ids]
+            self.assertEqual(statuses, [404, 200, 200])
+        finally:
+            small.stop()
+
+    def test_a_bad_store_size_is_refused_before_loading(self):
+        for flags, words in ((["--enable-debug-reports", "--debug-report-store", "0"], "[1, 100000]"),
+                             (["--enable-debug-reports", "--debug-report-store", "x"], "debug-report-store"),
+                             (["--debug-report-store", "8"], "needs --enable-debug-reports")):
+            done = subprocess.run([ARGS.weft, "serve", "--model", ARGS.model, "--port", "0", *flags],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(done.returncode, 0, flags)
+            self.assertIn("--debug-report-store", done.stderr, flags)
+            self.assertIn(words, done.stderr, flags)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ def setUpModule():
         "draft": Server(ARGS.model, "--api-key", API_KEY, "--speculative", "draft"),
         "ngram": Server(ARGS.model, "--api-key", API_KEY, "--speculative", "ngram",
                         "--speculative-adaptive", "off"),
+        # Always K guesses: the adaptive policy may find a single constrained stream not worth it.
+        "draft_always": Server(ARGS.model, "--api-key", API_KEY, "--speculative", "draft",
+                               "--speculative-adaptive", "off"),
     }
     CLIENTS = {name: openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % s.port, api_key=API_KEY, max_retries=0)
                for name, s in SERVERS.items()}
@@ -87,6 +90,25 @@ class SpeculativeServingTest(unittest.TestCase):
                                    m["weft:spec_decode_num_accepted_tokens_total"] /
                                    m["weft:spec_decode_num_draft_tokens_total"], places=4)
         self.assertNotIn("weft:spec_decode_num_draft_tokens_total", SERVERS["plain"].metrics())
+
+    def test_metrics_count_the_guesses_of_constrained_sequences(self):
+        before = SERVERS["draft_always"].metrics()
+        CLIENTS["draft_always"].chat.completions.create(
+            model=MODEL, max_tokens=40, temperature=0, response_format={"type": "json_object"},
+            messages=[{"role": "user", "content": "Describe Abram as a JSON object."}])
+        m = SERVERS["draft_always"].metrics()
+        grew = {k: m["weft:spec_decode_" + k + "_total"] - before.get("weft:spec_decode_" + k + "_total", 0)
+                for k in ("num_draft_tokens", "num_accepted_tokens", "constrained_num_drafts",
+                          "constrained_num_draft_tokens", "constrained_num_accepted_tokens",
+                          "grammar_dropped_tokens")}
+        self.assertGreater(grew["constrained_num_drafts"], 0, grew)
+        self.assertGreater(grew["constrained_num_draft_tokens"], 0, grew)
+        self.assertLessEqual(grew["constrained_num_accepted_tokens"], grew["constrained_num_draft_tokens"])
+        # The only request in flight was constrained: every guess verified was one of its guesses.
+        self.assertEqual(grew["constrained_num_draft_tokens"], grew["num_draft_tokens"], grew)
+        self.assertEqual(grew["constrained_num_accepted_tokens"], grew["num_accepted_tokens"], grew)
+        self.assertGreaterEqual(grew["grammar_dropped_tokens"], 0)
+        self.assertNotIn("weft:spec_decode_constrained_num_drafts_total", SERVERS["plain"].metrics())
 
 
 class SpeculativeBatchTest(unittest.TestCase):
