@@ -19,7 +19,8 @@
 #include "model/stage_layout.h"
 #include "model/weight_plan.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// WEFT_SANITIZED: set by CMake in sanitizer builds (this file itself may be uninstrumented).
+#if !defined(WEFT_SANITIZED) && (defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__))
 #define WEFT_SANITIZED 1
 #endif
 
