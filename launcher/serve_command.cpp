@@ -49,7 +49,7 @@ absl::Status check_debug_report_store(const CliArgs& cli) {
   if (!cli.has("enable-debug-reports")) {
     return absl::InvalidArgumentError("--debug-report-store: needs --enable-debug-reports");
   }
-  auto n = cli.get_int("debug-report-store", 64);
+  auto n = cli.get_int("debug-report-store", 0);  // present: the fallback is never used
   if (!n.ok()) return n.status();
   if (*n < 1 || *n > 100000) return absl::InvalidArgumentError("--debug-report-store: must be in [1, 100000]");
   return absl::OkStatus();
@@ -139,7 +139,8 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   http_options.http.max_connections = max_connections;
   http_options.api_key = cli.get_or("api-key", "");
   http_options.enable_debug_reports = cli.has("enable-debug-reports");
-  http_options.debug_report_capacity = static_cast<size_t>(*cli.get_int("debug-report-store", 64));
+  http_options.debug_report_capacity = static_cast<size_t>(
+      *cli.get_int("debug-report-store", static_cast<int64_t>(http_options.debug_report_capacity)));
   OpenAiServer http(http_options, engine, model, metrics);
   if (auto s = http.listen(); !s.ok()) return fail(s);
   std::cerr << "weft serve: model " << model.name << " (max_model_len " << model.max_model_len << ", "

@@ -19,10 +19,6 @@
 #include "model/stage_layout.h"
 #include "model/weight_plan.h"
 
-// WEFT_SANITIZED: set by CMake in sanitizer builds (this file itself may be uninstrumented).
-#if !defined(WEFT_SANITIZED) && (defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__))
-#define WEFT_SANITIZED 1
-#endif
 
 namespace weft {
 namespace {
@@ -38,7 +34,7 @@ int64_t status_bytes(const std::string& field) {
 }
 
 TEST(ResidentMemoryTest, PeakStaysNearThePlannedWeightBytes) {
-#ifdef WEFT_SANITIZED
+#ifdef WEFT_SANITIZED  // tests/CMakeLists.txt: the test code itself may be uninstrumented
   GTEST_SKIP() << "sanitizer runtimes change the resident set";
 #endif
   const std::filesystem::path dir =
