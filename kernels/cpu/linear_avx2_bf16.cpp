@@ -5,7 +5,7 @@
 // AVX-512 the widening, not the FMA, bounds the GEMM. Here one 256-bit load brings 16 weights;
 // a shift moves the even-indexed ones into F32 position and a mask keeps the odd-indexed ones,
 // one operation per 8 weights and no shuffle. The activations are reordered once per call to
-// match (see deinterleave_bf16_pairs), so each pair of FMAs takes the even and the odd halves.
+// match (see deinterleave_bf16_pairs, chunks of kBf16PairsChunkAvx2), so each pair of FMAs takes the even and the odd halves.
 //
 // Every output element is summed in the same order whatever the tile shape (lanes, then one
 // fixed horizontal reduction, then the scalar k % 16 tail), so a row's result does not depend
@@ -21,7 +21,7 @@
 namespace weft::kernels::cpu {
 namespace {
 
-constexpr int64_t kChunk = 16;  // BF16 weights per 256-bit load
+constexpr int64_t kChunk = kBf16PairsChunkAvx2;  // BF16 weights per 256-bit load
 
 inline float reduce(__m256 a) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -103,17 +103,6 @@ void row_tile(const Bf16PairsLinearProblem& p, int64_t i, int64_t j0, int64_t j1
 }
 
 }  // namespace
-
-void deinterleave_bf16_pairs(const float* x, int64_t k, float* out) {
-  for (int64_t c = 0; c + kChunk <= k; c += kChunk) {
-    for (int64_t t = 0; t < kChunk / 2; ++t) {
-      out[c + t] = x[c + 2 * t];
-      out[c + kChunk / 2 + t] = x[c + 2 * t + 1];
-    }
-  }
-}
-
-int64_t bf16_pairs_row_floats(int64_t k) { return k / kChunk * kChunk; }
 
 void linear_block_avx2_bf16(const Bf16PairsLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                             int64_t j1) {

@@ -44,21 +44,27 @@ struct Bf16LinearProblem {
 void linear_block_avx512bf16(const Bf16LinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                              int64_t j1);
 
-// AVX2 with BF16 weights at F32 precision (linear_avx2_bf16.cpp): x rows reordered so that
-// each 16-element chunk holds its even-indexed elements, then its odd-indexed ones.
+// BF16 weights at F32 precision on AVX2 (linear_avx2_bf16.cpp) and AVX-512
+// (linear_avx512_bf16_pairs.cpp): x rows reordered so that each chunk of `chunk` elements holds
+// its even-indexed elements, then its odd-indexed ones, matching how one vector load of weights
+// is split into even and odd lanes.
+constexpr int64_t kBf16PairsChunkAvx2 = 16;
+constexpr int64_t kBf16PairsChunkAvx512 = 32;
 struct Bf16PairsLinearProblem {
-  const float* x_pairs = nullptr;  // [m, bf16_pairs_row_floats(k)]
-  const float* x = nullptr;        // [m, k] as given (the k % 16 tail is read from here)
+  const float* x_pairs = nullptr;  // [m, bf16_pairs_row_floats(k, chunk)]
+  const float* x = nullptr;        // [m, k] as given (the k % chunk tail is read from here)
   const uint16_t* w = nullptr;     // [n, k] BF16
   const float* bias = nullptr;     // [n] or null
   float* y = nullptr;              // [m, n]
   int64_t m = 0, n = 0, k = 0;
 };
 // Floats per reordered x row: k rounded down to a whole chunk.
-int64_t bf16_pairs_row_floats(int64_t k);
-// out[0 .. bf16_pairs_row_floats(k)) = x's chunks reordered as above.
-void deinterleave_bf16_pairs(const float* x, int64_t k, float* out);
+inline int64_t bf16_pairs_row_floats(int64_t k, int64_t chunk) { return k / chunk * chunk; }
+// out[0 .. bf16_pairs_row_floats(k, chunk)) = x's chunks reordered as above.
+void deinterleave_bf16_pairs(const float* x, int64_t k, int64_t chunk, float* out);
 void linear_block_avx2_bf16(const Bf16PairsLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                             int64_t j1);
+void linear_block_avx512_bf16_pairs(const Bf16PairsLinearProblem& p, int64_t i0, int64_t i1,
+                                    int64_t j0, int64_t j1);
 
 }  // namespace weft::kernels::cpu
