@@ -4,8 +4,14 @@
 //                one block per call, anywhere in the output.
 //   llama3_json  Llama 3.1 / 3.2 / 3.3 JSON calls: {"name": ..., "parameters": {...}} at the start of
 //                the output (optionally after <|python_tag|>), several separated by ";".
-//   mistral      Mistral: [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] (the JSON-list form of
-//                Mistral's v3 tokenizers; the later `[TOOL_CALLS]name[ARGS]{...}` form is not parsed).
+//   mistral      Mistral, in either form, told apart by what follows [TOOL_CALLS]: the JSON list
+//                of the v3 tokenizers, [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...], or
+//                the name form of the later ones (v7 / v11+ templates: Mistral Small 3.1+,
+//                Devstral, Magistral), [TOOL_CALLS]name[ARGS]{...} or
+//                [TOOL_CALLS]name[CALL_ID]id[ARGS]{...}, one marker per call
+//                (`[TOOL_CALLS]a[ARGS]{...}[TOOL_CALLS]b[ARGS]{...}`). [ARGS] and [CALL_ID] are
+//                special tokens too; they stay in the text as [TOOL_CALLS] does (the server keeps
+//                all special tokens when the marker is one).
 // Either key, "arguments" or "parameters", is accepted by every parser.
 #pragma once
 

@@ -14,8 +14,28 @@ constexpr std::string_view kWhitespace = " \t\r\n";
 // A call start longer than this without being recognised is read whole instead (bounds the
 // header matching, which rescans the object's start).
 constexpr size_t kMaxHeaderBytes = 4096;
+// Mistral's name form, [TOOL_CALLS]name[CALL_ID]id[ARGS]{...}: function names are 1..64 of
+// [A-Za-z0-9_-] (tool_request.h); call ids are alphanumeric (9 in Mistral's templates).
+constexpr std::string_view kArgsMarker = "[ARGS]";
+constexpr std::string_view kCallIdMarker = "[CALL_ID]";
+constexpr size_t kMaxNameBytes = 64;
+constexpr size_t kMaxCallIdBytes = 64;
 
 bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+bool is_call_id_char(char c) { return is_name_char(c) && c != '_' && c != '-'; }
+
+// How `text` relates to `marker`: it starts with it (kMatch), is a proper prefix of it
+// (kIncomplete), or neither (kMismatch).
+CallHeaderMatch match_marker(std::string_view text, std::string_view marker) {
+  if (starts_with(text, marker)) return CallHeaderMatch::kMatch;
+  if (text.size() < marker.size() && starts_with(marker, text)) return CallHeaderMatch::kIncomplete;
+  return CallHeaderMatch::kMismatch;
+}
 
 // The longest suffix of `text` that is a proper prefix of `marker`.
 size_t marker_prefix_tail(std::string_view text, std::string_view marker) {
@@ -58,7 +78,8 @@ void ToolCallStreamParser::push(std::string_view text, std::vector<ToolCallDelta
 
 void ToolCallStreamParser::finish(std::vector<ToolCallDelta>& out) {
   run(/*at_end=*/true, out);
-  if (state_ == State::kAfterMarker || state_ == State::kInCall) {
+  if (state_ == State::kAfterMarker || state_ == State::kInCall || state_ == State::kMistralName ||
+      state_ == State::kMistralId || state_ == State::kMistralArgs) {
     give_up(out);  // a call that never ended
     run(/*at_end=*/true, out);
   }
@@ -78,6 +99,15 @@ void ToolCallStreamParser::run(bool at_end, std::vector<ToolCallDelta>& out) {
         break;
       case State::kAfterMarker:
         progressed = step_after_marker(at_end, out);
+        break;
+      case State::kMistralName:
+        progressed = step_mistral_name(at_end, out);
+        break;
+      case State::kMistralId:
+        progressed = step_mistral_id(at_end, out);
+        break;
+      case State::kMistralArgs:
+        progressed = step_mistral_args(at_end, out);
         break;
       case State::kInCall:
         progressed = step_in_call(out);
@@ -114,6 +144,8 @@ void ToolCallStreamParser::open_region(size_t marker_len) {
   held_ws_.clear();
   region_.clear();
   list_open_ = false;
+  name_.clear();
+  call_id_bytes_ = 0;
   consume(marker_len, /*into_region=*/true);
   state_ = State::kAfterMarker;
 }
@@ -123,6 +155,7 @@ void ToolCallStreamParser::begin_object() {
   scanner_ = JsonObjectScanner();
   committed_ = false;
   header_failed_ = false;
+  args_only_ = false;
   in_arguments_ = false;
   obj_region_offset_ = region_.size();
   obj_sent_ = 0;
@@ -177,12 +210,12 @@ bool ToolCallStreamParser::step_after_marker(bool at_end, std::vector<ToolCallDe
   }
   const char c = pending_.front();
   if (format_ == ToolCallFormat::kMistral && !list_open_) {
-    if (c != '[') {
-      give_up(out);
-      return true;
+    if (c == '[') {  // [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
+      list_open_ = true;
+      consume(1, /*into_region=*/true);
+    } else {  // [TOOL_CALLS]name[ARGS]{...}
+      state_ = State::kMistralName;
     }
-    list_open_ = true;
-    consume(1, /*into_region=*/true);
     return true;
   }
   if (c != '{') {
@@ -190,6 +223,89 @@ bool ToolCallStreamParser::step_after_marker(bool at_end, std::vector<ToolCallDe
     return true;
   }
   begin_object();
+  return true;
+}
+
+bool ToolCallStreamParser::step_mistral_name(bool at_end, std::vector<ToolCallDelta>& out) {
+  size_t n = 0;
+  while (n < pending_.size() && is_name_char(pending_[n])) ++n;
+  name_.append(pending_, 0, n);
+  consume(n, /*into_region=*/true);
+  if (name_.size() > kMaxNameBytes) {
+    give_up(out);
+    return true;
+  }
+  if (pending_.empty()) {
+    if (!at_end) return false;
+    give_up(out);
+    return true;
+  }
+  const CallHeaderMatch args = match_marker(pending_, kArgsMarker);
+  const CallHeaderMatch id = match_marker(pending_, kCallIdMarker);
+  if (args == CallHeaderMatch::kMismatch && id == CallHeaderMatch::kMismatch) {
+    give_up(out);  // a character no function name has
+    return true;
+  }
+  if (args != CallHeaderMatch::kMatch && id != CallHeaderMatch::kMatch) {
+    if (!at_end) return false;  // a marker split across pieces
+    give_up(out);
+    return true;
+  }
+  if (name_.empty()) {
+    give_up(out);
+    return true;
+  }
+  consume(args == CallHeaderMatch::kMatch ? kArgsMarker.size() : kCallIdMarker.size(),
+          /*into_region=*/true);
+  state_ = args == CallHeaderMatch::kMatch ? State::kMistralArgs : State::kMistralId;
+  return true;
+}
+
+bool ToolCallStreamParser::step_mistral_id(bool at_end, std::vector<ToolCallDelta>& out) {
+  // The id is read and dropped (the server writes its own call ids).
+  size_t n = 0;
+  while (n < pending_.size() && is_call_id_char(pending_[n])) ++n;
+  consume(n, /*into_region=*/true);
+  call_id_bytes_ += n;
+  const size_t id_bytes = call_id_bytes_;
+  if (id_bytes > kMaxCallIdBytes) {
+    give_up(out);
+    return true;
+  }
+  if (pending_.empty()) {
+    if (!at_end) return false;
+    give_up(out);
+    return true;
+  }
+  const CallHeaderMatch args = match_marker(pending_, kArgsMarker);
+  if (args == CallHeaderMatch::kIncomplete && !at_end) return false;
+  if (args != CallHeaderMatch::kMatch || id_bytes == 0) {
+    give_up(out);
+    return true;
+  }
+  consume(kArgsMarker.size(), /*into_region=*/true);
+  state_ = State::kMistralArgs;
+  return true;
+}
+
+bool ToolCallStreamParser::step_mistral_args(bool at_end, std::vector<ToolCallDelta>& out) {
+  const size_t i = std::min(pending_.find_first_not_of(kWhitespace), pending_.size());
+  consume(i, /*into_region=*/true);
+  if (pending_.empty()) {
+    if (!at_end) return false;
+    give_up(out);
+    return true;
+  }
+  if (pending_.front() != '{') {
+    give_up(out);  // the arguments are not an object
+    return true;
+  }
+  begin_object();
+  args_only_ = true;
+  committed_ = true;
+  in_arguments_ = true;
+  call_index_ = num_calls_++;
+  add(out, Kind::kCallStart, call_index_, name_);
   return true;
 }
 
@@ -206,7 +322,7 @@ bool ToolCallStreamParser::step_in_call(std::vector<ToolCallDelta>& out) {
       piece.push_back(c);
       obj_sent_ = obj_.size();
       // The '}' that brings the nesting back to the call object's ends the arguments.
-      if (scanner_.depth() == 1 && !scanner_.in_string()) in_arguments_ = false;
+      if (!args_only_ && scanner_.depth() == 1 && !scanner_.in_string()) in_arguments_ = false;
     } else if (!committed_ && !header_failed_) {
       CallHeader header;
       const CallHeaderMatch m = match_call_header(obj_, header);
@@ -230,6 +346,18 @@ bool ToolCallStreamParser::step_in_call(std::vector<ToolCallDelta>& out) {
 
 void ToolCallStreamParser::close_call(std::vector<ToolCallDelta>& out) {
   const ojson call = ojson::parse(obj_, nullptr, /*allow_exceptions=*/false);
+  if (args_only_) {  // obj_ is the arguments, all of it sent
+    in_arguments_ = false;
+    if (!call.is_object()) {
+      give_up(out);
+      return;
+    }
+    committed_ = false;
+    region_.clear();
+    region_ws_.clear();
+    state_ = State::kAfterCall;
+    return;
+  }
   static const ojson kEmpty = ojson::object();
   const ojson* arguments = call_arguments(call, kEmpty);
   if (arguments == nullptr || (committed_ && in_arguments_)) {
@@ -248,6 +376,12 @@ void ToolCallStreamParser::close_call(std::vector<ToolCallDelta>& out) {
 }
 
 bool ToolCallStreamParser::step_after_call(bool at_end, std::vector<ToolCallDelta>& out) {
+  if (format_ == ToolCallFormat::kMistral && !list_open_) {
+    // Mistral's name form has no list and no closing tag: the next call opens with its own
+    // [TOOL_CALLS], looked for as text. Whitespace before it or at the end goes as content's does.
+    state_ = State::kText;
+    return true;
+  }
   const size_t i = pending_.find_first_not_of(kWhitespace);
   if (i == std::string::npos) {
     consume(pending_.size(), /*into_region=*/true);  // between or after calls: dropped
@@ -270,7 +404,8 @@ bool ToolCallStreamParser::step_after_call(bool at_end, std::vector<ToolCallDelt
       return true;
     }
     case ToolCallFormat::kMistral:
-      if (rest.front() == ',' && list_open_) {
+      // The list ends at its ']' (another [TOOL_CALLS] may follow).
+      if (rest.front() == ',') {
         consume(i + 1, /*into_region=*/true);
         state_ = State::kAfterMarker;
       } else {

@@ -6,8 +6,10 @@
 //     whitespace right before a call, between calls and after the last call is dropped (content
 //     that is only such whitespace disappears);
 //   - per call, kCallStart (its index and function name) once the call's start
-//     `{"name": "...", "arguments": {` is read, then kArguments pieces: the arguments object's
-//     text exactly as the model wrote it, so the pieces of a call concatenate to valid JSON.
+//     `{"name": "...", "arguments": {` is read (Mistral's name form: `[TOOL_CALLS]name[ARGS]{`,
+//     or `[TOOL_CALLS]name[CALL_ID]id[ARGS]{`, the id dropped), then kArguments pieces: the
+//     arguments object's text exactly as the model wrote it, so the pieces of a call concatenate
+//     to valid JSON.
 //     A call whose first key is not "name" is held until its object is complete and then comes
 //     out as kCallStart plus the whole arguments (re-serialized compactly).
 //   - text the parser cannot read as a call (a marker followed by something that is not a call
@@ -52,6 +54,9 @@ class ToolCallStreamParser {
     kStart,        // nothing read yet (Llama 3: a call may open the reply)
     kText,         // content; looking for the marker
     kAfterMarker,  // inside a call region, before a call object's '{'
+    kMistralName,  // mistral's name form: the function name, up to [ARGS] or [CALL_ID]
+    kMistralId,    // mistral's name form: the call id after [CALL_ID], up to [ARGS]
+    kMistralArgs,  // mistral's name form: after [ARGS], before the arguments object's '{'
     kInCall,       // inside a call object
     kAfterCall,    // after a call object: a closing tag, a separator, or the end
     kPlain,        // content to the end
@@ -61,6 +66,9 @@ class ToolCallStreamParser {
   bool step_start(bool at_end, std::vector<ToolCallDelta>& out);
   bool step_text(bool at_end, std::vector<ToolCallDelta>& out);
   bool step_after_marker(bool at_end, std::vector<ToolCallDelta>& out);
+  bool step_mistral_name(bool at_end, std::vector<ToolCallDelta>& out);
+  bool step_mistral_id(bool at_end, std::vector<ToolCallDelta>& out);
+  bool step_mistral_args(bool at_end, std::vector<ToolCallDelta>& out);
   bool step_in_call(std::vector<ToolCallDelta>& out);
   bool step_after_call(bool at_end, std::vector<ToolCallDelta>& out);
   // The call object in obj_ is complete: validate it and emit or give it up.
@@ -80,11 +88,14 @@ class ToolCallStreamParser {
   std::string region_ws_;   // held_ws_ when a region opened (content again if the region fails)
   std::string region_;      // the current region's text since its marker (or object start)
   bool list_open_ = false;  // mistral: the '[' after [TOOL_CALLS] was read
+  std::string name_;        // mistral's name form: the function name read so far
+  size_t call_id_bytes_ = 0;  // mistral's name form: bytes of the call id read so far
   // The call object being read.
   std::string obj_;
   JsonObjectScanner scanner_;
   bool committed_ = false;       // kCallStart went out for it
   bool header_failed_ = false;   // it does not start with "name": read it whole
+  bool args_only_ = false;       // it is the arguments object itself (mistral's name form)
   bool in_arguments_ = false;    // bytes now go out as kArguments
   int call_index_ = -1;          // its index once committed
   size_t obj_region_offset_ = 0;  // where obj_ starts in region_

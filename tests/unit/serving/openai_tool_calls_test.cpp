@@ -30,9 +30,9 @@ std::vector<StreamEvent> events_of(const std::vector<std::string>& pieces, Finis
   return out;
 }
 
-ResponseBuilder builder(bool parallel = true) {
+ResponseBuilder builder(bool parallel = true, ToolCallFormat format = ToolCallFormat::kHermes) {
   ResponseBuilder b(ApiKind::kChat, "m", {""}, false, qwen_tokenizer(), 3);
-  b.set_tool_calls(ToolCallFormat::kHermes, parallel);
+  b.set_tool_calls(format, parallel);
   return b;
 }
 
@@ -110,6 +110,37 @@ TEST(OpenAiToolCalls, StreamedDeltasAssembleToTheSameMessage) {
   EXPECT_EQ(message["tool_calls"][1]["function"]["arguments"], "{}");
   // No frame carries a piece of the marker as content.
   EXPECT_EQ(sse.find("<tool"), std::string::npos) << sse;
+}
+
+// Mistral's name form (v7 / v11+ templates), one [TOOL_CALLS] per call, a call id on the first:
+// the same message streamed and not.
+TEST(OpenAiToolCalls, MistralNameFormStreamedAndNot) {
+  const std::vector<std::string> pieces = {"Let me look.[TOOL_", "CALLS]get_weather[CALL_ID]abc12",
+                                           "3456[AR", "GS]{\"city\": \"Os",
+                                           "lo\"}[TOOL_CALLS]get_time[ARGS]{}"};
+  ResponseBuilder whole = builder(/*parallel=*/true, ToolCallFormat::kMistral);
+  whole.add_events(events_of(pieces));
+  const json choice = json::parse(whole.full_response())["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "Let me look.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 2u);
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Oslo\"}");
+  EXPECT_EQ(choice["message"]["tool_calls"][1]["function"]["name"], "get_time");
+  EXPECT_EQ(choice["message"]["tool_calls"][1]["function"]["arguments"], "{}");
+  ResponseBuilder streamed = builder(/*parallel=*/true, ToolCallFormat::kMistral);
+  std::string sse;
+  for (const StreamEvent& e : events_of(pieces)) sse += streamed.stream_events({e}, false);
+  sse += streamed.stream_end(false);
+  std::string finish;
+  const json message = assemble(sse, finish);
+  EXPECT_EQ(finish, "tool_calls");
+  EXPECT_EQ(message["content"], "Let me look.");
+  ASSERT_EQ(message["tool_calls"].size(), 2u);
+  EXPECT_EQ(message["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(message["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Oslo\"}");
+  EXPECT_EQ(message["tool_calls"][1]["function"]["name"], "get_time");
+  EXPECT_EQ(sse.find("[ARGS]"), std::string::npos) << sse;
 }
 
 TEST(OpenAiToolCalls, ParallelFalseKeepsTheFirstCall) {

@@ -223,5 +223,171 @@ TEST(MistralParser, MalformedListIsContent) {
   }
 }
 
+TEST(MistralParser, NameFormOneCall) {
+  expect_all_ways(
+      kMistral,
+      "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Z\\u00fcrich\", \"days\": [1, {\"n\": 2}]}",
+      {"", {{"get_weather", "{\"city\": \"Z\\u00fcrich\", \"days\": [1, {\"n\": 2}]}"}}});
+  // Strings that look like structure or markers, empty arguments.
+  expect_all_ways(kMistral, "[TOOL_CALLS]f-1[ARGS]{\"s\": \"}[TOOL_CALLS]x[ARGS]{\\\"\"}",
+                  {"", {{"f-1", "{\"s\": \"}[TOOL_CALLS]x[ARGS]{\\\"\"}"}}});
+  expect_all_ways(kMistral, "[TOOL_CALLS]noargs[ARGS]{}", {"", {{"noargs", "{}"}}});
+  // Whitespace after the markers and after the call is dropped.
+  expect_all_ways(kMistral, "[TOOL_CALLS] f[ARGS] {\"a\": 1}\n", {"", {{"f", "{\"a\": 1}"}}});
+}
+
+TEST(MistralParser, NameFormSeveralCalls) {
+  expect_all_ways(kMistral, "[TOOL_CALLS]a[ARGS]{\"x\": 1}[TOOL_CALLS]b[ARGS]{}",
+                  {"", {{"a", "{\"x\": 1}"}, {"b", "{}"}}});
+  expect_all_ways(
+      kMistral,
+      "[TOOL_CALLS]a[ARGS]{}\n[TOOL_CALLS]b[ARGS]{\"y\": [true]}\n[TOOL_CALLS]c_2[ARGS]{}",
+      {"", {{"a", "{}"}, {"b", "{\"y\": [true]}"}, {"c_2", "{}"}}});
+}
+
+TEST(MistralParser, NameFormWithCallId) {
+  expect_all_ways(kMistral, "[TOOL_CALLS]get_weather[CALL_ID]abc123456[ARGS]{\"city\": \"Oslo\"}",
+                  {"", {{"get_weather", "{\"city\": \"Oslo\"}"}}});
+  expect_all_ways(
+      kMistral,
+      "[TOOL_CALLS]a[CALL_ID]A1b2C3d4E[ARGS]{\"x\": 1}[TOOL_CALLS]b[CALL_ID]zzzzzzzzz[ARGS]{}",
+      {"", {{"a", "{\"x\": 1}"}, {"b", "{}"}}});
+  // One call with an id, the next without.
+  expect_all_ways(kMistral, "[TOOL_CALLS]a[CALL_ID]123456789[ARGS]{}[TOOL_CALLS]b[ARGS]{}",
+                  {"", {{"a", "{}"}, {"b", "{}"}}});
+}
+
+TEST(MistralParser, NameFormAfterAndBetweenText) {
+  expect_all_ways(kMistral,
+                  "Let me check [the weather].\n[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}",
+                  {"Let me check [the weather].", {{"get_weather", "{\"city\": \"Oslo\"}"}}});
+  expect_all_ways(kMistral, "A [TOOL_CALLS]a[ARGS]{} B\n[TOOL_CALLS]b[ARGS]{\"x\": 1} C",
+                  {"A B C", {{"a", "{}"}, {"b", "{\"x\": 1}"}}});
+  // Text that only looks like the markers.
+  expect_all_ways(kMistral, "[TOOL_CALL] x[ARGS]{} [ARGS] [CALL_ID] [TOOL_CALLS",
+                  {"[TOOL_CALL] x[ARGS]{} [ARGS] [CALL_ID] [TOOL_CALLS", {}});
+}
+
+TEST(MistralParser, BothFormsInOneReply) {
+  expect_all_ways(kMistral,
+                  "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {}}][TOOL_CALLS]b[ARGS]{\"n\": 2}",
+                  {"", {{"a", "{}"}, {"b", "{\"n\": 2}"}}});
+  expect_all_ways(
+      kMistral, "[TOOL_CALLS]a[ARGS]{}[TOOL_CALLS] [{\"name\": \"b\", \"arguments\": {\"n\": 2}}]",
+      {"", {{"a", "{}"}, {"b", "{\"n\": 2}"}}});
+}
+
+// Every split of the text into two pieces, and byte by byte, gives what the whole text gives
+// (well-formed calls, and calls malformed before their kCallStart).
+TEST(MistralParser, NameFormSplitAtEveryByte) {
+  for (const std::string text :
+       {"Sure.\n[TOOL_CALLS]get_weather[CALL_ID]abc123456[ARGS]{\"city\": \"Oslo\", \"d\": [1]}\n"
+        "[TOOL_CALLS]b[ARGS]{\"s\": \"[ARGS]}\"}",
+        "x [TOOL_CALLS]f[ARG]{}", "x [TOOL_CALLS]f[CALL_ID][ARGS]{}", "x [TOOL_CALLS]f[ARGS]7 y"}) {
+    const ParsedToolCalls whole = parse_tool_calls(kMistral, text);
+    const bool well_formed = text.rfind("Sure.", 0) == 0;
+    const Expected want = well_formed
+                              ? Expected{"Sure.",
+                                         {{"get_weather", "{\"city\": \"Oslo\", \"d\": [1]}"},
+                                          {"b", "{\"s\": \"[ARGS]}\"}"}}}
+                              : Expected{text, {}};
+    expect_all_ways(kMistral, text, want);
+    for (size_t cut = 1; cut < text.size(); ++cut) {
+      const ParsedToolCalls got = streamed(kMistral, {text.substr(0, cut), text.substr(cut)});
+      EXPECT_EQ(got.content, whole.content) << text << " cut at " << cut;
+      ASSERT_EQ(got.calls.size(), whole.calls.size()) << text << " cut at " << cut;
+      for (size_t i = 0; i < got.calls.size(); ++i) {
+        EXPECT_EQ(got.calls[i].name, whole.calls[i].name);
+        EXPECT_EQ(got.calls[i].arguments, whole.calls[i].arguments) << text << " cut at " << cut;
+      }
+    }
+  }
+}
+
+TEST(MistralParser, NameFormMalformedCallsAreContent) {
+  for (const std::string text : {
+           "Sure. [TOOL_CALLS]f{\"a\": 1}",             // no [ARGS]
+           "Sure. [TOOL_CALLS]f",                       // cut after the name
+           "Sure. [TOOL_CALLS]f[AR",                    // cut inside [ARGS]
+           "Sure. [TOOL_CALLS]f[ARGS]",                 // cut after [ARGS]
+           "Sure. [TOOL_CALLS]get weather[ARGS]{}",     // a space in the name
+           "Sure. [TOOL_CALLS]get.weather[ARGS]{}",     // a dot in the name
+           "Sure. [TOOL_CALLS]\"f\"[ARGS]{}",           // a quoted name
+           "Sure. [TOOL_CALLS][ARGS]{}",                // no name
+           "Sure. [TOOL_CALLS]f[ARGS][1, 2]",           // arguments not an object
+           "Sure. [TOOL_CALLS]f[ARGS]\"{}\"",           // arguments a string
+           "Sure. [TOOL_CALLS]f[ARGS]null",             //
+           "Sure. [TOOL_CALLS]f[CALL_ID]abc{}",         // [CALL_ID] without [ARGS]
+           "Sure. [TOOL_CALLS]f[CALL_ID][ARGS]{}",      // an empty call id
+           "Sure. [TOOL_CALLS]f[CALL_ID]ab_c[ARGS]{}",  // a call id with '_'
+           "Sure. [TOOL_CALLS]f[CALL_ID]abc123456",     // cut inside the call id
+       }) {
+    expect_all_ways(kMistral, text, {text, {}});
+  }
+  // A name or a call id past its bound.
+  const std::string long_name = "[TOOL_CALLS]" + std::string(65, 'n') + "[ARGS]{}";
+  expect_all_ways(kMistral, long_name, {long_name, {}});
+  expect_all_ways(kMistral, "[TOOL_CALLS]" + std::string(64, 'n') + "[ARGS]{}",
+                  {"", {{std::string(64, 'n'), "{}"}}});
+  const std::string long_id = "[TOOL_CALLS]f[CALL_ID]" + std::string(65, '1') + "[ARGS]{}";
+  expect_all_ways(kMistral, long_id, {long_id, {}});
+  // After a malformed call the rest of the reply is content, a later well-formed call included.
+  const std::string then_call = "[TOOL_CALLS]f[ARGS]7 [TOOL_CALLS]g[ARGS]{}";
+  expect_all_ways(kMistral, then_call, {then_call, {}});
+  // A well-formed call before a malformed one stands.
+  expect_all_ways(kMistral, "[TOOL_CALLS]f[ARGS]{}[TOOL_CALLS]g h",
+                  {"[TOOL_CALLS]g h", {{"f", "{}"}}});
+}
+
+TEST(MistralParser, NameFormArgumentsMalformedAfterTheCallStarted) {
+  for (const std::string text :
+       {"Sure. [TOOL_CALLS]f[ARGS]{\"a\": 1,} tail", "Sure. [TOOL_CALLS]f[ARGS]{\"a\": [1"}) {
+    // Whole: the call is withdrawn and all of the text is content.
+    expect_whole(kMistral, text, {text, {}});
+    // Streamed: the call went out with the arguments read so far; the rest is content.
+    ParsedToolCalls got = streamed(kMistral, bytes_of(text));
+    ASSERT_EQ(got.calls.size(), 1u);
+    EXPECT_EQ(got.calls[0].name, "f");
+    const bool cut = text.back() == '1';
+    EXPECT_EQ(got.calls[0].arguments, cut ? "{\"a\": [1" : "{\"a\": 1,}");
+    EXPECT_EQ(got.content, cut ? "Sure." : "Sure. tail");
+  }
+}
+
+TEST(MistralParser, NameFormStreamsTheCallAsItComes) {
+  ToolCallStreamParser parser(kMistral, /*whole=*/false);
+  std::vector<ToolCallDelta> out;
+  parser.push("Hi [TOOL_", out);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].text, "Hi");
+  out.clear();
+  parser.push("CALLS]get_", out);
+  EXPECT_TRUE(out.empty());
+  parser.push("weather[CALL_ID]abc[AR", out);
+  EXPECT_TRUE(out.empty());
+  parser.push("GS]", out);
+  EXPECT_TRUE(out.empty());  // the arguments may still not be an object
+  parser.push("{\"city\"", out);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].kind, Kind::kCallStart);
+  EXPECT_EQ(out[0].call, 0);
+  EXPECT_EQ(out[0].text, "get_weather");
+  EXPECT_EQ(out[1].kind, Kind::kArguments);
+  EXPECT_EQ(out[1].text, "{\"city\"");
+  out.clear();
+  parser.push(": {\"n\": 1}}[TOOL_CALLS]b[ARGS]{}", out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].kind, Kind::kArguments);
+  EXPECT_EQ(out[0].text, ": {\"n\": 1}}");
+  EXPECT_EQ(out[1].kind, Kind::kCallStart);
+  EXPECT_EQ(out[1].call, 1);
+  EXPECT_EQ(out[1].text, "b");
+  EXPECT_EQ(out[2].text, "{}");
+  out.clear();
+  parser.finish(out);
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(parser.num_calls(), 2);
+}
+
 }  // namespace
 }  // namespace weft
