@@ -22,10 +22,6 @@ namespace {
 constexpr int64_t kWeightBlockBytes = 256 * 1024;
 // Rows of x per task when m is large: tasks then also split over m.
 constexpr int64_t kRowBlock = 64;
-// AVX-512 with BF16 weights: the even/odd-pairs kernels up to this many x rows (decode batches),
-// the widening kernels above. Measured on a Xeon (SmolLM2-135M, weft bench, chrt -f 1): pairs
-// were 15-25% faster at batch 1 and 35-45% at batch 16, but 10-15% slower at batch 64.
-constexpr int64_t kAvx512Bf16PairsMaxRows = 32;
 // Below this many multiply-adds the thread hand-off costs more than it saves.
 constexpr int64_t kMinParallelMacs = int64_t{1} << 17;
 
@@ -171,9 +167,12 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
   }
 
 #if defined(__x86_64__)
+  // BF16 weights on AVX2 and AVX-512: the even/odd-pairs kernels, whatever m. They sum every
+  // output in one order, so a sequence's result does not depend on its batch; switching kernels
+  // by m would break that (the engine relies on it: a recompute after preemption or a banned
+  // phrase's rollback must reproduce the tokens and logprobs of decode).
   const bool avx512 = cpu::current_isa() == cpu::Isa::kAvx512;
-  if (w.dtype == DType::kBF16 && (cpu::current_isa() == cpu::Isa::kAvx2 ||
-                                  (avx512 && m <= kAvx512Bf16PairsMaxRows))) {
+  if (w.dtype == DType::kBF16 && (cpu::current_isa() == cpu::Isa::kAvx2 || avx512)) {
     const int64_t chunk = avx512 ? cpu::kBf16PairsChunkAvx512 : cpu::kBf16PairsChunkAvx2;
     const int64_t row_floats = cpu::bf16_pairs_row_floats(k, chunk);
     // Every element is written before it is read; rows of whole chunks keep the alignment.
