@@ -8,11 +8,13 @@ namespace weft {
 
 CompiledGrammar::CompiledGrammar(std::unique_ptr<Impl> impl,
                                  std::shared_ptr<const GrammarVocabulary> vocabulary,
-                                 GrammarKind kind, double compile_seconds)
+                                 GrammarKind kind, double compile_seconds,
+                                 std::shared_ptr<const JsonWhitespaceBound> whitespace_bound)
     : impl_(std::move(impl)),
       vocabulary_(std::move(vocabulary)),
       kind_(kind),
-      compile_seconds_(compile_seconds) {}
+      compile_seconds_(compile_seconds),
+      whitespace_bound_(std::move(whitespace_bound)) {}
 
 CompiledGrammar::~CompiledGrammar() = default;
 

@@ -9,21 +9,29 @@
 
 #include "constrain/grammar_spec.h"
 #include "constrain/grammar_vocabulary.h"
+#include "constrain/json_whitespace_bound.h"
 
 namespace weft {
 
 class CompiledGrammar {
  public:
   class Impl;
+  // `whitespace_bound`: the run-time bound of a JsonWhitespace::kBounded spec, whose grammar
+  // then has unbounded whitespace (json_whitespace_bound.h); null otherwise.
   CompiledGrammar(std::unique_ptr<Impl> impl, std::shared_ptr<const GrammarVocabulary> vocabulary,
-                  GrammarKind kind, double compile_seconds);
+                  GrammarKind kind, double compile_seconds,
+                  std::shared_ptr<const JsonWhitespaceBound> whitespace_bound = nullptr);
   ~CompiledGrammar();
   CompiledGrammar(const CompiledGrammar&) = delete;
   CompiledGrammar& operator=(const CompiledGrammar&) = delete;
 
   const std::shared_ptr<const GrammarVocabulary>& vocabulary() const { return vocabulary_; }
   GrammarKind kind() const { return kind_; }
-  // Approximate bytes held (grammar and mask cache), as xgrammar counts them.
+  const std::shared_ptr<const JsonWhitespaceBound>& whitespace_bound() const {
+    return whitespace_bound_;
+  }
+  // Approximate bytes held (grammar and mask cache), as xgrammar counts them. The whitespace
+  // bound is not counted: one table serves every grammar of a compiler with that bound.
   size_t memory_bytes() const;
   // Wall time the compile took (the schema/regex conversion and the mask cache).
   double compile_seconds() const { return compile_seconds_; }
@@ -37,6 +45,7 @@ class CompiledGrammar {
   std::shared_ptr<const GrammarVocabulary> vocabulary_;
   GrammarKind kind_;
   double compile_seconds_;
+  std::shared_ptr<const JsonWhitespaceBound> whitespace_bound_;
 };
 
 }  // namespace weft

@@ -64,13 +64,26 @@ class GrammarCompiler::State {
             absl::StrCat(spec.parameter(), ": the compiled grammar needs ", bytes,
                          " bytes, over the limit of ", limits.max_compiled_bytes, "; simplify it"));
       }
+      std::shared_ptr<const JsonWhitespaceBound> bound = whitespace_bound(spec);
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       return std::make_shared<const CompiledGrammar>(
           std::make_unique<CompiledGrammar::Impl>(std::move(compiled)), vocabulary, spec.kind(),
-          seconds);
+          seconds, std::move(bound));
     } catch (const std::exception& e) {
       return xgrammar_error(spec.parameter(), "compiling the grammar failed", e);
     }
+  }
+
+  // The run-time whitespace bound a bounded JSON spec needs (null for others): one table per
+  // bound, built on first use and shared.
+  std::shared_ptr<const JsonWhitespaceBound> whitespace_bound(const GrammarSpec& spec) const {
+    const bool json = spec.kind() == GrammarKind::kJsonSchema || spec.kind() == GrammarKind::kAnyJson;
+    if (!json || spec.json_options().whitespace != JsonWhitespace::kBounded) return nullptr;
+    const int32_t max_run = spec.json_options().max_whitespace;
+    absl::MutexLock lock(&bounds_mu);
+    auto& bound = bounds[max_run];
+    if (bound == nullptr) bound = JsonWhitespaceBound::build(*vocabulary, max_run);
+    return bound;
   }
 
   // Caller holds mu. Inserts and evicts least recently used entries down to cache_bytes.
@@ -104,6 +117,10 @@ class GrammarCompiler::State {
   // Without its cache xgrammar's compiler keeps no state between compiles, so concurrent
   // CompileGrammar calls on it are safe.
   mutable xgrammar::GrammarCompiler compiler;
+
+  mutable absl::Mutex bounds_mu;
+  mutable absl::flat_hash_map<int32_t, std::shared_ptr<const JsonWhitespaceBound>> bounds
+      ABSL_GUARDED_BY(bounds_mu);
 
   absl::Mutex mu;
   // node_hash_map: the LRU list points at the keys, which must not move.

@@ -1,6 +1,7 @@
 #include "constrain/grammar_matcher.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -41,11 +42,17 @@ void allow_only(std::span<uint32_t> row, const std::vector<int32_t>& tokens) {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
     : grammar_(std::move(grammar)),
-      impl_(std::make_unique<Impl>(xgrammar::GrammarMatcher(grammar_->impl().compiled))) {}
+      impl_(std::make_unique<Impl>(xgrammar::GrammarMatcher(grammar_->impl().compiled))) {
+  if (grammar_->whitespace_bound()) lex_states_.emplace_back();
+}
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
-                               std::unique_ptr<Impl> impl, int32_t tokens_accepted)
-    : grammar_(std::move(grammar)), impl_(std::move(impl)), tokens_accepted_(tokens_accepted) {}
+                               std::unique_ptr<Impl> impl, int32_t tokens_accepted,
+                               std::vector<JsonLexState> lex_states)
+    : grammar_(std::move(grammar)),
+      impl_(std::move(impl)),
+      tokens_accepted_(tokens_accepted),
+      lex_states_(std::move(lex_states)) {}
 
 GrammarMatcher::~GrammarMatcher() = default;
 GrammarMatcher::GrammarMatcher(GrammarMatcher&&) noexcept = default;
@@ -55,14 +62,21 @@ bool GrammarMatcher::accept_token(int32_t token) {
   // Refused here rather than by xgrammar, which logs a warning for each of these cases.
   if (token < 0 || token >= vocab_size() || is_terminated()) return false;
   if (!grammar_->vocabulary()->may_be_allowed(token)) return false;
+  std::optional<JsonLexState> lexed;
+  if (const auto& bound = grammar_->whitespace_bound()) {
+    lexed = bound->advance(lex_states_.back(), token);
+    if (!lexed) return false;
+  }
   bool accepted = false;
   try {
     accepted = impl_->matcher.AcceptToken(token);
   } catch (const std::exception&) {
     accepted = false;
   }
-  if (accepted) ++tokens_accepted_;
-  return accepted;
+  if (!accepted) return false;
+  ++tokens_accepted_;
+  if (lexed) lex_states_.push_back(*lexed);
+  return true;
 }
 
 size_t GrammarMatcher::accept_tokens(std::span<const int32_t> tokens) {
@@ -82,12 +96,17 @@ absl::StatusOr<bool> GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t>
     return true;
   }
   RowTensor t(row);
+  bool restricts = false;
   try {
-    return impl_->matcher.FillNextTokenBitmask(&t.tensor);
+    restricts = impl_->matcher.FillNextTokenBitmask(&t.tensor);  // writes the whole row
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("grammar matcher: filling the token mask failed: ", xgrammar_message(e)));
   }
+  if (const auto& bound = grammar_->whitespace_bound()) {
+    restricts = bound->restrict(lex_states_.back(), row) || restricts;
+  }
+  return restricts;
 }
 
 absl::Status GrammarMatcher::rollback(int32_t tokens) {
@@ -103,6 +122,7 @@ absl::Status GrammarMatcher::rollback(int32_t tokens) {
         absl::StrCat("grammar matcher: rollback failed: ", xgrammar_message(e)));
   }
   tokens_accepted_ -= tokens;
+  if (!lex_states_.empty()) lex_states_.resize(lex_states_.size() - tokens);
   return absl::OkStatus();
 }
 
@@ -113,10 +133,12 @@ bool GrammarMatcher::is_completed() const { return impl_->matcher.IsCompleted();
 void GrammarMatcher::reset() {
   impl_->matcher.Reset();
   tokens_accepted_ = 0;
+  if (!lex_states_.empty()) lex_states_.resize(1);
 }
 
 GrammarMatcher GrammarMatcher::fork() const {
-  return GrammarMatcher(grammar_, std::make_unique<Impl>(impl_->matcher.Fork()), tokens_accepted_);
+  return GrammarMatcher(grammar_, std::make_unique<Impl>(impl_->matcher.Fork()), tokens_accepted_,
+                        lex_states_);
 }
 
 std::string GrammarMatcher::forced_continuation() {

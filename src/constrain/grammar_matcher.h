@@ -72,10 +72,13 @@ class GrammarMatcher {
 
  private:
   GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar, std::unique_ptr<Impl> impl,
-                 int32_t tokens_accepted);
+                 int32_t tokens_accepted, std::vector<JsonLexState> lex_states);
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::unique_ptr<Impl> impl_;
   int32_t tokens_accepted_ = 0;
+  // With a run-time whitespace bound (CompiledGrammar::whitespace_bound): the lexer state at the
+  // start and after each accepted token, so back() is the current one and rollback pops.
+  std::vector<JsonLexState> lex_states_;
 };
 
 // Fills row rows[i] of `mask` from matchers[i] (rows empty: row i) for a batch of sequences;

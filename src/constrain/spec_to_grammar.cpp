@@ -17,9 +17,7 @@ xgrammar::Grammar json_schema_grammar(const std::string& schema, const JsonOptio
     case JsonWhitespace::kFixed:
       return xgrammar::Grammar::FromJSONSchema(schema, /*any_whitespace=*/false, o.indent,
                                                std::nullopt, o.strict);
-    case JsonWhitespace::kBounded:
-      return xgrammar::Grammar::FromJSONSchema(schema, /*any_whitespace=*/true, std::nullopt,
-                                               std::nullopt, o.strict, o.max_whitespace);
+    case JsonWhitespace::kBounded:  // bounded at run time (json_whitespace_bound.h)
     case JsonWhitespace::kAny:
       break;
   }
