@@ -76,6 +76,11 @@ absl::StatusOr<std::optional<ToolCallFormat>> tool_call_format_from_flags(const 
   if (args.has("tool-call-parser")) {
     auto format = tool_call_format_from_name(args.get_or("tool-call-parser", ""));
     if (!format.ok()) return format.status();
+    // "mistral" covers both Mistral forms: the template says which one forced calls take.
+    if (*format == ToolCallFormat::kMistral && chat_template != nullptr &&
+        tool_call_format_of_template(chat_template->source()) == ToolCallFormat::kMistralNamed) {
+      return std::optional<ToolCallFormat>(ToolCallFormat::kMistralNamed);
+    }
     return std::optional<ToolCallFormat>(*format);
   }
   if (chat_template == nullptr) return std::optional<ToolCallFormat>();

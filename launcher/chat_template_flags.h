@@ -41,7 +41,8 @@ absl::StatusOr<std::shared_ptr<const ChatTemplate>> chat_template_from_flags(
 // --tool-call-parser NAME (serve, batch): how the model writes tool calls.
 FlagSpec tool_call_parser_flag_spec();
 // The flag's format, else the one `chat_template` shows (null template or none recognised:
-// nullopt, and requests with tools then need tool_choice "none"). Errors name the flag.
+// nullopt, and requests with tools then need tool_choice "none"). "mistral" with a template of
+// the name form ("[ARGS]") is kMistralNamed. Errors name the flag.
 absl::StatusOr<std::optional<ToolCallFormat>> tool_call_format_from_flags(const CliArgs& args,
                                                                           const ChatTemplate* chat_template);
 

@@ -9,8 +9,8 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 struct CallLayout {
-  const char* before_name;   // up to the function name's opening quote
-  const char* after_name;    // from its closing quote to the arguments
+  const char* before_name;   // up to the function name (its opening quote, where it has one)
+  const char* after_name;    // from the name (its closing quote) to the arguments
   const char* after_args;    // after the arguments object
   const char* separator;
   const char* list_open;     // around all calls ("" for none)
@@ -25,6 +25,8 @@ CallLayout layout_of(ToolCallFormat format) {
       return {"{\"name\": \"", "\", \"parameters\": ", "}", "; ", "", ""};
     case ToolCallFormat::kMistral:
       return {"{\"name\": \"", "\", \"arguments\": ", "}", ", ", "[TOOL_CALLS][", "]"};
+    case ToolCallFormat::kMistralNamed:
+      return {"[TOOL_CALLS]", "[ARGS]", "", "", "", ""};
   }
   return {"", "", "", "", "", ""};
 }

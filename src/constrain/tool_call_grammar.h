@@ -10,6 +10,7 @@
 //   hermes       <tool_call>\n{"name": "F", "arguments": ARGS}\n</tool_call>   (separator "\n")
 //   llama3_json  {"name": "F", "parameters": ARGS}                              (separator "; ")
 //   mistral      [TOOL_CALLS][{"name": "F", "arguments": ARGS}, ...]           (separator ", ")
+//   mistral, name form (kMistralNamed)  [TOOL_CALLS]F[ARGS]ARGS                 (no separator)
 // tool_choice "auto" with a function marked "strict": true leaves the reply free until the
 // format's marker, and from the marker on the calls follow the layout above (xgrammar's
 // triggered_tags; every function's arguments are then held to its schema, strict or not). The

@@ -11,6 +11,7 @@ const char* tool_call_format_name(ToolCallFormat format) {
     case ToolCallFormat::kLlama3Json:
       return "llama3_json";
     case ToolCallFormat::kMistral:
+    case ToolCallFormat::kMistralNamed:
       return "mistral";
   }
   return "unknown";
@@ -26,7 +27,7 @@ absl::StatusOr<ToolCallFormat> tool_call_format_from_name(std::string_view name)
 
 std::optional<ToolCallFormat> tool_call_format_of_template(std::string_view source) {
   auto has = [&](std::string_view s) { return source.find(s) != std::string_view::npos; };
-  if (has("[TOOL_CALLS]")) return ToolCallFormat::kMistral;
+  if (has("[TOOL_CALLS]")) return has("[ARGS]") ? ToolCallFormat::kMistralNamed : ToolCallFormat::kMistral;
   if (has("<tool_call>")) return ToolCallFormat::kHermes;
   if (has("<|python_tag|>") || (has("<|start_header_id|>") && has("\"parameters\""))) {
     return ToolCallFormat::kLlama3Json;
@@ -41,6 +42,7 @@ std::string_view tool_call_start_marker(ToolCallFormat format) {
     case ToolCallFormat::kLlama3Json:
       return "<|python_tag|>";
     case ToolCallFormat::kMistral:
+    case ToolCallFormat::kMistralNamed:
       return "[TOOL_CALLS]";
   }
   return "";

@@ -209,7 +209,7 @@ bool ToolCallStreamParser::step_after_marker(bool at_end, std::vector<ToolCallDe
     return true;
   }
   const char c = pending_.front();
-  if (format_ == ToolCallFormat::kMistral && !list_open_) {
+  if (is_mistral(format_) && !list_open_) {
     if (c == '[') {  // [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
       list_open_ = true;
       consume(1, /*into_region=*/true);
@@ -376,7 +376,7 @@ void ToolCallStreamParser::close_call(std::vector<ToolCallDelta>& out) {
 }
 
 bool ToolCallStreamParser::step_after_call(bool at_end, std::vector<ToolCallDelta>& out) {
-  if (format_ == ToolCallFormat::kMistral && !list_open_) {
+  if (is_mistral(format_) && !list_open_) {
     // Mistral's name form has no list and no closing tag: the next call opens with its own
     // [TOOL_CALLS], looked for as text. Whitespace before it or at the end goes as content's does.
     state_ = State::kText;
@@ -404,6 +404,7 @@ bool ToolCallStreamParser::step_after_call(bool at_end, std::vector<ToolCallDelt
       return true;
     }
     case ToolCallFormat::kMistral:
+    case ToolCallFormat::kMistralNamed:
       // The list ends at its ']' (another [TOOL_CALLS] may follow).
       if (rest.front() == ',') {
         consume(i + 1, /*into_region=*/true);

@@ -117,6 +117,8 @@ TEST_P(ToolCallGrammarWalks, AcceptsTheFormatsOwnCalls) {
       {ToolCallFormat::kMistral,
        {"[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]",
         "[TOOL_CALLS][{\"name\": \"get_time\", \"arguments\": {}}]", ", "}},
+      {ToolCallFormat::kMistralNamed,
+       {"[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}", "[TOOL_CALLS]get_time[ARGS]{}", ""}},
   };
   const std::vector<std::string>& texts = calls.at(c.format);
   std::string both = texts[0] + texts[2] + texts[1];
@@ -173,8 +175,12 @@ TEST_P(ToolCallGrammarWalks, StrictAutoConstrainsCallsOnly) {
   // Text and calls are free until the marker; from the marker on the call follows the schema.
   const std::string open = c.format == ToolCallFormat::kHermes ? "<tool_call>\n" : "[TOOL_CALLS][";
   const std::string close = c.format == ToolCallFormat::kHermes ? "}\n</tool_call>" : "}]";
-  const std::string good = open + "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}" + close;
-  const std::string bad = open + "{\"name\": \"get_weather\", \"arguments\": {\"city\": 5}" + close;
+  std::string good = open + "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}" + close;
+  std::string bad = open + "{\"name\": \"get_weather\", \"arguments\": {\"city\": 5}" + close;
+  if (c.format == ToolCallFormat::kMistralNamed) {
+    good = "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}";
+    bad = "[TOOL_CALLS]get_weather[ARGS]{\"city\": 5}";
+  }
   const auto tokenizer = testing::load_tokenizer(c.tokenizer);
   auto accepts = [&](const std::string& text) {
     GrammarMatcher matcher(*grammar);
@@ -194,10 +200,12 @@ INSTANTIATE_TEST_SUITE_P(Formats, ToolCallGrammarWalks,
                          ::testing::Values(Case{"default-model", ToolCallFormat::kHermes},
                                            Case{"default-model", ToolCallFormat::kLlama3Json},
                                            Case{"default-model", ToolCallFormat::kMistral},
+                                           Case{"default-model", ToolCallFormat::kMistralNamed},
                                            Case{"qwen3", ToolCallFormat::kHermes}),
                          [](const auto& info) {
                            return std::string(info.param.tokenizer == "qwen3" ? "qwen3_" : "default_") +
-                                  tool_call_format_name(info.param.format);
+                                  tool_call_format_name(info.param.format) +
+                                  (info.param.format == ToolCallFormat::kMistralNamed ? "_named" : "");
                          });
 
 }  // namespace

@@ -37,12 +37,16 @@ TEST(ToolCallFormat, JudgedFromRealTemplates) {
   EXPECT_EQ(tool_call_format_of_template(llama), ToolCallFormat::kLlama3Json);
   EXPECT_EQ(tool_call_format_of_template("{{ bos_token }}[INST] x [/INST][TOOL_CALLS]"), ToolCallFormat::kMistral);
   // The later Mistral templates (v7 / v11+) write the name form,
-  // [TOOL_CALLS]name[CALL_ID]id[ARGS]{...}.
-  EXPECT_EQ(tool_call_format_of_template(
-                "{%- for tool_call in message.tool_calls %}{{- '[TOOL_CALLS]' + "
-                "tool_call.function.name }}{{- '[CALL_ID]' + tool_call.id }}{{- '[ARGS]' + "
-                "tool_call['function']['arguments']|tojson }}{%- endfor %}"),
-            ToolCallFormat::kMistral);
+  // [TOOL_CALLS]name[CALL_ID]id[ARGS]{...}: still the "mistral" parser, but forced calls must
+  // take that form.
+  const ToolCallFormat named = *tool_call_format_of_template(
+      "{%- for tool_call in message.tool_calls %}{{- '[TOOL_CALLS]' + "
+      "tool_call.function.name }}{{- '[CALL_ID]' + tool_call.id }}{{- '[ARGS]' + "
+      "tool_call['function']['arguments']|tojson }}{%- endfor %}");
+  EXPECT_EQ(named, ToolCallFormat::kMistralNamed);
+  EXPECT_STREQ(tool_call_format_name(named), "mistral");
+  EXPECT_TRUE(is_mistral(named));
+  EXPECT_EQ(tool_call_start_marker(named), "[TOOL_CALLS]");
   const std::string plain = read("configs/default-model/tokenizer_config.json");
   ASSERT_FALSE(plain.empty());
   EXPECT_EQ(tool_call_format_of_template(plain), std::nullopt);
