@@ -32,6 +32,7 @@
 #include "engine/speculative/speculative_setup.h"
 #include "mpi_check_util.h"
 #include "nlohmann/json.hpp"
+#include "tests/unit/constrain/speculation_workload.h"
 #include "tokenizer/tokenizer.h"
 
 namespace weft {
@@ -102,16 +103,7 @@ SpeculationStats minus(const SpeculationStats& a, const SpeculationStats& b) {
   return d;
 }
 
-// A list of records with repeating keys (n-gram lookup finds them in the output and in the
-// prompt, which shows one), a regex of repeated words, and a choice the prompt names.
-const char* kSchemaBody = R"({"guided_json": {"type": "array", "minItems": 3, "maxItems": 4,
-    "items": {"type": "object", "additionalProperties": false, "required": ["name", "tribe", "age"],
-      "properties": {"name": {"type": "string", "maxLength": 14}, "tribe": {"enum": ["Judah", "Levi", "Dan"]},
-                     "age": {"type": "integer"}}}}})";
-const char* kJsonPrompt =
-    "The sons of Israel as records: [{\"name\": \"Moses\", \"tribe\": \"Levi\", \"age\": 120}, "
-    "{\"name\": \"Aaron\", \"tribe\": \"Levi\", \"age\": 123}]. And the sons of Judah:";
-const char* kRegexBody = R"({"guided_regex": "((Amen|Selah|and the LORD said), ){2,8}(Amen|Selah)\\."})";
+// The one-rank test's schema and regex (speculation_workload.h), and a choice the prompt names.
 const char* kChoiceBody =
     R"({"guided_choice": ["the LORD said unto Moses, Go in unto Pharaoh", "the LORD said unto Aaron", "Amen"]})";
 
@@ -123,23 +115,14 @@ struct Workload {
 absl::StatusOr<Workload> make_workload(const Tokenizer& tok, GrammarCompiler& compiler, int max_tokens) {
   Workload w;
   const std::vector<std::pair<nlohmann::json, std::string>> kinds = {
-      {nlohmann::json::parse(kSchemaBody), kJsonPrompt},
-      {nlohmann::json::parse(kRegexBody), "And God said unto Moses,"},
+      {nlohmann::json::parse(testing::kSpeculationSchemaBody), testing::kSpeculationJsonPrompt},
+      {nlohmann::json{{"guided_regex", testing::kSpeculationRegex}}, testing::kSpeculationRegexPrompt},
       {nlohmann::json::parse(kChoiceBody), "And the LORD said unto Moses, Go in unto Pharaoh. And"}};
   for (int sampled = 0; sampled < 2; ++sampled) {
     for (const auto& [body, prompt] : kinds) {
       Request r;
       WEFT_ASSIGN_OR_RETURN(r.prompt_ids, tok.encode(prompt, true));
-      r.params.max_tokens = max_tokens;
-      r.params.logprobs = 2;
-      if (sampled) {
-        r.params.temperature = 0.8f;
-        r.params.top_p = 0.95f;
-        r.params.seed = 31;
-        r.params.n = 2;
-      } else {
-        r.params.temperature = 0.0f;
-      }
+      r.params = testing::speculation_params(sampled == 1, max_tokens);
       WEFT_ASSIGN_OR_RETURN(r.constraint, request_constraint(body, compiler));
       w.requests.push_back(std::move(r));
       w.bodies.push_back(body);
