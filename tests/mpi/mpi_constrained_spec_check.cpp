@@ -1,8 +1,9 @@
 // Constrained sequences speculating under TP and PP: `mpirun -np T*P mpi_constrained_spec_check
 // MODEL_DIR DRAFT_DIR T P` (configs/default-model and configs/default-draft: the golden models of
 // tests/golden have no tokenizer, and a grammar needs one). Requests under a JSON schema, a regex
-// and a choice, greedy and seeded sampled (T = 0.8, top-p 0.95, n = 2, logprobs), beside an
-// unconstrained one, run in one batch through the job
+// and a choice, greedy and seeded sampled (T = 0.8, top-p 0.95, n = 2, logprobs), beside
+// unconstrained ones (two with banned phrases the model produces, one plain), run in one batch
+// through the job
 //  - without speculation, and on rank 0 through a one-process engine without speculation;
 //  - then with n-gram lookup and with the draft (Engine::constrain_guesses screening the guesses
 //    of the constrained sequences; adaptive policy off, K = 4), enabled on the job's engine.
@@ -11,9 +12,9 @@
 // and seeded) is token for token the job's output without speculation, logprobs within 2e-4;
 // constrained outputs are accepted by their grammar (and complete where they stopped); guesses
 // of constrained sequences were verified and some accepted (SpeculationStats::num_constrained_*);
-// every KV block, the target's and the draft's, is free afterwards. Seeded outputs are also
-// compared with the one-process ones (the job's logits differ from one process's only in
-// rounding). Rank 0 prints "N passed, M failed" and the job exits non-zero on any failure.
+// phrases were rolled back while speculating; every KV block, the target's and the draft's, is
+// free afterwards. Seeded outputs are also compared with the one-process ones (the job's
+// logits differ from one process's only in rounding). Rank 0 prints "N passed, M failed" and the job exits non-zero on any failure.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -30,8 +31,10 @@
 #include "engine/local_engine.h"
 #include "engine/speculative/draft_model_proposer.h"
 #include "engine/speculative/speculative_setup.h"
+#include "engine/text_detokenizer.h"
 #include "mpi_check_util.h"
 #include "nlohmann/json.hpp"
+#include "safety/banned_phrase_set.h"
 #include "tests/unit/constrain/speculation_workload.h"
 #include "tokenizer/tokenizer.h"
 
@@ -128,6 +131,19 @@ absl::StatusOr<Workload> make_workload(const Tokenizer& tok, GrammarCompiler& co
       w.bodies.push_back(body);
     }
   }
+  // Unconstrained with banned phrases the model produces (rolled back, then speculating with
+  // the bans in the first verified row's mask), greedy and seeded.
+  for (int sampled = 0; sampled < 2; ++sampled) {
+    Request r;
+    WEFT_ASSIGN_OR_RETURN(r.prompt_ids, tok.encode(testing::kSpeculationRegexPrompt, true));
+    r.params = testing::speculation_params(sampled == 1, 48);
+    std::vector<std::string> phrases = {"children of Israel", "THE lord"};
+    if (sampled) phrases.insert(phrases.end(), {"Moses said", "and the"});
+    WEFT_ASSIGN_OR_RETURN(auto set, BannedPhraseSet::compile(phrases, "test", {}));
+    r.banned_phrases = {set};
+    w.requests.push_back(std::move(r));
+    w.bodies.push_back(nullptr);
+  }
   Request free;  // unconstrained, greedy without logprobs (argmax on the last stage), same batch
   WEFT_ASSIGN_OR_RETURN(free.prompt_ids,
                         tok.encode("Blessed are the meek: for they shall inherit the earth. Blessed", true));
@@ -179,7 +195,12 @@ int run(int argc, char** argv) {
   options.engine.seed = 9;
   // The draft's pool (rank 0 only); declared first so it outlives the engine holding the draft.
   std::unique_ptr<ThreadPool> draft_pool;
-  auto created = DistributedEngine::create(*world, options);
+  auto tok = Tokenizer::load(model_dir);  // text for the banned phrases
+  if (!tok.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(tok.status().message()).c_str());
+    return 1;
+  }
+  auto created = DistributedEngine::create(*world, options, text_detokenizers(*tok));
   if (!created.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", world->rank(), std::string(created.status().message()).c_str());
     return 1;
@@ -190,8 +211,6 @@ int run(int argc, char** argv) {
   Checks checks;
   const std::string layout = "tp=" + std::to_string(options.tp) + " pp=" + std::to_string(options.pp);
   try {
-    auto tok = Tokenizer::load(model_dir);
-    if (!tok.ok()) throw std::runtime_error(std::string(tok.status().message()));
     auto compiler = model_grammar_compiler(**tok, job.model().config.vocab_size, model_eos_ids(job.model()));
     if (!compiler.ok()) throw std::runtime_error(std::string(compiler.status().message()));
     auto workload = make_workload(**tok, **compiler, 64);
@@ -201,7 +220,7 @@ int run(int argc, char** argv) {
     // One process, no speculation: the reference for greedy outputs.
     Outcomes one_process;
     {
-      auto single = LocalEngine::create(options.engine);
+      auto single = LocalEngine::create(options.engine, text_detokenizers(*tok));
       if (!single.ok()) throw std::runtime_error("one-process engine: " + std::string(single.status().message()));
       one_process = run_to_end((*single)->engine(), requests, checks);
     }
@@ -232,7 +251,9 @@ int run(int argc, char** argv) {
       checks.expect(enabled.ok(), where + ": enabling: " + std::string(enabled.message()));
       if (!enabled.ok()) continue;
       const SpeculationStats before = job.engine().speculation_stats();
+      const int64_t matches_before = job.engine().banned_phrase_stats().matches;
       const Outcomes got = run_to_end(job.engine(), requests, checks);
+      checks.expect(job.engine().banned_phrase_stats().matches > matches_before, where + ": no phrase was rolled back");
       const SpeculationStats stats = minus(job.engine().speculation_stats(), before);
       checks.expect(got.size() == plain.size(), where + ": sequence count");
       for (const auto& [key, want] : plain) {
