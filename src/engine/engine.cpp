@@ -338,12 +338,11 @@ absl::Status Engine::add_proposals(InFlight& step) {
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const PlannedChunk& chunk = plan.chunks[i];
     const Sequence* seq = scheduler_.find(chunk.seq_id);
-    // Constrained sequences speculate with their guesses screened by the grammar
-    // (constrain_guesses). Sequences with bans at their next position do not (the first row's
-    // mask would combine bans and grammar per guess state); with none there, their guesses are
-    // screened like any token.
+    // Constrained sequences speculate with their guesses screened by the grammar, and sequences
+    // with bans at their next position with the first row's mask losing the banned tokens
+    // (constrain_guesses).
     if (seq != nullptr && chunk.token_ids.size() == 1 && chunk.logits == LogitsWanted::kLast &&
-        !seq->is_prefilling() && !seq->output_ids.empty() && bans_at_next(*seq) == nullptr) {
+        !seq->is_prefilling() && !seq->output_ids.empty()) {
       decoding.push_back(i);
     }
   }
@@ -451,7 +450,8 @@ absl::StatusOr<std::vector<Engine::Emission>> Engine::verify(const InFlight& ste
     const std::span<const int32_t> guesses = guesses_of(chunk);
     Rows& into = step.proposals.at(chunk.seq_id).q.empty() ? point : drawn;
     into.chunks.push_back(c);
-    const auto masks = step.guess_masks.find(chunk.seq_id);  // a constrained sequence's rows
+    // A constrained sequence's rows, or a sequence's with bans at its next position.
+    const auto masks = step.guess_masks.find(chunk.seq_id);
     const int32_t words = mask_words(config_.vocab_size);
     for (size_t j = 0; j <= guesses.size(); ++j) {
       const int64_t row = first_rows[c] + static_cast<int64_t>(j);
@@ -670,7 +670,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       spec_stats_.num_accepted_tokens += accepted;
       spec_stats_.num_emitted_tokens += accepted + 1;
       for (int64_t j = 0; j < accepted; ++j) ++spec_stats_.accepted_per_position[j];
-      if (step.guess_masks.count(spec_chunks[c]->seq_id)) {
+      // (guess_masks also holds the rows of sequences with bans at their next position.)
+      if (auto info = sequences_.find(spec_chunks[c]->seq_id); info != sequences_.end() && info->second.constraint) {
         ++spec_stats_.num_constrained_drafts;
         spec_stats_.num_constrained_draft_tokens += spec_chunks[c]->num_draft_tokens;
         spec_stats_.num_constrained_accepted_tokens += accepted;

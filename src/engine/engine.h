@@ -42,7 +42,8 @@
 // banned in turn, backtracking as far as the committed text. Bans
 // live with the sequence, so a preempted sequence recomputes with them; a seeded sequence draws
 // the same uniform at the position again, so equal seeds give equal outputs. A sequence with
-// bans at its next position needs full logits rows and does not speculate in that step. After
+// bans at its next position needs full logits rows; it speculates with the bans in the mask of
+// its first verified row (constrain_guesses). After
 // EngineConfig::max_banned_phrase_rollbacks rollbacks, or more than max_bans_per_position bans at
 // one position, it finishes with "content_filter" and the text committed so far.
 #pragma once
@@ -296,7 +297,8 @@ class Engine {
   struct InFlight {
     StepPlan plan;
     std::map<int64_t, Proposal> proposals;
-    std::map<int64_t, GuessMasks> guess_masks;  // the constrained sequences among `proposals`
+    // The constrained sequences among `proposals`, and those with bans at their next position.
+    std::map<int64_t, GuessMasks> guess_masks;
     int k = 0;
     int num_decoding = 0;      // chunks that decode (one known token each)
     bool decode_only = false;  // no prefill in the plan: the policy may learn from its time
@@ -308,7 +310,9 @@ class Engine {
   // are point masses, after it when they were drawn from q (rejection sampling must see the
   // refusal: p(d) = 0 there, and the token emitted is the residual's draw, not p's) -- and the
   // masks of the rows that verify the rest go into `masks`. The constraints end in the state they
-  // began in (accept, then rollback); emit() advances them over what is accepted.
+  // began in (accept, then rollback); emit() advances them over what is accepted. A sequence
+  // with bans at its next position gets row 0's mask without them (with its grammar's, if any);
+  // a banned guess 0 is refused the same way, and bans leaving no token drop the proposal.
   absl::Status constrain_guesses(std::span<const ProposalRequest> requests, std::vector<Proposal>& proposals,
                                  std::map<int64_t, GuessMasks>& masks);
   // What one sequence emitted in a step: its tokens in order and their sampling results.

@@ -1,4 +1,4 @@
-// Engine::constrain_guesses: speculation for sequences with a grammar. Each verified row j of a
+// Engine::constrain_guesses: speculation for sequences with a grammar or bans. Each verified row j of a
 // constrained sequence needs the grammar's mask after the guesses before it; the grammar is
 // advanced over the guesses, the masks of those states are filled, and it is rolled back to
 // where it was -- before the step runs, since the guesses it refuses are dropped from the
@@ -11,6 +11,10 @@
 // distribution q cannot be cut before itself: conditioned on a refused draw, rejection sampling
 // emits the residual max(0, p - q) and not p, so the guess stays (the last one) and the verifier
 // rejects it (p(d) = 0 under the mask); the row after it is never drawn from and is left unmasked.
+//
+// Bans at a sequence's next position (banned phrases) are the same kind of refusal, for row 0
+// only (the bans at later positions were dropped when the rollback that made these happened):
+// row 0's mask loses them, and a banned guess 0 is cut or kept as above.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -22,7 +26,7 @@ namespace {
 
 struct Screening {
   absl::Status status;
-  int dropped = 0;  // guesses taken out of the proposal
+  int dropped = 0;  // guesses taken out of the proposal by the grammar
 };
 
 // Cuts `proposal` by `constraint` (in the state after the sequence's output; left in it) and
@@ -65,35 +69,74 @@ Screening screen(TokenConstraint& constraint, Proposal& proposal, int32_t words,
   return s;
 }
 
+// Row 0 of a proposal for a sequence with bans at its next position: its mask (the grammar's
+// there, if any, filled by screen) loses the banned tokens. A guess 0 that is banned is handled
+// as a refused one (see the top); when the bans leave no token the proposal is dropped, and the
+// sequence samples that position as plain decoding does (Engine::apply_constraints marks the
+// dead end emit backtracks from).
+void apply_bans(const std::vector<int32_t>& bans, Proposal& proposal, int32_t words, std::vector<uint32_t>& mask_rows,
+               std::vector<char>& restricted) {
+  const size_t k = proposal.tokens.size();
+  if (k == 0) return;
+  if (restricted.empty()) {  // no grammar: rows 1..k stay unmasked
+    mask_rows.assign((k + 1) * static_cast<size_t>(words), 0u);
+    restricted.assign(k + 1, 0);
+  }
+  const std::span<uint32_t> row(mask_rows.data(), words);
+  if (!restricted[0]) std::fill(row.begin(), row.end(), ~0u);
+  for (int32_t token : bans) row[token >> 5] &= ~(1u << (token & 31));
+  restricted[0] = 1;
+  const bool dead = std::all_of(row.begin(), row.end(), [](uint32_t w) { return w == 0; });
+  const int32_t first = proposal.tokens[0];
+  const bool banned = std::find(bans.begin(), bans.end(), first) != bans.end();
+  const size_t kept = dead || (banned && proposal.q.empty()) ? 0 : banned ? 1 : k;
+  proposal.tokens.resize(kept);
+  if (!proposal.q.empty()) proposal.q.resize(kept);
+  mask_rows.resize((kept + 1) * static_cast<size_t>(words));
+  restricted.resize(kept + 1);
+}
+
 }  // namespace
 
 absl::Status Engine::constrain_guesses(std::span<const ProposalRequest> requests, std::vector<Proposal>& proposals,
                                        std::map<int64_t, GuessMasks>& masks) {
-  std::vector<size_t> constrained;  // indices into requests / proposals
+  std::vector<size_t> screened;  // indices into requests / proposals: a grammar, bans, or both
+  std::vector<const std::vector<int32_t>*> bans;  // at each one's next position, or null
   for (size_t r = 0; r < requests.size(); ++r) {
-    if (!proposals[r].tokens.empty() && sequences_.at(requests[r].seq_id).constraint) constrained.push_back(r);
+    const Sequence* seq = scheduler_.find(requests[r].seq_id);
+    const std::vector<int32_t>* banned = seq != nullptr ? bans_at_next(*seq) : nullptr;
+    if (!proposals[r].tokens.empty() && (sequences_.at(requests[r].seq_id).constraint || banned != nullptr)) {
+      screened.push_back(r);
+      bans.push_back(banned);
+    }
   }
-  if (constrained.empty()) return absl::OkStatus();
+  if (screened.empty()) return absl::OkStatus();
   // No mask job may read a constraint while it moves (none is expected: the sequence is in no
   // plan in flight).
   if (mask_prefetcher_) {
-    for (size_t r : constrained) mask_prefetcher_->forget(requests[r].seq_id);
+    for (size_t r : screened) {
+      if (sequences_.at(requests[r].seq_id).constraint) mask_prefetcher_->forget(requests[r].seq_id);
+    }
   }
   const int32_t words = mask_words(config_.vocab_size);
-  std::vector<GuessMasks> filled(constrained.size());
-  std::vector<Screening> screenings(constrained.size());
+  std::vector<GuessMasks> filled(screened.size());
+  std::vector<Screening> screenings(screened.size());
   // Distinct sequences' constraints: safe to screen in parallel.
-  pool_.parallel_for(static_cast<int64_t>(constrained.size()), [&](int64_t begin, int64_t end) {
+  pool_.parallel_for(static_cast<int64_t>(screened.size()), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
-      const size_t r = constrained[c];
-      TokenConstraint& constraint = *sequences_.at(requests[r].seq_id).constraint;
-      screenings[c] = screen(constraint, proposals[r], words, filled[c].words, filled[c].restricted);
+      const size_t r = screened[c];
+      if (TokenConstraint* constraint = sequences_.at(requests[r].seq_id).constraint.get()) {
+        screenings[c] = screen(*constraint, proposals[r], words, filled[c].words, filled[c].restricted);
+      }
+      if (screenings[c].status.ok() && bans[c] != nullptr) {
+        apply_bans(*bans[c], proposals[r], words, filled[c].words, filled[c].restricted);
+      }
     }
   });
-  for (size_t c = 0; c < constrained.size(); ++c) {
+  for (size_t c = 0; c < screened.size(); ++c) {
     WEFT_RETURN_IF_ERROR(screenings[c].status);
     spec_stats_.num_grammar_dropped_tokens += screenings[c].dropped;
-    const size_t r = constrained[c];
+    const size_t r = screened[c];
     if (!proposals[r].tokens.empty()) masks[requests[r].seq_id] = std::move(filled[c]);
   }
   return absl::OkStatus();

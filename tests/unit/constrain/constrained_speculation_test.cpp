@@ -18,6 +18,7 @@
 #include "constrain_test_util.h"
 #include "engine/local_engine.h"
 #include "engine/speculative/draft_model_proposer.h"
+#include "speculation_workload.h"
 #include "tests/unit/engine/run_to_end.h"
 
 namespace weft {
@@ -76,35 +77,21 @@ class ConstrainedSpeculationTest : public ::testing::Test {
   std::shared_ptr<GrammarCompiler> compiler_;
 };
 
-// A list of records with repeating keys (n-gram lookup finds them in the output and in the
-// prompt, which shows one), and a regex of repeated words.
-const char* kSchemaBody = R"({"guided_json": {"type": "array", "minItems": 3, "maxItems": 4,
-    "items": {"type": "object", "additionalProperties": false, "required": ["name", "tribe", "age"],
-      "properties": {"name": {"type": "string", "maxLength": 14}, "tribe": {"enum": ["Judah", "Levi", "Dan"]},
-                     "age": {"type": "integer"}}}}})";
-const char* kJsonPrompt =
-    "The sons of Israel as records: [{\"name\": \"Moses\", \"tribe\": \"Levi\", \"age\": 120}, "
-    "{\"name\": \"Aaron\", \"tribe\": \"Levi\", \"age\": 123}]. And the sons of Judah:";
+using testing::kSpeculationJsonPrompt;
+using testing::kSpeculationRegex;
+using testing::kSpeculationRegexPrompt;
+using testing::kSpeculationSchemaBody;
 
 TEST_F(ConstrainedSpeculationTest, GreedyAndSeededOutputsAreThePlainOnesWithNgramAndDraft) {
-  const nlohmann::json schema = nlohmann::json::parse(kSchemaBody);
-  const nlohmann::json regex = {{"guided_regex", "((Amen|Selah|and the LORD said), ){2,8}(Amen|Selah)\\."}};
+  const nlohmann::json schema = nlohmann::json::parse(kSpeculationSchemaBody);
+  const nlohmann::json regex = {{"guided_regex", kSpeculationRegex}};
   std::vector<Request> requests;
   std::vector<nlohmann::json> bodies;
   for (int i = 0; i < 2; ++i) {  // greedy, seeded sampled
     for (const nlohmann::json& body : {schema, regex}) {
       Request r;
-      r.prompt_ids = *tokenizer_->encode(body.contains("guided_json") ? kJsonPrompt : "And God said unto Moses,", true);
-      r.params.max_tokens = 96;
-      r.params.logprobs = 2;
-      if (i == 1) {
-        r.params.temperature = 0.8f;
-        r.params.top_p = 0.95f;
-        r.params.seed = 31;
-        r.params.n = 2;
-      } else {
-        r.params.temperature = 0.0f;
-      }
+      r.prompt_ids = *tokenizer_->encode(body.contains("guided_json") ? kSpeculationJsonPrompt : kSpeculationRegexPrompt, true);
+      r.params = testing::speculation_params(i == 1, 96);
       r.constraint = constraint(body);
       requests.push_back(r);
       bodies.push_back(body);

@@ -28,6 +28,9 @@ std::unique_ptr<LocalEngine> make_engine(SpeculativeMethod speculative, int64_t 
   options.kv.memory_bytes = 64ll << 20;
   options.seed = 9;
   options.speculative.method = speculative;
+  if (speculative == SpeculativeMethod::kDraftModel) {
+    options.speculative.draft_model = std::filesystem::path(WEFT_SOURCE_DIR) / "configs" / "default-draft";
+  }
   options.speculative.engine.adaptive = false;
   auto e = LocalEngine::create(options, std::move(detokenizers));
   EXPECT_TRUE(e.ok()) << e.status();
@@ -143,33 +146,45 @@ TEST_F(EngineConstraintTest, ACompleteOutputEndsTheSequenceEvenIgnoringEos) {
 // Banned phrases and a grammar together: the mask is their intersection, so banning the choice
 // the model takes leaves the grammar's other choices, and the rollback keeps the grammar in step.
 // Where the grammar allows only banned text after committed text, the sequence cannot go on and
-// ends with content_filter.
+// ends with content_filter. Speculating (bans and the grammar in the first verified row's mask),
+// the outputs are plain decoding's.
 TEST_F(EngineConstraintTest, BannedPhrasesAndAGrammarMaskTogether) {
   const nlohmann::json choices = {{"guided_choice", {"the LORD our God", "Moses the servant", "Aaron the priest"}}};
-  auto local = make_engine(SpeculativeMethod::kNone, 0, text_detokenizers(tokenizer_));
-  Request r = request("And God said unto", 20, 0.0f);
-  r.constraint = constraint(choices);
-  const Outcome free = run(local->engine(), {r}).at({0, 0});
-  const std::string taken = tokenizer_->decode(free.ids, true);
-  const size_t second_word = taken.find(' ') + 1;
-  const size_t third_word = taken.find(' ', second_word);
-  auto ban = [](const std::string& phrase) { return *BannedPhraseSet::compile({phrase}, "test", {}); };
+  std::vector<int32_t> plain_other, plain_stuck;
+  for (SpeculativeMethod method : {SpeculativeMethod::kNone, SpeculativeMethod::kNgram, SpeculativeMethod::kDraftModel}) {
+    SCOPED_TRACE(static_cast<int>(method));
+    auto local = make_engine(method, 0, text_detokenizers(tokenizer_));
+    Request r = request("And God said unto", 20, 0.0f);
+    r.constraint = constraint(choices);
+    const Outcome free = run(local->engine(), {r}).at({0, 0});
+    const std::string taken = tokenizer_->decode(free.ids, true);
+    const size_t second_word = taken.find(' ') + 1;
+    const size_t third_word = taken.find(' ', second_word);
+    auto ban = [](const std::string& phrase) { return *BannedPhraseSet::compile({phrase}, "test", {}); };
 
-  // The first two words: held from the first, rolled back there, another choice taken.
-  r.banned_phrases = {ban(taken.substr(0, third_word))};
-  const Outcome other = run(local->engine(), {r}).at({1, 0});
-  const std::string text = tokenizer_->decode(other.ids, true);
-  EXPECT_EQ(other.finish, FinishReason::kStop) << text;
-  EXPECT_NE(text, taken);
-  expect_accepted(choices, other);
-  EXPECT_GT(local->engine().banned_phrase_stats().matches, 0);
+    // The first two words: held from the first, rolled back there, another choice taken.
+    r.banned_phrases = {ban(taken.substr(0, third_word))};
+    const Outcome other = run(local->engine(), {r}).at({1, 0});
+    const std::string text = tokenizer_->decode(other.ids, true);
+    EXPECT_EQ(other.finish, FinishReason::kStop) << text;
+    EXPECT_NE(text, taken);
+    expect_accepted(choices, other);
+    EXPECT_GT(local->engine().banned_phrase_stats().matches, 0);
 
-  // The second word alone: the first word was released before it could be banned.
-  r.banned_phrases = {ban(taken.substr(second_word, third_word - second_word))};
-  const Outcome stuck = run(local->engine(), {r}).at({2, 0});
-  EXPECT_EQ(stuck.finish, FinishReason::kContentFilter) << tokenizer_->decode(stuck.ids, true);
-  EXPECT_EQ(local->engine().banned_phrase_stats().content_filtered, 1);
-  EXPECT_EQ(local->engine().blocks().num_free_blocks(), local->engine().blocks().num_blocks());
+    // The second word alone: the first word was released before it could be banned.
+    r.banned_phrases = {ban(taken.substr(second_word, third_word - second_word))};
+    const Outcome stuck = run(local->engine(), {r}).at({2, 0});
+    EXPECT_EQ(stuck.finish, FinishReason::kContentFilter) << tokenizer_->decode(stuck.ids, true);
+    EXPECT_EQ(local->engine().banned_phrase_stats().content_filtered, 1);
+    EXPECT_EQ(local->engine().blocks().num_free_blocks(), local->engine().blocks().num_blocks());
+    if (method == SpeculativeMethod::kNone) {
+      plain_other = other.ids;
+      plain_stuck = stuck.ids;
+    } else {
+      EXPECT_EQ(other.ids, plain_other);
+      EXPECT_EQ(stuck.ids, plain_stuck);
+    }
+  }
 }
 
 }  // namespace

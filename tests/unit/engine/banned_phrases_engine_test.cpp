@@ -46,6 +46,9 @@ class BannedPhrasesEngineTest : public ::testing::Test {
     options.scheduler.enable_prefix_caching = o.prefix_caching;
     options.seed = 5;
     options.speculative.method = o.speculative;
+    if (o.speculative == SpeculativeMethod::kDraftModel) {
+      options.speculative.draft_model = std::string(WEFT_SOURCE_DIR) + "/configs/default-draft";
+    }
     options.speculative.engine.adaptive = false;
     auto e = LocalEngine::create(options, text_detokenizers(tokenizer_));
     EXPECT_TRUE(e.ok()) << e.status();
@@ -96,7 +99,8 @@ TEST_F(BannedPhrasesEngineTest, GreedyOutputNeverHoldsThePhrasesItWouldProduce) 
 
   std::vector<int32_t> first;
   for (const Options& o : {Options{}, Options{16, 0, true}, Options{4, 0, false}, Options{4, 24, true},
-                           Options{4, 0, true, SpeculativeMethod::kNgram}}) {
+                           Options{4, 0, true, SpeculativeMethod::kNgram},
+                           Options{4, 0, true, SpeculativeMethod::kDraftModel}}) {
     auto local = engine(o);
     Request r = request(kPrompt, 60);
     r.banned_phrases = {phrases(kBanned)};
@@ -123,7 +127,8 @@ TEST_F(BannedPhrasesEngineTest, SeededSamplingIsRepeatableForEverySequence) {
     requests.push_back(r);
   }
   std::map<std::pair<int64_t, int>, Outcome> first;
-  for (const Options& o : {Options{}, Options{4, 40, true}}) {
+  for (const Options& o : {Options{}, Options{4, 40, true}, Options{4, 0, true, SpeculativeMethod::kNgram},
+                           Options{4, 0, true, SpeculativeMethod::kDraftModel}}) {
     auto local = engine(o);
     auto outcomes = run(local->engine(), requests);
     ASSERT_EQ(outcomes.size(), 6u);
@@ -158,13 +163,37 @@ TEST_F(BannedPhrasesEngineTest, RolledBackKvGivesTheLogprobsOfAFreshRecompute) {
 TEST_F(BannedPhrasesEngineTest, OnlyBannedContinuationsEndWithContentFilter) {
   std::vector<std::string> letters;
   for (char c = 'a'; c <= 'z'; ++c) letters.emplace_back(1, c);
-  auto local = engine({});
-  Request r = request(kPrompt, 40);
-  r.banned_phrases = {phrases(letters)};
-  const Outcome o = run(local->engine(), {r}).at({0, 0});
-  expect_clean(o, letters);
-  EXPECT_EQ(o.finish, FinishReason::kContentFilter);
-  EXPECT_EQ(local->engine().banned_phrase_stats().content_filtered, 1);
+  std::vector<int32_t> plain;
+  for (SpeculativeMethod method : {SpeculativeMethod::kNone, SpeculativeMethod::kNgram, SpeculativeMethod::kDraftModel}) {
+    auto local = engine({4, 0, true, method});
+    Request r = request(kPrompt, 40);
+    r.banned_phrases = {phrases(letters)};
+    const Outcome o = run(local->engine(), {r}).at({0, 0});
+    expect_clean(o, letters);
+    EXPECT_EQ(o.finish, FinishReason::kContentFilter);
+    EXPECT_EQ(local->engine().banned_phrase_stats().content_filtered, 1);
+    EXPECT_EQ(local->engine().blocks().num_free_blocks(), local->engine().blocks().num_blocks());
+    if (method == SpeculativeMethod::kNone) plain = o.ids;
+    EXPECT_EQ(o.ids, plain) << static_cast<int>(method);
+  }
+}
+
+// Unseeded sampling with the draft (guesses drawn from q, a banned first guess kept and rejected
+// by the masked target): outputs stay clean and every block comes back.
+TEST_F(BannedPhrasesEngineTest, UnseededSamplingWithTheDraftStaysClean) {
+  auto local = engine({4, 0, true, SpeculativeMethod::kDraftModel});
+  std::vector<Request> requests;
+  for (int i = 0; i < 8; ++i) {
+    Request r = request(kPrompt, 40, 0.8f);
+    r.banned_phrases = {phrases(kBanned), phrases({"Moses said", "and the"})};
+    requests.push_back(r);
+  }
+  for (const auto& [key, outcome] : run(local->engine(), requests)) {
+    expect_clean(outcome, {"children of Israel", "the LORD", "Moses said", "and the"});
+    EXPECT_NE(outcome.finish, FinishReason::kError);
+  }
+  EXPECT_GT(local->engine().banned_phrase_stats().matches, 0);
+  EXPECT_GT(local->engine().speculation_stats().num_drafts, 0);
   EXPECT_EQ(local->engine().blocks().num_free_blocks(), local->engine().blocks().num_blocks());
 }
 
