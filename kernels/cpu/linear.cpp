@@ -215,6 +215,7 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
 
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
             ThreadPool& pool) {
+  if (w.dtype == DType::kF8B64) return linear_f8(x, w, bias, y, pool);
   if (is_block_quantized(w.dtype)) return linear_block_quantized(x, w, bias, y, pool);
   linear_any(x, w, nullptr, bias, y, pool);
 }

@@ -1,0 +1,129 @@
+// linear_f8(): F8B64 weights (FP8 E4M3 with an F32 scale per 64 elements of a row) times F32
+// activations, tiled over the pool with the widest path the CPU allows (linear_f8_*.cpp); the
+// portable path and the reference conversions live here.
+#include <array>
+#include <cassert>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "cpu/isa.h"
+#include "cpu/linear_f8.h"
+#include "cpu/linear_f8_rows.h"
+#include "cpu/linear_impl.h"
+#include "weft/kernels/block_quant.h"
+#include "weft/kernels/linear.h"
+
+namespace weft::kernels {
+
+float fp8_e4m3_to_float(uint8_t v) {
+  const int sign = v >> 7, exponent = (v >> 3) & 0xF, mantissa = v & 7;
+  float magnitude;
+  if (exponent == 0xF && mantissa == 7) {
+    magnitude = std::numeric_limits<float>::quiet_NaN();
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: m / 8 * 2^-6
+  } else {
+    magnitude = std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);  // 1.m * 2^(e-7)
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+namespace {
+
+const std::array<float, 256>& e4m3_table() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int v = 0; v < 256; ++v) t[v] = fp8_e4m3_to_float(static_cast<uint8_t>(v));
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+void dequantize_f8b64_row(const void* src, float* dst, int64_t n) {
+  const std::array<float, 256>& lut = e4m3_table();
+  const uint8_t* b = static_cast<const uint8_t*>(src);
+  for (int64_t blk = 0; blk < n / cpu::kF8Block; ++blk, b += cpu::kF8BlockBytes) {
+    float s;
+    std::memcpy(&s, b, 4);
+    for (int64_t t = 0; t < cpu::kF8Block; ++t) dst[blk * cpu::kF8Block + t] = lut[b[4 + t]] * s;
+  }
+}
+
+namespace cpu {
+namespace {
+
+// Four partial sums per row (element t into t % 4), added pairwise at the end.
+struct PortableKernel {
+  template <int MR>
+  static void tile(const F8LinearProblem& p, const uint8_t* row, int64_t i, float* out) {
+    const std::array<float, 256>& lut = e4m3_table();
+    float acc[MR][4] = {};
+    float w[kF8Block];
+    for (int64_t b = 0; b < p.k / kF8Block; ++b) {
+      const uint8_t* block = row + b * kF8BlockBytes;
+      const float s = f8_block_scale(block);
+      for (int64_t t = 0; t < kF8Block; ++t) w[t] = lut[block[4 + t]] * s;
+      for (int r = 0; r < MR; ++r) {
+        const float* x = p.x + (i + r) * p.k + b * kF8Block;
+        for (int64_t t = 0; t < kF8Block; t += 4) {
+          for (int q = 0; q < 4; ++q) acc[r][q] += w[t + q] * x[t + q];
+        }
+      }
+    }
+    for (int r = 0; r < MR; ++r) out[r] = (acc[r][0] + acc[r][1]) + (acc[r][2] + acc[r][3]);
+  }
+};
+
+}  // namespace
+
+void linear_f8_portable(const F8LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  f8_rows<PortableKernel>(p, i0, i1, j0, j1);
+}
+
+}  // namespace cpu
+
+void linear_f8(const TensorView& x, const TensorView& w, const TensorView* bias,
+               const TensorView& y, ThreadPool& pool) {
+  const int64_t n = w.shape[0];
+  const int64_t k = w.shape[1];
+  const int64_t m = n > 0 ? y.numel() / n : 0;
+  assert(w.dtype == DType::kF8B64 && w.shape.rank() == 2 && k % cpu::kF8Block == 0);
+  assert(x.dtype == DType::kF32 && y.dtype == DType::kF32 && x.numel() == m * k);
+  assert(bias == nullptr || bias->numel() == n);
+  if (m == 0 || n == 0) return;
+  cpu::F8LinearProblem p;
+  p.x = x.as<const float>();
+  p.w = static_cast<const uint8_t*>(w.data);
+  p.y = y.as<float>();
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  std::vector<float> bias_f32;
+  if (bias != nullptr && bias->data != nullptr) {
+    bias_f32.resize(static_cast<size_t>(n));
+    cpu::vec_ops().widen(bias->dtype, bias->data, bias_f32.data(), n);
+    p.bias = bias_f32.data();
+  }
+  void (*block)(const cpu::F8LinearProblem&, int64_t, int64_t, int64_t, int64_t) =
+      cpu::linear_f8_portable;
+#if defined(__x86_64__)
+  switch (cpu::current_isa()) {
+    case cpu::Isa::kAvx512:
+      block = cpu::linear_f8_avx512;
+      break;
+    case cpu::Isa::kAvx2:
+      block = cpu::linear_f8_avx2;
+      break;
+    case cpu::Isa::kPortable:
+      break;
+  }
+#endif
+  cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(dtype_nbytes(w.dtype, k)), pool,
+                        [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
+}
+
+}  // namespace weft::kernels
