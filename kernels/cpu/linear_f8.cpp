@@ -56,25 +56,23 @@ void dequantize_f8b64_row(const void* src, float* dst, int64_t n) {
 namespace cpu {
 namespace {
 
-// Four partial sums per row (element t into t % 4), added pairwise at the end.
+// Four partial sums per output (element t into t % 4), added pairwise at the end.
 struct PortableKernel {
-  template <int MR>
-  static void tile(const F8LinearProblem& p, const uint8_t* row, int64_t i, float* out) {
-    const std::array<float, 256>& lut = e4m3_table();
-    float acc[MR][4] = {};
-    float w[kF8Block];
-    for (int64_t b = 0; b < p.k / kF8Block; ++b) {
-      const uint8_t* block = row + b * kF8BlockBytes;
-      const float s = f8_block_scale(block);
-      for (int64_t t = 0; t < kF8Block; ++t) w[t] = lut[block[4 + t]] * s;
-      for (int r = 0; r < MR; ++r) {
-        const float* x = p.x + (i + r) * p.k + b * kF8Block;
-        for (int64_t t = 0; t < kF8Block; t += 4) {
-          for (int q = 0; q < 4; ++q) acc[r][q] += w[t + q] * x[t + q];
+  static void decode(const uint8_t* row, int64_t k, float* w) { dequantize_f8b64_row(row, w, k); }
+
+  template <int MR, int NR>
+  static void dot(const F8LinearProblem& p, const float* w, int64_t i, float (*out)[NR]) {
+    for (int r = 0; r < MR; ++r) {
+      const float* x = p.x + (i + r) * p.k;
+      for (int c = 0; c < NR; ++c) {
+        const float* wc = w + c * p.k;
+        float acc[4] = {};
+        for (int64_t t = 0; t < p.k; t += 4) {
+          for (int q = 0; q < 4; ++q) acc[q] += wc[t + q] * x[t + q];
         }
+        out[r][c] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
       }
     }
-    for (int r = 0; r < MR; ++r) out[r] = (acc[r][0] + acc[r][1]) + (acc[r][2] + acc[r][3]);
   }
 };
 

@@ -2,7 +2,7 @@
 // manipulation (sign-extend to 16 bits, shift left 7, clear bit 14: sign, exponent and mantissa
 // land in F16's fields, so the F16 value is e4m3 * 2^-8, subnormals included), vcvtph2ps widens
 // them exactly, and one multiply by scale * 2^8 gives e4m3 * scale rounded once, as the F32
-// dequantized weight. Four accumulators per row (one per 16-lane quarter of a block).
+// dequantized weight (a row at a time, linear_f8_rows.h).
 #include "cpu/linear_f8.h"
 
 #if defined(__x86_64__)
@@ -26,33 +26,36 @@ inline void decode32(const uint8_t* b, __m512& lo, __m512& hi) {
 }
 
 struct Avx512Kernel {
-  template <int MR>
-  static void tile(const F8LinearProblem& p, const uint8_t* row, int64_t i, float* out) {
-    __m512 acc[MR][4];
-    for (int r = 0; r < MR; ++r) {
-      for (int q = 0; q < 4; ++q) acc[r][q] = _mm512_setzero_ps();
-    }
-    const int64_t blocks = p.k / kF8Block;
-    for (int64_t b = 0; b < blocks; ++b) {
+  static void decode(const uint8_t* row, int64_t k, float* w) {
+    for (int64_t b = 0; b < k / kF8Block; ++b) {
       const uint8_t* block = row + b * kF8BlockBytes;
       const __m512 scale = _mm512_set1_ps(f8_block_scale(block) * 256.0f);
-      __m512 w[4];
-      decode32(block + 4, w[0], w[1]);
-      decode32(block + 4 + 32, w[2], w[3]);
-      for (int q = 0; q < 4; ++q) w[q] = _mm512_mul_ps(w[q], scale);
-      const int64_t t = b * kF8Block;
+      __m512 v[4];
+      decode32(block + 4, v[0], v[1]);
+      decode32(block + 4 + 32, v[2], v[3]);
+      for (int q = 0; q < 4; ++q) _mm512_store_ps(w + b * kF8Block + 16 * q, _mm512_mul_ps(v[q], scale));
+    }
+  }
+
+  // One 16-lane accumulator per output, over k in steps of 16, then summed across lanes.
+  template <int MR, int NR>
+  static void dot(const F8LinearProblem& p, const float* w, int64_t i, float (*out)[NR]) {
+    __m512 acc[MR][NR];
+    for (int r = 0; r < MR; ++r) {
+      for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
+    for (int64_t t = 0; t < p.k; t += 16) {
+      __m512 x[MR];
+      for (int r = 0; r < MR; ++r) x[r] = _mm512_loadu_ps(p.x + (i + r) * p.k + t);
 #pragma GCC unroll 4
-      for (int r = 0; r < MR; ++r) {
-        const float* x = p.x + (i + r) * p.k + t;
+      for (int c = 0; c < NR; ++c) {
+        const __m512 wv = _mm512_load_ps(w + c * p.k + t);
 #pragma GCC unroll 4
-        for (int q = 0; q < 4; ++q) {
-          acc[r][q] = _mm512_fmadd_ps(w[q], _mm512_loadu_ps(x + 16 * q), acc[r][q]);
-        }
+        for (int r = 0; r < MR; ++r) acc[r][c] = _mm512_fmadd_ps(wv, x[r], acc[r][c]);
       }
     }
     for (int r = 0; r < MR; ++r) {
-      out[r] = _mm512_reduce_add_ps(
-          _mm512_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]), _mm512_add_ps(acc[r][2], acc[r][3])));
+      for (int c = 0; c < NR; ++c) out[r][c] = _mm512_reduce_add_ps(acc[r][c]);
     }
   }
 };
