@@ -8,7 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
+#include <memory>
 
 #include "cpu/linear_f8.h"
 
@@ -55,8 +55,9 @@ void f8_rows(const F8LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64
   struct alignas(64) Line {
     float v[16];
   };
-  std::vector<Line> lines(static_cast<size_t>(kF8Cols * p.k / 16));
-  float* w = lines.data()->v;
+  // Not zeroed (written before read): a block call should not clear 4 k floats per task.
+  const std::unique_ptr<Line[]> lines(new Line[static_cast<size_t>(kF8Cols * p.k / 16)]);
+  float* w = lines[0].v;
   for (int64_t j = j0; j < j1; j += kF8Cols) {
     const int nr = static_cast<int>(std::min<int64_t>(kF8Cols, j1 - j));
     for (int c = 0; c < nr; ++c) {
