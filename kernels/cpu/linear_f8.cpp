@@ -93,33 +93,12 @@ void linear_f8(const TensorView& x, const TensorView& w, const TensorView* bias,
   assert(x.dtype == DType::kF32 && y.dtype == DType::kF32 && x.numel() == m * k);
   assert(bias == nullptr || bias->numel() == n);
   if (m == 0 || n == 0) return;
-  cpu::F8LinearProblem p;
-  p.x = x.as<const float>();
-  p.w = static_cast<const uint8_t*>(w.data);
-  p.y = y.as<float>();
-  p.m = m;
-  p.n = n;
-  p.k = k;
   std::vector<float> bias_f32;
-  if (bias != nullptr && bias->data != nullptr) {
-    bias_f32.resize(static_cast<size_t>(n));
-    cpu::vec_ops().widen(bias->dtype, bias->data, bias_f32.data(), n);
-    p.bias = bias_f32.data();
-  }
-  void (*block)(const cpu::F8LinearProblem&, int64_t, int64_t, int64_t, int64_t) =
-      cpu::linear_f8_portable;
-#if defined(__x86_64__)
-  switch (cpu::current_isa()) {
-    case cpu::Isa::kAvx512:
-      block = cpu::linear_f8_avx512;
-      break;
-    case cpu::Isa::kAvx2:
-      block = cpu::linear_f8_avx2;
-      break;
-    case cpu::Isa::kPortable:
-      break;
-  }
-#endif
+  const cpu::F8LinearProblem p{x.as<const float>(), static_cast<const uint8_t*>(w.data),
+                               cpu::f32_bias(bias, n, bias_f32), y.as<float>(), m, n, k};
+  const auto block =
+      cpu::isa_choice(&cpu::linear_f8_portable, WEFT_X86_PATH(cpu::linear_f8_avx2),
+                      WEFT_X86_PATH(cpu::linear_f8_avx512));
   cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(dtype_nbytes(w.dtype, k)), pool,
                         [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
 }

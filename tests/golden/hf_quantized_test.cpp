@@ -391,20 +391,29 @@ TEST(HfQuantizedErrors, ModulesToNotConvertNamingAnUnknownModule) {
   expect_error(b.load(), {"modules_to_not_convert", "visual"});
 }
 
-// Group 128 under TP 2: o_proj's row-parallel shard has 64 input columns, and a group may not
-// cross the shard edge. The plan (weft info) and the load both refuse, naming tensor and group.
-TEST(HfQuantizedErrors, GroupCrossingAShardEdge) {
-  auto config = load_model_config(model_dir("ct_int4_g128_asym"));
+// Under TP `tp`, layer 0's o_proj (128 x 128) row-parallel shard of 128 / tp input columns cuts a
+// block of `model`'s layout: the plan (weft info) and the load both refuse, the plan's error
+// holding `plan_parts` and the load's naming the tensor and `dtype`.
+void expect_shard_edge_refused(const std::string& model, int tp,
+                               std::initializer_list<const char*> plan_parts, const char* dtype) {
+  constexpr char kTensor[] = "model.layers.0.self_attn.o_proj.weight";
+  auto config = load_model_config(model_dir(model));
   ASSERT_TRUE(config.ok()) << config.status();
   auto layout = stage_layout(2, 1, 0);
-  expect_error(checked_planned_weight_bytes(*config, 2, 1, *layout, WeightQuantization::kNone)
+  expect_error(checked_planned_weight_bytes(*config, tp, 1, *layout, WeightQuantization::kNone)
                    .status(),
-               {"model.layers.0.self_attn.o_proj.weight", "64", "128"});
-  auto store = WeightStore::open(model_dir("ct_int4_g128_asym"));
+               plan_parts);
+  auto store = WeightStore::open(model_dir(model));
   ASSERT_TRUE(store.ok());
-  expect_error(store->get_slice("model.layers.0.self_attn.o_proj.weight", Shape{128, 128}, 1, 64, 64)
-                   .status(),
-               {"model.layers.0.self_attn.o_proj.weight", "i4g128"});
+  expect_error(store->get_slice(kTensor, Shape{128, 128}, 1, 128 / tp, 128 / tp).status(),
+               {kTensor, dtype});
+}
+
+// Group 128 under TP 2: o_proj's row-parallel shard has 64 input columns, and a group may not
+// cross the shard edge.
+TEST(HfQuantizedErrors, GroupCrossingAShardEdge) {
+  expect_shard_edge_refused("ct_int4_g128_asym", 2,
+                            {"model.layers.0.self_attn.o_proj.weight", "64", "128"}, "i4g128");
 }
 
 // How FP8 weights are held: F8B64 where the input columns (and the scale blocks' columns) are
@@ -428,17 +437,9 @@ TEST(HfQuantizedFp8, HeldDtype) {
 // FP8 held as F8B64 under TP 4: o_proj's row-parallel shard has 32 input columns, inside one of
 // weft's 64-element blocks. The plan and the load refuse, naming tensor and block.
 TEST(HfQuantizedErrors, Fp8BlockCrossingAShardEdge) {
-  auto config = load_model_config(model_dir("ct_fp8_channel"));
-  ASSERT_TRUE(config.ok()) << config.status();
-  auto layout = stage_layout(2, 1, 0);
-  expect_error(checked_planned_weight_bytes(*config, 4, 1, *layout, WeightQuantization::kNone)
-                   .status(),
-               {"model.layers.0.self_attn.o_proj.weight", "32", "f8b64", "64"});
-  auto store = WeightStore::open(model_dir("ct_fp8_channel"));
-  ASSERT_TRUE(store.ok());
-  expect_error(store->get_slice("model.layers.0.self_attn.o_proj.weight", Shape{128, 128}, 1, 32, 32)
-                   .status(),
-               {"model.layers.0.self_attn.o_proj.weight", "f8b64"});
+  expect_shard_edge_refused("ct_fp8_channel", 4,
+                            {"model.layers.0.self_attn.o_proj.weight", "32", "f8b64", "64"},
+                            "f8b64");
 }
 
 // An FP8 NaN code in a stored weight is refused, naming the tensor and element.

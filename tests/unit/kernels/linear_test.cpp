@@ -19,6 +19,21 @@ namespace {
 
 class LinearTest : public IsaTest {};
 
+// The double-precision dot product of x[0..k) and w[0..k), and the sum of |x w| (the scale of
+// F32 rounding errors).
+struct RefDot {
+  double sum = 0.0, mag = 0.0;
+};
+RefDot ref_dot(const float* x, const float* w, int64_t k) {
+  RefDot d;
+  for (int64_t t = 0; t < k; ++t) {
+    const double p = static_cast<double>(x[t]) * w[t];
+    d.sum += p;
+    d.mag += std::fabs(p);
+  }
+  return d;
+}
+
 void check_linear(int64_t m, int64_t n, int64_t k, DType wdt, bool with_bias, DType bias_dt,
                   ThreadPool& pool, uint32_t seed) {
   std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
@@ -35,12 +50,8 @@ void check_linear(int64_t m, int64_t n, int64_t k, DType wdt, bool with_bias, DT
   int failures = 0;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double ref = with_bias ? bv[j] : 0.0, mag = 0.0;
-      for (int64_t t = 0; t < k; ++t) {
-        const double p = static_cast<double>(xv[i * k + t]) * wv[j * k + t];
-        ref += p;
-        mag += std::fabs(p);
-      }
+      const RefDot d = ref_dot(xv.data() + i * k, wv.data() + j * k, k);
+      const double ref = d.sum + (with_bias ? bv[j] : 0.0), mag = d.mag;
       const double err = std::fabs(out[i * n + j] - ref);
       if (err > 1e-5 * mag + 1e-6 && failures++ < 5) {
         ADD_FAILURE() << "m=" << m << " n=" << n << " k=" << k << " w=" << dtype_name(wdt)
@@ -260,12 +271,8 @@ TEST_P(LinearTest, Fp8WeightsMatchTheDequantizedReference) {
         linear(x, w32, with_bias ? &bias : nullptr, y32, pool);
         for (int64_t i = 0; i < m; ++i) {
           for (int64_t j = 0; j < n; ++j) {
-            double ref = with_bias ? bv[j] : 0.0, mag = 0.0;
-            for (int64_t t = 0; t < k; ++t) {
-              const double p = static_cast<double>(xv[i * k + t]) * wv[j * k + t];
-              ref += p;
-              mag += std::fabs(p);
-            }
+            const RefDot d = ref_dot(xv.data() + i * k, wv.data() + j * k, k);
+            const double ref = d.sum + (with_bias ? bv[j] : 0.0), mag = d.mag;
             const float got = y.data_as<float>()[i * n + j];
             ASSERT_NEAR(got, ref, 1e-5 * mag + 1e-6) << "m=" << m << " n=" << n << " k=" << k;
             ASSERT_NEAR(got, y32.data_as<float>()[i * n + j], 2e-5 * mag + 1e-6)
@@ -290,13 +297,9 @@ TEST_P(LinearTest, Fp8LargeShapesAcrossThreadCounts) {
       linear(x, w, nullptr, y, pool);
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < n; ++j) {
-          double ref = 0.0, mag = 0.0;
-          for (int64_t t = 0; t < k; ++t) {
-            const double p = static_cast<double>(xv[i * k + t]) * wv[j * k + t];
-            ref += p;
-            mag += std::fabs(p);
-          }
-          ASSERT_NEAR(y.data_as<float>()[i * n + j], ref, 1e-5 * mag + 1e-6) << m << "x" << n << "x" << k;
+          const RefDot d = ref_dot(xv.data() + i * k, wv.data() + j * k, k);
+          ASSERT_NEAR(y.data_as<float>()[i * n + j], d.sum, 1e-5 * d.mag + 1e-6)
+              << m << "x" << n << "x" << k;
         }
       }
     }
