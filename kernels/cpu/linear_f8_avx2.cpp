@@ -37,6 +37,36 @@ struct Avx2Kernel {
     }
   }
 
+  // dot<1, NR> with the rows decoded in registers as they are read (decode: one x row), the
+  // same operations in the same order without the round trip through the buffer.
+  static constexpr bool kDecodeInRegisters = true;
+  template <int NR>
+  static void dot_rows(const F8LinearProblem& p, const uint8_t* const* rows, int64_t i,
+                       float* out) {
+    const __m256i mask = _mm256_set1_epi16(static_cast<short>(0xBF80));
+    __m256 acc[NR];
+    for (int c = 0; c < NR; ++c) acc[c] = _mm256_setzero_ps();
+    const float* xr = p.x + i * p.k;
+    for (int64_t b = 0; b < p.k / kF8Block; ++b) {
+      for (int64_t t = 0; t < kF8Block; t += 16) {
+        const __m256 x0 = _mm256_loadu_ps(xr + b * kF8Block + t);
+        const __m256 x1 = _mm256_loadu_ps(xr + b * kF8Block + t + 8);
+#pragma GCC unroll 4
+        for (int c = 0; c < NR; ++c) {
+          const uint8_t* block = rows[c] + b * kF8BlockBytes;
+          const __m256 scale = _mm256_set1_ps(f8_block_scale(block) * 256.0f);
+          const __m256i s = _mm256_cvtepi8_epi16(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 4 + t)));
+          const __m256i h = _mm256_and_si256(_mm256_slli_epi16(s, 7), mask);
+          const __m256 w0 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), scale);
+          const __m256 w1 = _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), scale);
+          acc[c] = _mm256_fmadd_ps(w1, x1, _mm256_fmadd_ps(w0, x0, acc[c]));
+        }
+      }
+    }
+    for (int c = 0; c < NR; ++c) out[c] = reduce8(acc[c]);
+  }
+
   // One 8-lane accumulator per output, over k in steps of 8, then summed across lanes.
   template <int MR, int NR>
   static void dot(const F8LinearProblem& p, const float* w, int64_t i, float (*out)[NR]) {

@@ -37,6 +37,31 @@ struct Avx512Kernel {
     }
   }
 
+  // dot<1, NR> with the rows decoded in registers as they are read (decode: one x row), the
+  // same operations in the same order without the round trip through the buffer.
+  static constexpr bool kDecodeInRegisters = true;
+  template <int NR>
+  static void dot_rows(const F8LinearProblem& p, const uint8_t* const* rows, int64_t i,
+                       float* out) {
+    __m512 acc[NR];
+    for (int c = 0; c < NR; ++c) acc[c] = _mm512_setzero_ps();
+    const float* xr = p.x + i * p.k;
+    for (int64_t b = 0; b < p.k / kF8Block; ++b) {
+      __m512 x[4];
+      for (int q = 0; q < 4; ++q) x[q] = _mm512_loadu_ps(xr + b * kF8Block + 16 * q);
+#pragma GCC unroll 4
+      for (int c = 0; c < NR; ++c) {
+        const uint8_t* block = rows[c] + b * kF8BlockBytes;
+        const __m512 scale = _mm512_set1_ps(f8_block_scale(block) * 256.0f);
+        __m512 v[4];
+        decode32(block + 4, v[0], v[1]);
+        decode32(block + 4 + 32, v[2], v[3]);
+        for (int q = 0; q < 4; ++q) acc[c] = _mm512_fmadd_ps(_mm512_mul_ps(v[q], scale), x[q], acc[c]);
+      }
+    }
+    for (int c = 0; c < NR; ++c) out[c] = _mm512_reduce_add_ps(acc[c]);
+  }
+
   // One 16-lane accumulator per output, over k in steps of 16, then summed across lanes.
   template <int MR, int NR>
   static void dot(const F8LinearProblem& p, const float* w, int64_t i, float (*out)[NR]) {

@@ -2,8 +2,10 @@
 // of the block Kernel::decode(row, k, w) dequantizes it into F32 (w 64-byte aligned), then
 // Kernel::dot<MR, NR>(p, w, i, out) dots NR such rows (w + c * k) with x rows i..i+MR, MR up to
 // 4 and NR up to 4. Each output has its own accumulator, summed in the same order whatever MR
-// and NR, so a row's output is the same in any batch. Include after the file's `#pragma GCC
-// target`.
+// and NR, so a row's output is the same in any batch. A Kernel with kDecodeInRegisters also
+// provides dot_rows<NR>(p, rows, i, out) for a block of one x row (decode): dot<1, NR>'s
+// operations on rows decoded in registers, skipping the buffer. Include after the file's
+// `#pragma GCC target`.
 #pragma once
 
 #include <algorithm>
@@ -52,6 +54,25 @@ void f8_rows_cols(const F8LinearProblem& p, const float* w, int64_t i0, int64_t 
 template <class Kernel>
 void f8_rows(const F8LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const size_t row_bytes = static_cast<size_t>(p.k / kF8Block * kF8BlockBytes);
+  if constexpr (requires { Kernel::kDecodeInRegisters; }) {
+    // One x row (decode): Kernel::dot_rows<NR> decodes in registers, with the sums of dot<1, NR>.
+    if (i1 - i0 == 1) {
+      for (int64_t j = j0; j < j1; j += kF8Cols) {
+        const uint8_t* rows[kF8Cols];
+        const int nr = static_cast<int>(std::min<int64_t>(kF8Cols, j1 - j));
+        for (int c = 0; c < nr; ++c) rows[c] = p.w + static_cast<size_t>(j + c) * row_bytes;
+        float sums[kF8Cols];
+        switch (nr) {
+          case 4: Kernel::template dot_rows<4>(p, rows, i0, sums); break;
+          case 3: Kernel::template dot_rows<3>(p, rows, i0, sums); break;
+          case 2: Kernel::template dot_rows<2>(p, rows, i0, sums); break;
+          default: Kernel::template dot_rows<1>(p, rows, i0, sums); break;
+        }
+        for (int c = 0; c < nr; ++c) p.y[i0 * p.n + j + c] = sums[c] + (p.bias ? p.bias[j + c] : 0.0f);
+      }
+      return;
+    }
+  }
   struct alignas(64) Line {
     float v[16];
   };
