@@ -13,6 +13,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -128,6 +129,60 @@ void LinearBlockArgs(benchmark::internal::Benchmark* b) {
   b->UseRealTime();
 }
 BENCHMARK(BM_LinearBlock)->Apply(LinearBlockArgs);
+
+// FP8 checkpoints' weights: F8B64 (e4m3 + an F32 scale per 64, linear_f8) against the same
+// weights dequantized to F32 (how FP8 checkpoints were held before) and BF16. Args: m, n, k,
+// dtype (0 = F8B64, 1 = F32, 2 = BF16), copies: distinct weight tensors cycled through, one per
+// iteration (copies > 1 so their total exceeds the last-level cache: the weights then stream
+// from memory as a decode step's do). bytes_per_second counts the weight bytes only.
+void BM_LinearFp8(benchmark::State& state) {
+  const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
+  const DType dt = state.range(3) == 0 ? DType::kF8B64 : state.range(3) == 1 ? DType::kF32 : DType::kBF16;
+  const int64_t copies = state.range(4);
+  Tensor x = Tensor::zeros(DType::kF32, {m, k});
+  fill_random(x, 1);
+  std::vector<Tensor> ws;
+  for (int64_t c = 0; c < copies; ++c) {
+    Tensor w = Tensor::zeros(dt, {n, k});
+    if (dt == DType::kF8B64) {
+      std::mt19937 rng(2 + static_cast<uint32_t>(c));
+      uint8_t* b = static_cast<uint8_t*>(w.data());
+      for (int64_t blk = 0; blk < n * k / 64; ++blk, b += 68) {
+        const float s = 1e-3f;
+        std::memcpy(b, &s, 4);
+        for (int t = 0; t < 64; ++t) b[4 + t] = static_cast<uint8_t>(rng() % 0x7E);  // no NaN
+      }
+    } else {
+      fill_random(w, 2 + static_cast<uint32_t>(c));
+    }
+    ws.push_back(std::move(w));
+  }
+  Tensor y = Tensor::zeros(DType::kF32, {m, n});
+  size_t next = 0;
+  for (auto _ : state) {
+    linear(x, ws[next], nullptr, y, pool());
+    next = (next + 1) % ws.size();
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(ws[0].nbytes()));
+  state.counters["FLOP/s"] = benchmark::Counter(
+      static_cast<double>(2 * m * n * k) * state.iterations(), benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(dtype_name(dt)) + " " + std::string(cpu_kernel_isa()));
+}
+
+void LinearFp8Args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"m", "n", "k", "dtype", "copies"});
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{576, 1536}, {1536, 576}, {4096, 4096}}) {
+    for (int64_t m : {1, 16}) {
+      for (int64_t dt : {0, 1, 2}) b->Args({m, n, k, dt, 1});
+    }
+  }
+  // 16 x 4096 x 4096: 272 MB in F8B64, 1 GB in F32, past a 260 MB L3.
+  for (int64_t dt : {0, 1, 2}) b->Args({1, 4096, 4096, dt, 16});
+  b->UseRealTime();
+}
+BENCHMARK(BM_LinearFp8)->Apply(LinearFp8Args);
 
 // Decode step: `seqs` sequences of one query each over `context` cached tokens.
 // Args: seqs, context, dtype. Llama-100M-like heads: 12 query heads, 4 kv heads, head_dim 64.

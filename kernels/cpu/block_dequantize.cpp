@@ -9,6 +9,7 @@
 namespace weft::kernels {
 
 void dequantize_row(DType dtype, const void* src, float* dst, int64_t n) {
+  if (dtype == DType::kF8B64) return dequantize_f8b64_row(src, dst, n);
   const int64_t block = dtype_block_elems(dtype);
   const int64_t groups = block / cpu::kUnpackGroup;
   const int zero = cpu::unpack_zero(dtype);

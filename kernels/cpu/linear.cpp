@@ -80,6 +80,14 @@ void run_linear_tiles(int64_t m, int64_t n, int64_t k, int64_t weight_row_bytes,
       min_chunk);
 }
 
+const float* f32_bias(const TensorView* bias, int64_t n, std::vector<float>& storage) {
+  if (bias == nullptr || bias->data == nullptr) return nullptr;
+  if (bias->dtype == DType::kF32) return bias->as<const float>();
+  storage.resize(static_cast<size_t>(n));
+  vec_ops().widen(bias->dtype, bias->data, storage.data(), n);
+  return storage.data();
+}
+
 void deinterleave_bf16_pairs(const float* x, int64_t k, int64_t chunk, float* out) {
   const int64_t half = chunk / 2;
   for (int64_t c = 0; c + chunk <= k; c += chunk) {
@@ -137,15 +145,7 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
   p.n = n;
   p.k = k;
   std::vector<float> bias_f32;
-  if (bias != nullptr && bias->data != nullptr) {
-    if (bias->dtype == DType::kF32) {
-      p.bias = bias->as<const float>();
-    } else {
-      bias_f32.resize(static_cast<size_t>(n));
-      cpu::vec_ops().widen(bias->dtype, bias->data, bias_f32.data(), n);
-      p.bias = bias_f32.data();
-    }
-  }
+  p.bias = cpu::f32_bias(bias, n, bias_f32);
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < n; ++j) p.y[i * n + j] = p.bias ? p.bias[j] : 0.0f;
@@ -192,20 +192,9 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
   }
 #endif
 
-  void (*block)(const cpu::LinearProblem&, int64_t, int64_t, int64_t, int64_t) =
-      cpu::linear_block_portable;
-#if defined(__x86_64__)
-  switch (cpu::current_isa()) {
-    case cpu::Isa::kAvx512:
-      block = cpu::linear_block_avx512;
-      break;
-    case cpu::Isa::kAvx2:
-      block = cpu::linear_block_avx2;
-      break;
-    case cpu::Isa::kPortable:
-      break;
-  }
-#endif
+  const auto block =
+      cpu::isa_choice(&cpu::linear_block_portable, WEFT_X86_PATH(cpu::linear_block_avx2),
+                      WEFT_X86_PATH(cpu::linear_block_avx512));
 
   cpu::run_linear_tiles(m, n, k, k * static_cast<int64_t>(dtype_size(w.dtype)), pool,
             [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
@@ -215,6 +204,7 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
 
 void linear(const TensorView& x, const TensorView& w, const TensorView* bias, const TensorView& y,
             ThreadPool& pool) {
+  if (w.dtype == DType::kF8B64) return linear_f8(x, w, bias, y, pool);
   if (is_block_quantized(w.dtype)) return linear_block_quantized(x, w, bias, y, pool);
   linear_any(x, w, nullptr, bias, y, pool);
 }

@@ -90,11 +90,7 @@ void linear_block_quantized(const TensorView& x, const TensorView& w, const Tens
   p.w_row_bytes = dtype_nbytes(w.dtype, k);
   p.y = y.as<float>();
   std::vector<float> bias_f32;
-  if (bias != nullptr && bias->data != nullptr) {
-    bias_f32.resize(static_cast<size_t>(n));
-    cpu::vec_ops().widen(bias->dtype, bias->data, bias_f32.data(), n);
-    p.bias = bias_f32.data();
-  }
+  p.bias = cpu::f32_bias(bias, n, bias_f32);
 
   // Zero padding past k: values and scales 0, so padded groups add nothing on any path.
   std::vector<int8_t> xq(static_cast<size_t>(m * p.k_pad), 0);
@@ -110,20 +106,10 @@ void linear_block_quantized(const TensorView& x, const TensorView& w, const Tens
   p.xd = xd.data();
   p.xs = xs.data();
 
-  void (*block)(const cpu::BlockLinearProblem&, int64_t, int64_t, int64_t, int64_t) =
-      cpu::linear_block_q_portable;
-#if defined(__x86_64__)
-  switch (cpu::current_isa()) {
-    case cpu::Isa::kAvx512:
-      block = cpu_features().avx512vnni ? cpu::linear_block_q_avx512vnni : cpu::linear_block_q_avx512;
-      break;
-    case cpu::Isa::kAvx2:
-      block = cpu::linear_block_q_avx2;
-      break;
-    case cpu::Isa::kPortable:
-      break;
-  }
-#endif
+  const auto block = cpu::isa_choice(
+      &cpu::linear_block_q_portable, WEFT_X86_PATH(cpu::linear_block_q_avx2),
+      cpu_features().avx512vnni ? WEFT_X86_PATH(cpu::linear_block_q_avx512vnni)
+                                 : WEFT_X86_PATH(cpu::linear_block_q_avx512));
   cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(p.w_row_bytes), pool,
                         [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
 }

@@ -3,8 +3,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <type_traits>
+#include <vector>
 
 #include "core/dtype.h"
+#include "core/tensor.h"
+#include "cpu/isa.h"
 #include "core/thread_pool.h"
 
 namespace weft::kernels::cpu {
@@ -15,6 +19,32 @@ using LinearBlockFn = std::function<void(int64_t i0, int64_t i1, int64_t j0, int
 // m) sized for L2 (weight rows of weight_row_bytes each) and for the pool to balance.
 void run_linear_tiles(int64_t m, int64_t n, int64_t k, int64_t weight_row_bytes, ThreadPool& pool,
                       const LinearBlockFn& block);
+
+// `bias` ([n] of any float dtype, or null / without data) as F32: its own data when F32, else
+// widened into `storage`; null when there is none.
+const float* f32_bias(const TensorView* bias, int64_t n, std::vector<float>& storage);
+
+// The block function of the path current_isa() selects (portable on other architectures, where
+// the x86 paths are not compiled: pass them as WEFT_X86_PATH(f)).
+#if defined(__x86_64__)
+#define WEFT_X86_PATH(f) (&(f))
+#else
+#define WEFT_X86_PATH(f) nullptr
+#endif
+template <class Fn>
+Fn isa_choice(Fn portable, std::type_identity_t<Fn> avx2, std::type_identity_t<Fn> avx512) {
+#if defined(__x86_64__)
+  switch (current_isa()) {
+    case Isa::kAvx512: return avx512;
+    case Isa::kAvx2: return avx2;
+    case Isa::kPortable: break;
+  }
+#else
+  (void)avx2;
+  (void)avx512;
+#endif
+  return portable;
+}
 
 struct LinearProblem {
   const float* x = nullptr;  // [m, k]

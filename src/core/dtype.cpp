@@ -28,6 +28,7 @@ size_t dtype_block_bytes(DType dtype) {
     case DType::kI4G64: return 36;
     case DType::kI4G128: return 68;
     case DType::kF8E4M3: return 1;
+    case DType::kF8B64: return 68;
   }
   return 0;
 }
@@ -42,7 +43,8 @@ int64_t dtype_block_elems(DType dtype) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K: return 256;
-    case DType::kI4G64: return 64;
+    case DType::kI4G64:
+    case DType::kF8B64: return 64;
     case DType::kI4G128: return 128;
     default: return 1;
   }
@@ -84,6 +86,7 @@ const char* dtype_name(DType dtype) {
     case DType::kI4G64: return "i4g64";
     case DType::kI4G128: return "i4g128";
     case DType::kF8E4M3: return "f8_e4m3";
+    case DType::kF8B64: return "f8b64";
   }
   return "?";
 }

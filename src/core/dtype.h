@@ -37,9 +37,14 @@ enum class DType : uint8_t {
   kI4G64,   // 64 elements  (36 bytes)
   kI4G128,  // 128 elements (68 bytes)
   // FP8 E4M3 ("float8_e4m3fn": sign, 4 exponent bits with bias 7, 3 mantissa bits, no
-  // infinities, S.1111.111 is NaN), safetensors "F8_E4M3". Only read: weft dequantizes FP8
-  // checkpoints' weights at load (model/checkpoint_weights.h), no kernel takes it.
+  // infinities, S.1111.111 is NaN), safetensors "F8_E4M3". Only read: checkpoints' FP8 weights
+  // are held as kF8B64 (model/checkpoint_weights.h); no kernel takes bare e4m3.
   kF8E4M3,
+  // weft's FP8 weight layout: 64 elements: the block's F32 scale, then 64 x e4m3 (no NaN codes);
+  // element = e4m3 * scale (exact in F32 for F16 / BF16 scales). Per-tensor, per-channel and
+  // 128 x 128 block scales of FP8 checkpoints all map onto it (a 64 block, not 128, so that a
+  // tensor-parallel shard of 64 input columns stays in the layout). Not a GGUF type.
+  kF8B64,   // 64 elements  (68 bytes)
 };
 
 // Bytes per element of a plain (not block-quantized) dtype. Aborts on a block-quantized one,

@@ -315,7 +315,11 @@ bool CheckpointQuantization::quantizes(const std::string& module, int64_t rows,
 
 DType CheckpointQuantization::weft_dtype() const {
   if (format == StoredWeightFormat::kInt8Channel) return DType::kI8;
-  if (format == StoredWeightFormat::kFp8) return DType::kF32;
+  if (format == StoredWeightFormat::kFp8) {
+    return fp8_block_cols == 0 || fp8_block_cols % dtype_block_elems(DType::kF8B64) == 0
+               ? DType::kF8B64
+               : DType::kF32;
+  }
   const bool blocks = bits == 4 && !desc_act &&
                       (group_size == 32 || group_size == 64 || group_size == 128);
   if (!blocks) return DType::kF32;
@@ -326,14 +330,21 @@ DType CheckpointQuantization::weft_dtype() const {
   return group_size == 64 ? DType::kI4G64 : DType::kI4G128;
 }
 
+DType CheckpointQuantization::held_dtype(int64_t cols) const {
+  const DType d = weft_dtype();
+  if (d == DType::kF8B64 && cols % dtype_block_elems(d) != 0) return DType::kF32;
+  return d;
+}
+
 int64_t CheckpointQuantization::block_group() const {
   const DType d = weft_dtype();
   return is_block_quantized(d) ? dtype_block_elems(d) : 0;
 }
 
-int64_t CheckpointQuantization::shard_bytes(int64_t rows, int64_t cols) const {
+int64_t CheckpointQuantization::shard_bytes(int64_t rows, int64_t cols, int64_t full_cols) const {
   if (format == StoredWeightFormat::kInt8Channel) return rows * cols + rows * 4;
-  return static_cast<int64_t>(dtype_nbytes(weft_dtype(), rows * cols));
+  const DType d = held_dtype(full_cols);
+  return static_cast<int64_t>(dtype_nbytes(d, rows * cols));
 }
 
 std::string CheckpointQuantization::describe() const {
@@ -346,7 +357,11 @@ std::string CheckpointQuantization::describe() const {
                               : absl::StrCat("per block ", fp8_block_rows, "x", fp8_block_cols);
     out = absl::StrCat(method == CheckpointQuantMethod::kFp8 ? "fp8" : "compressed-tensors float-quantized",
                        " e4m3 scale ", scales,
-                       " -> f32 (dequantized at load: fp8 * scale, rounded once to f32)");
+                       weft_dtype() == DType::kF8B64
+                           ? " -> f8b64 (e4m3 bytes as stored, an f32 scale per 64 inputs of a "
+                             "row: 1.06 bytes per weight; input counts not a multiple of 64 -> "
+                             "f32, dequantized at load)"
+                           : " -> f32 (dequantized at load: fp8 * scale, rounded once to f32)");
     if (quantized_activations) {
       absl::StrAppend(&out, "; the checkpoint's fp8 activation quantization is not applied: "
                             "activations stay f32");

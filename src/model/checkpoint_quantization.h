@@ -82,14 +82,20 @@ struct CheckpointQuantization {
   // (groups 64, 128), I8 (+ an F32 scale per row) for compressed-tensors int8; F32 (the exact
   // dequantized values: an f16 scale times an integer below 2^9 has at most 20 significant
   // bits) where no weft layout holds the values: GPTQ 8-bit, GPTQ group_size -1, GPTQ desc_act,
-  // AWQ groups other than 32 / 64 / 128; and FP8 (fp8 * scale: 4 significant bits times the
-  // scale's, exact for bf16 / f16 scales, rounded once to F32 for F32 scales).
+  // AWQ groups other than 32 / 64 / 128. FP8: F8B64 (the e4m3 bytes, an F32 scale per 64
+  // elements of a row: per-tensor, per-channel and per-block scales whose columns are whole
+  // 64s) for weights whose input columns are a multiple of 64 (fp8_dtype()), else F32.
   DType weft_dtype() const;
+  // The dtype a quantized weight of `cols` input columns (the full tensor's) is held in:
+  // weft_dtype(), except FP8 weights that F8B64 cannot hold (cols or the scale blocks' columns
+  // not a multiple of 64): F32, dequantized at load (fp8 * scale: 4 significant bits times the
+  // scale's, exact for bf16 / f16 scales, rounded once to F32 for F32 scales).
+  DType held_dtype(int64_t cols) const;
   // The group of a block dtype (its block), 0 when weft_dtype() is I8 or F32.
   int64_t block_group() const;
-  // Bytes of a [rows, cols] shard of a quantized linear weight as weft holds it (with the F32
-  // row scales of the int8 path).
-  int64_t shard_bytes(int64_t rows, int64_t cols) const;
+  // Bytes of a [rows, cols] shard of a quantized linear weight of `full_cols` input columns as
+  // weft holds it (with the F32 row scales of the int8 path).
+  int64_t shard_bytes(int64_t rows, int64_t cols, int64_t full_cols) const;
   // One line for weft info: the checkpoint's scheme and weft's layout, with what the mapping
   // rounds ("compressed-tensors pack-quantized int4 group 128 asymmetric -> i4g128 (scale and
   // minimum rounded to f16)").

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/half.h"
 #include "core/status_macros.h"
+#include "weft/kernels/block_quant.h"
 
 namespace weft {
 namespace {
@@ -253,23 +254,13 @@ absl::StatusOr<Tensor> convert_awq(const CheckpointQuantization& q, const Module
       [&](int64_t c) { return c / g; });
 }
 
-// FP8 E4M3 (float8_e4m3fn) to float, exactly.
-float fp8_e4m3_to_float(uint8_t v) {
-  const int sign = v >> 7, exponent = (v >> 3) & 0xF, mantissa = v & 7;
-  float magnitude;
-  if (exponent == 0xF && mantissa == 7) {
-    magnitude = std::numeric_limits<float>::quiet_NaN();
-  } else if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: m / 8 * 2^-6
-  } else {
-    magnitude = std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);  // 1.m * 2^(e-7)
-  }
-  return sign ? -magnitude : magnitude;
-}
-
-// FP8 (StoredWeightFormat::kFp8): F32 fp8 * scale of its block.
+// FP8 (StoredWeightFormat::kFp8), held as q.held_dtype(cols): F8B64, the e4m3 bytes as stored
+// with the F32 scale of each 64 elements of a row (the scale of the checkpoint's block that holds
+// them: every block column edge is a multiple of 64); or F32, fp8 * scale of its block. A NaN
+// code (S.1111.111) is refused by name: the F8B64 kernels would read it as a number.
 absl::StatusOr<Tensor> convert_fp8(const CheckpointQuantization& q, const ModuleTensors& m,
-                                   const Shape& expected) {
+                                   const Shape& expected, const std::string& module,
+                                   const std::string& file) {
   const int64_t rows = expected[0], cols = expected[1];
   const int64_t block_rows = q.fp8_block_rows > 0 ? q.fp8_block_rows : rows;
   const int64_t block_cols = q.fp8_block_cols > 0 ? q.fp8_block_cols : cols;
@@ -285,12 +276,37 @@ absl::StatusOr<Tensor> convert_fp8(const CheckpointQuantization& q, const Module
     scale = m.get(q.fp8_scale_name, kScaleDTypes, Shape{});
   }
   if (!scale.ok()) return scale.status();
-  Tensor out = Tensor::empty(DType::kF32, expected);
   const uint8_t* src = static_cast<const uint8_t*>(weight.data());
+  const auto scale_of = [&](int64_t r, int64_t c) {
+    return float_at(*scale, (r / block_rows) * scale_cols + c / block_cols);
+  };
+  const DType held = q.held_dtype(cols);
+  if (held == DType::kF32) {
+    Tensor out = Tensor::empty(DType::kF32, expected);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        out.data_as<float>()[r * cols + c] = kernels::fp8_e4m3_to_float(src[r * cols + c]) * scale_of(r, c);
+      }
+    }
+    return out;
+  }
+  const int64_t block = dtype_block_elems(held);
+  const size_t block_bytes = dtype_block_bytes(held);
+  Tensor out = Tensor::empty(held, expected);
+  uint8_t* dst = static_cast<uint8_t*>(out.data());
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      const float s = float_at(*scale, (r / block_rows) * scale_cols + c / block_cols);
-      out.data_as<float>()[r * cols + c] = fp8_e4m3_to_float(src[r * cols + c]) * s;
+    for (int64_t b = 0; b < cols / block; ++b, dst += block_bytes) {
+      const float s = scale_of(r, b * block);
+      std::memcpy(dst, &s, 4);
+      const uint8_t* codes = src + r * cols + b * block;
+      for (int64_t t = 0; t < block; ++t) {
+        if ((codes[t] & 0x7F) == 0x7F) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              file, ": tensor '", module, ".weight' [", r, ", ", b * block + t,
+              "] is an FP8 NaN (0x", absl::Hex(static_cast<unsigned>(codes[t])), ")"));
+        }
+      }
+      std::memcpy(dst + 4, codes, static_cast<size_t>(block));
     }
   }
   return out;
@@ -328,7 +344,7 @@ absl::StatusOr<Tensor> convert_checkpoint_weight(const CheckpointQuantization& q
     case StoredWeightFormat::kPackedInt4Group: return convert_packed_int4(q, m, expected, module, file);
     case StoredWeightFormat::kGptq: return convert_gptq(q, m, expected, module, file);
     case StoredWeightFormat::kAwqGemm: return convert_awq(q, m, expected, module, file);
-    case StoredWeightFormat::kFp8: return convert_fp8(q, m, expected);
+    case StoredWeightFormat::kFp8: return convert_fp8(q, m, expected, module, file);
     default: return m.get("weight", {DType::kI8}, expected);
   }
 }

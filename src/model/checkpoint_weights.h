@@ -30,7 +30,9 @@ std::string quantized_marker_tensor(const CheckpointQuantization& q, const std::
 // d = f16(scale), m = f16(-scale * (zero + 8)) (symmetric: m = -8 d; group 32 symmetric is Q4_0),
 // nibbles = stored values; kInt8Channel: the int8 values as they are (I8); GPTQ / AWQ: the same
 // blocks with m = f16(-scale * zero), or F32 scale * (q - zero) (CheckpointQuantization::
-// weft_dtype()).
+// weft_dtype()); FP8: F8B64 (the e4m3 bytes with an F32 scale per 64 elements of a row) or F32
+// fp8 * scale (CheckpointQuantization::held_dtype()); an FP8 NaN code is an error naming the
+// element.
 // Errors, naming `file`, the tensor and what is wrong: a missing weight_scale /
 // weight_zero_point / weight_packed / weight_shape / qweight / qzeros / scales (g_idx under
 // desc_act), a dtype other than int32 / I8 for packed values, float for scales; a shape other

@@ -30,14 +30,16 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
                           int64_t full_cols) -> int64_t {
     if (stored.enabled()) {
       if (!stored.quantizes(name, full_rows, full_cols)) return rows * cols * dtype_bytes;
-      if (misfit != nullptr && misfit->ok() && stored.block_group() > 0 &&
-          cols % stored.block_group() != 0) {
+      const DType held = stored.held_dtype(full_cols);
+      const int64_t group = is_block_quantized(held) ? dtype_block_elems(held) : 0;
+      if (misfit != nullptr && misfit->ok() && group > 0 && cols % group != 0) {
         *misfit = absl::InvalidArgumentError(absl::StrCat(
-            "tensor '", name, ".weight': this rank's shard has ", cols,
-            " input columns, which the checkpoint's int4 groups of ", stored.block_group(),
-            " do not divide (a group may not cross a shard edge)"));
+            "tensor '", name, ".weight': this rank's shard has ", cols, " input columns, which ",
+            held == DType::kF8B64 ? "weft's fp8 blocks (f8b64) of " : "the checkpoint's int4 groups of ",
+            group, " do not divide (a ", held == DType::kF8B64 ? "block" : "group",
+            " may not cross a shard edge)"));
       }
-      return stored.shard_bytes(rows, cols);
+      return stored.shard_bytes(rows, cols, full_cols);
     }
     if (misfit != nullptr && misfit->ok() && quantization != WeightQuantization::kNone &&
         quantization != WeightQuantization::kInt8) {
@@ -47,8 +49,9 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
     return quantized_weight_bytes(quantization, rows, cols, dtype_bytes);
   };
   // Column-parallel parts fused into one weight of `cols` inputs: {rows, module, full rows}. The
-  // layer holds them in one dtype, F32 when the checkpoint dequantizes some part at load and
-  // keeps another dense (native FP8: transformers leaves shapes the blocks do not tile dense).
+  // layer holds them in one dtype, F32 when the checkpoint dequantizes some part at load, or
+  // holds some part F8B64 and keeps another dense (native FP8: transformers leaves shapes the
+  // blocks do not tile dense).
   struct Part {
     int64_t rows;
     std::string name;
@@ -56,8 +59,16 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
   };
   const auto fused = [&](const std::vector<Part>& parts, int64_t cols, int64_t full_cols) {
     bool upcast = false;
-    if (stored.enabled() && stored.weft_dtype() == DType::kF32) {
-      for (const Part& p : parts) upcast = upcast || stored.quantizes(p.name, p.full_rows, full_cols);
+    if (stored.enabled()) {
+      bool any_f32 = false, any_f8 = false, any_dense = false;
+      for (const Part& p : parts) {
+        const bool quantized = stored.quantizes(p.name, p.full_rows, full_cols);
+        const DType held = stored.held_dtype(full_cols);
+        any_f32 = any_f32 || (quantized && held == DType::kF32);
+        any_f8 = any_f8 || (quantized && held == DType::kF8B64);
+        any_dense = any_dense || !quantized;
+      }
+      upcast = any_f32 || (any_f8 && any_dense);
     }
     int64_t sum = 0;
     for (const Part& p : parts) {

@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -72,6 +73,10 @@ TEST_P(HfQuantizedTest, WeightsEqualThePackagesDequantization) {
     auto got = store->get(tensor, expected.shape());
     ASSERT_TRUE(got.ok()) << got.status();
     EXPECT_EQ(got->dtype(), q.weft_dtype()) << tensor;
+    if (got->dtype() == DType::kF8B64) {
+      // FP8 held as stored: 1 byte per weight, plus an F32 scale per 64.
+      EXPECT_EQ(static_cast<int64_t>(got->nbytes()), rows * cols + rows * cols / 64 * 4) << tensor;
+    }
     const bool exact = !is_block_quantized(got->dtype()) || q.symmetric;
     std::vector<float> row(static_cast<size_t>(cols));
     Tensor row_scales;
@@ -133,6 +138,23 @@ TEST_P(HfQuantizedTest, MatchesTransformersAndHoldsThePlannedBytes) {
   const DType held = (*engine)->model().config.checkpoint_quantization.weft_dtype();
   if (held != DType::kF32) {
     EXPECT_LT(planned, planned_weight_bytes(dense_config, 1, 1, *layout));
+  }
+  if (held == DType::kF8B64) {
+    // FP8: every quantized linear weight 68 bytes per 64 (e4m3 + an F32 scale per 64) instead of
+    // the dense checkpoint's 2 (bf16); fp8_block128's q_proj is fused with k / v_proj, which its
+    // 128 x 128 blocks leave dense, so that fused weight is F32 (4 bytes) instead.
+    const ModelConfig& c = dense_config;
+    const int64_t h = c.hidden_size, qd = c.num_attention_heads * c.head_dim,
+                  kvd = c.num_key_value_heads * c.head_dim;
+    const int64_t qkv = h * (qd + 2 * kvd), rest = qd * h + 3 * c.intermediate_size * h;
+    ASSERT_EQ(dtype_size(c.torch_dtype), 2u);
+    const int64_t per_layer = rest * 68 / 64 - 2 * rest +
+                              (name == "fp8_block128" ? 2 * qkv : qkv * 68 / 64 - 2 * qkv);
+    EXPECT_EQ(planned, planned_weight_bytes(dense_config, 1, 1, *layout) +
+                           c.num_hidden_layers * per_layer);
+    std::printf("%s: %lld weight bytes (dense bf16 plan %lld)\n", name.c_str(),
+                static_cast<long long>(planned),
+                static_cast<long long>(planned_weight_bytes(dense_config, 1, 1, *layout)));
   }
 
   const QuantizedTolerance tolerance =
@@ -369,20 +391,68 @@ TEST(HfQuantizedErrors, ModulesToNotConvertNamingAnUnknownModule) {
   expect_error(b.load(), {"modules_to_not_convert", "visual"});
 }
 
-// Group 128 under TP 2: o_proj's row-parallel shard has 64 input columns, and a group may not
-// cross the shard edge. The plan (weft info) and the load both refuse, naming tensor and group.
-TEST(HfQuantizedErrors, GroupCrossingAShardEdge) {
-  auto config = load_model_config(model_dir("ct_int4_g128_asym"));
+// Under TP `tp`, layer 0's o_proj (128 x 128) row-parallel shard of 128 / tp input columns cuts a
+// block of `model`'s layout: the plan (weft info) and the load both refuse, the plan's error
+// holding `plan_parts` and the load's naming the tensor and `dtype`.
+void expect_shard_edge_refused(const std::string& model, int tp,
+                               std::initializer_list<const char*> plan_parts, const char* dtype) {
+  constexpr char kTensor[] = "model.layers.0.self_attn.o_proj.weight";
+  auto config = load_model_config(model_dir(model));
   ASSERT_TRUE(config.ok()) << config.status();
   auto layout = stage_layout(2, 1, 0);
-  expect_error(checked_planned_weight_bytes(*config, 2, 1, *layout, WeightQuantization::kNone)
+  expect_error(checked_planned_weight_bytes(*config, tp, 1, *layout, WeightQuantization::kNone)
                    .status(),
-               {"model.layers.0.self_attn.o_proj.weight", "64", "128"});
-  auto store = WeightStore::open(model_dir("ct_int4_g128_asym"));
+               plan_parts);
+  auto store = WeightStore::open(model_dir(model));
   ASSERT_TRUE(store.ok());
-  expect_error(store->get_slice("model.layers.0.self_attn.o_proj.weight", Shape{128, 128}, 1, 64, 64)
-                   .status(),
-               {"model.layers.0.self_attn.o_proj.weight", "i4g128"});
+  expect_error(store->get_slice(kTensor, Shape{128, 128}, 1, 128 / tp, 128 / tp).status(),
+               {kTensor, dtype});
+}
+
+// Group 128 under TP 2: o_proj's row-parallel shard has 64 input columns, and a group may not
+// cross the shard edge.
+TEST(HfQuantizedErrors, GroupCrossingAShardEdge) {
+  expect_shard_edge_refused("ct_int4_g128_asym", 2,
+                            {"model.layers.0.self_attn.o_proj.weight", "64", "128"}, "i4g128");
+}
+
+// How FP8 weights are held: F8B64 where the input columns (and the scale blocks' columns) are
+// whole 64s, else F32, dequantized at load; weft info says which.
+TEST(HfQuantizedFp8, HeldDtype) {
+  auto config = load_model_config(model_dir("ct_fp8_channel"));
+  ASSERT_TRUE(config.ok()) << config.status();
+  CheckpointQuantization q = config->checkpoint_quantization;
+  EXPECT_EQ(q.weft_dtype(), DType::kF8B64);
+  EXPECT_EQ(q.held_dtype(128), DType::kF8B64);
+  EXPECT_EQ(q.held_dtype(100), DType::kF32);
+  EXPECT_EQ(q.shard_bytes(4, 100, 100), 4 * 100 * 4);
+  EXPECT_EQ(q.shard_bytes(4, 128, 256), 4 * 128 + 4 * 2 * 4);
+  EXPECT_NE(q.describe().find("-> f8b64"), std::string::npos) << q.describe();
+  q.fp8_block_rows = 32;
+  q.fp8_block_cols = 32;  // scale blocks narrower than 64 columns
+  EXPECT_EQ(q.held_dtype(128), DType::kF32);
+  EXPECT_NE(q.describe().find("-> f32"), std::string::npos) << q.describe();
+}
+
+// FP8 held as F8B64 under TP 4: o_proj's row-parallel shard has 32 input columns, inside one of
+// weft's 64-element blocks. The plan and the load refuse, naming tensor and block.
+TEST(HfQuantizedErrors, Fp8BlockCrossingAShardEdge) {
+  expect_shard_edge_refused("ct_fp8_channel", 4,
+                            {"model.layers.0.self_attn.o_proj.weight", "32", "f8b64", "64"},
+                            "f8b64");
+}
+
+// An FP8 NaN code in a stored weight is refused, naming the tensor and element.
+TEST(HfQuantizedErrors, Fp8NaNWeight) {
+  BrokenCheckpoint b("ct_fp8_channel");
+  b.edit_tensors([](auto& t) {
+    Tensor& w = t[std::string(kModule) + ".weight"];
+    Tensor copy = Tensor::empty(w.dtype(), w.shape());
+    std::memcpy(copy.data(), w.data(), w.nbytes());
+    static_cast<uint8_t*>(copy.data())[3 * 128 + 5] = 0xFF;
+    w = copy;
+  });
+  expect_error(b.load(), {"o_proj.weight", "[3, 5]", "NaN"});
 }
 
 }  // namespace

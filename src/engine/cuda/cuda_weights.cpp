@@ -7,6 +7,7 @@
 #include "core/half.h"
 #include "core/status_macros.h"
 #include "engine/cuda/device_memory_plan.h"
+#include "weft/kernels/block_quant.h"
 
 namespace weft {
 namespace {
@@ -95,6 +96,16 @@ absl::Status convert(const void* src, DType src_dtype, int64_t n, DType dtype, u
       default: return bf16_to_float(static_cast<const uint16_t*>(src)[i]);
     }
   };
+  if (src_dtype == DType::kF8B64) {
+    // FP8 checkpoints' weights (F8B64 on the CPU): dequantized (e4m3 * scale, exact in F32 for
+    // F16 / BF16 scales) and rounded once to the compute dtype; no CUDA FP8 kernel yet.
+    std::vector<float> row(static_cast<size_t>(n));
+    kernels::dequantize_row(src_dtype, src, row.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      dst[i] = dtype == DType::kF16 ? float_to_f16(row[i]) : float_to_bf16(row[i]);
+    }
+    return absl::OkStatus();
+  }
   if (is_block_quantized(src_dtype)) {
     // CUDA twins of the block-quantized kernels (kernels/cuda) do not exist yet.
     return absl::UnimplementedError(absl::StrCat(

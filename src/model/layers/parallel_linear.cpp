@@ -23,10 +23,19 @@ float element_as_float(const TensorView& t, int64_t i) {
   }
 }
 
-// `t` in F32 (itself when it is F32): an exact widening of F16 / BF16.
+// `t` in F32 (itself when it is F32): an exact widening of F16 / BF16, or the F8B64 weights'
+// e4m3 * scale (the F32 the checkpoint's dequantization gives).
 Tensor to_f32(const Tensor& t) {
   if (t.dtype() == DType::kF32) return t;
   Tensor out = Tensor::empty(DType::kF32, t.shape());
+  if (t.dtype() == DType::kF8B64) {
+    const int64_t cols = t.dim(1);
+    for (int64_t r = 0; r < t.dim(0); ++r) {
+      kernels::dequantize_row(t.dtype(), static_cast<const char*>(t.data()) + dtype_nbytes(t.dtype(), r * cols),
+                              out.data_as<float>() + r * cols, cols);
+    }
+    return out;
+  }
   for (int64_t i = 0; i < t.numel(); ++i) out.data_as<float>()[i] = element_as_float(t.view(), i);
   return out;
 }
@@ -167,11 +176,13 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
       WEFT_ASSIGN_OR_RETURN(Tensor s, load_part_rows(ctx, part, ".weight_scale", 0));
       scales.push_back(std::move(s));
     }
+    const auto f32_or_fp8 = [](DType d) { return is_float_dtype(d) || d == DType::kF8B64; };
     if (!weights.empty() && w.dtype() != weights[0].dtype() &&
-        ctx.config.checkpoint_quantization.enabled() && is_float_dtype(w.dtype()) &&
-        is_float_dtype(weights[0].dtype())) {
-      // A checkpoint that dequantizes some parts to F32 at load and keeps others dense (native
-      // FP8 leaves shapes its blocks do not tile dense): the fused weight is F32, exactly.
+        ctx.config.checkpoint_quantization.enabled() && f32_or_fp8(w.dtype()) &&
+        f32_or_fp8(weights[0].dtype())) {
+      // A checkpoint that holds some parts as F8B64 or F32 and keeps others dense (native FP8
+      // leaves shapes its blocks do not tile dense): the fused weight is F32, exactly (the plan,
+      // model/weight_plan.cpp, counts it so).
       w = to_f32(w);
       for (Tensor& earlier : weights) earlier = to_f32(earlier);
     }

@@ -1,10 +1,14 @@
 // linear() against a double-precision reference over odd shapes, every weight dtype and every
 // ISA path. Tolerance: |y - ref| <= 1e-5 * sum_k |x w| + 1e-6 (F32 accumulation over k <= 768
 // in a different order than the reference; an indexing error is O(sum |x w|)).
+#include "weft/kernels/block_quant.h"
 #include "weft/kernels/linear.h"
 #include "weft/kernels/quantize.h"
 
 #include <cmath>
+#include <cstring>
+#include <random>
+#include <tuple>
 
 #include "core/half.h"
 
@@ -14,6 +18,21 @@ namespace weft::kernels {
 namespace {
 
 class LinearTest : public IsaTest {};
+
+// The double-precision dot product of x[0..k) and w[0..k), and the sum of |x w| (the scale of
+// F32 rounding errors).
+struct RefDot {
+  double sum = 0.0, mag = 0.0;
+};
+RefDot ref_dot(const float* x, const float* w, int64_t k) {
+  RefDot d;
+  for (int64_t t = 0; t < k; ++t) {
+    const double p = static_cast<double>(x[t]) * w[t];
+    d.sum += p;
+    d.mag += std::fabs(p);
+  }
+  return d;
+}
 
 void check_linear(int64_t m, int64_t n, int64_t k, DType wdt, bool with_bias, DType bias_dt,
                   ThreadPool& pool, uint32_t seed) {
@@ -31,12 +50,8 @@ void check_linear(int64_t m, int64_t n, int64_t k, DType wdt, bool with_bias, DT
   int failures = 0;
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
-      double ref = with_bias ? bv[j] : 0.0, mag = 0.0;
-      for (int64_t t = 0; t < k; ++t) {
-        const double p = static_cast<double>(xv[i * k + t]) * wv[j * k + t];
-        ref += p;
-        mag += std::fabs(p);
-      }
+      const RefDot d = ref_dot(xv.data() + i * k, wv.data() + j * k, k);
+      const double ref = d.sum + (with_bias ? bv[j] : 0.0), mag = d.mag;
       const double err = std::fabs(out[i * n + j] - ref);
       if (err > 1e-5 * mag + 1e-6 && failures++ < 5) {
         ADD_FAILURE() << "m=" << m << " n=" << n << " k=" << k << " w=" << dtype_name(wdt)
@@ -180,6 +195,117 @@ TEST_P(LinearTest, Int8WeightsMatchTheDequantizedReference) {
   }
 }
 
+// An F8B64 [n, k] weight of random e4m3 codes (every code but NaN: zeros, subnormals, the
+// largest) and random F32 scales per 64 elements; `dequantized` gets e4m3 * scale in F32, the
+// weight the F32 dequantized path holds.
+Tensor make_f8b64(int64_t n, int64_t k, uint32_t seed, std::vector<float>& dequantized) {
+  std::mt19937 rng(seed);
+  Tensor w = Tensor::zeros(DType::kF8B64, {n, k});
+  dequantized.assign(static_cast<size_t>(n * k), 0.0f);
+  uint8_t* b = static_cast<uint8_t*>(w.data());
+  std::uniform_real_distribution<float> scale_dist(1e-4f, 4e-3f);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t blk = 0; blk < k / 64; ++blk, b += 68) {
+      const float s = scale_dist(rng);
+      std::memcpy(b, &s, 4);
+      for (int64_t t = 0; t < 64; ++t) {
+        uint8_t code;
+        do code = static_cast<uint8_t>(rng() & 0xFF); while ((code & 0x7F) == 0x7F);
+        b[4 + t] = code;
+        dequantized[j * k + blk * 64 + t] = fp8_e4m3_to_float(code) * s;
+      }
+    }
+  }
+  return w;
+}
+
+// The e4m3 decoding: every code against its definition (sign, 4-bit exponent with bias 7,
+// 3-bit mantissa, subnormals at exponent 0, S.1111.111 NaN), and dequantize_row of F8B64.
+TEST(Fp8Test, E4m3CodesAndDequantizeRow) {
+  for (int v = 0; v < 256; ++v) {
+    const int e = (v >> 3) & 0xF, mant = v & 7;
+    const float got = fp8_e4m3_to_float(static_cast<uint8_t>(v));
+    if (e == 15 && mant == 7) {
+      EXPECT_TRUE(std::isnan(got)) << v;
+      continue;
+    }
+    const double mag = e == 0 ? mant / 8.0 * std::ldexp(1.0, -6) : (1 + mant / 8.0) * std::ldexp(1.0, e - 7);
+    EXPECT_EQ(got, static_cast<float>((v & 0x80) ? -mag : mag)) << v;
+  }
+  EXPECT_EQ(fp8_e4m3_to_float(0x7E), 448.0f);
+  std::vector<float> want;
+  Tensor w = make_f8b64(3, 192, 5, want);
+  std::vector<float> got(3 * 192);
+  for (int64_t j = 0; j < 3; ++j) {
+    dequantize_row(DType::kF8B64, static_cast<const char*>(w.data()) + dtype_nbytes(DType::kF8B64, j * 192),
+                   got.data() + j * 192, 192);
+  }
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(dtype_nbytes(DType::kF8B64, 3 * 192), 3u * 3 * 68);
+}
+
+// linear() with F8B64 weights against the double-precision product of the dequantized weights
+// and against linear() with those weights in F32 (the path FP8 checkpoints took before), on
+// every ISA path, m = 1..9 and 33, bias or not. F8B64 needs k a multiple of 64 (the loader
+// holds other FP8 weights in F32, CheckpointQuantization::held_dtype).
+TEST_P(LinearTest, Fp8WeightsMatchTheDequantizedReference) {
+  ThreadPool pool(2);
+  uint32_t seed = 1700;
+  for (int64_t k : {64, 128, 192, 576}) {
+    for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 33}) {
+      for (int64_t n : {1, 3, 8, 21, 100}) {
+        std::vector<float> wv;
+        Tensor w = make_f8b64(n, k, seed, wv);
+        std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed + 1);
+        std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
+        seed += 3;
+        const bool with_bias = (m + n) % 2 == 0;
+        Tensor x = make_f32(xv, {m, k});
+        Tensor b = make_f32(bv, {n});
+        const TensorView bias = b.view();
+        Tensor y = Tensor::zeros(DType::kF32, {m, n});
+        std::fill(y.data_as<float>(), y.data_as<float>() + m * n, 12345.0f);
+        linear(x, w, with_bias ? &bias : nullptr, y, pool);
+        Tensor w32 = make_f32(wv, {n, k});
+        Tensor y32 = Tensor::zeros(DType::kF32, {m, n});
+        linear(x, w32, with_bias ? &bias : nullptr, y32, pool);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) {
+            const RefDot d = ref_dot(xv.data() + i * k, wv.data() + j * k, k);
+            const double ref = d.sum + (with_bias ? bv[j] : 0.0), mag = d.mag;
+            const float got = y.data_as<float>()[i * n + j];
+            ASSERT_NEAR(got, ref, 1e-5 * mag + 1e-6) << "m=" << m << " n=" << n << " k=" << k;
+            ASSERT_NEAR(got, y32.data_as<float>()[i * n + j], 2e-5 * mag + 1e-6)
+                << "vs the F32 path: m=" << m << " n=" << n << " k=" << k;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(LinearTest, Fp8LargeShapesAcrossThreadCounts) {
+  for (int threads : {1, 2, 5}) {
+    ThreadPool pool(threads);
+    for (const auto& [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1000, 768},
+                                  {70, 300, 512}}) {
+      std::vector<float> wv;
+      Tensor w = make_f8b64(n, k, 40 + threads, wv);
+      std::vector<float> xv = random_floats(static_cast<size_t>(m * k), 41 + threads);
+      Tensor x = make_f32(xv, {m, k});
+      Tensor y = Tensor::zeros(DType::kF32, {m, n});
+      linear(x, w, nullptr, y, pool);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const RefDot d = ref_dot(xv.data() + i * k, wv.data() + j * k, k);
+          ASSERT_NEAR(y.data_as<float>()[i * n + j], d.sum, 1e-5 * d.mag + 1e-6)
+              << m << "x" << n << "x" << k;
+        }
+      }
+    }
+  }
+}
+
 // On every path, a row of x gets bit-identical outputs whether it is multiplied alone (the GEMV
 // tiles) or inside a batch (the GEMM tiles, at any offset in the batch): decode and prefill of
 // the same token agree exactly, and a sequence's output does not depend on its batch neighbours.
@@ -210,6 +336,31 @@ TEST_P(LinearTest, BatchedRowsEqualTheRowAlone) {
         for (int64_t j = 0; j < n; ++j) {
           ASSERT_EQ(yi.data_as<float>()[j], y.data_as<float>()[i * n + j])
               << "k=" << k << " n=" << n << " row " << i << " column " << j;
+        }
+      }
+    }
+  }
+  // F8B64 (FP8) weights: one order on every path too, for every m.
+  for (int64_t k : {64, 576}) {
+    for (int64_t n : {1, 3, 8, 21, 200}) {
+      const int64_t m = 11;
+      std::vector<float> wv;
+      Tensor w = make_f8b64(n, k, seed, wv);
+      std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed + 1);
+      seed += 2;
+      Tensor x = make_f32(xv, {m, k});
+      Tensor y = Tensor::zeros(DType::kF32, {m, n});
+      linear(x, w, nullptr, y, pool);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t rows = 1; rows <= 9 && i + rows <= m; rows += 4) {
+          std::vector<float> part(xv.begin() + i * k, xv.begin() + (i + rows) * k);
+          Tensor xi = make_f32(part, {rows, k});
+          Tensor yi = Tensor::zeros(DType::kF32, {rows, n});
+          linear(xi, w, nullptr, yi, pool);
+          for (int64_t j = 0; j < n; ++j) {
+            ASSERT_EQ(yi.data_as<float>()[j], y.data_as<float>()[i * n + j])
+                << "f8b64 k=" << k << " n=" << n << " row " << i << " first of " << rows;
+          }
         }
       }
     }

@@ -18,7 +18,13 @@ namespace weft::kernels {
 
 // dst[0..n) = the elements of n / dtype_block_elems(dtype) blocks at src.
 // dtype: block-quantized; n a multiple of its block.
+// F8B64 too (dequantize_f8b64_row).
 void dequantize_row(DType dtype, const void* src, float* dst, int64_t n);
+
+// FP8 E4M3 (float8_e4m3fn) to float, exactly (S.1111.111 is NaN).
+float fp8_e4m3_to_float(uint8_t v);
+// dst[0..n) = e4m3 * scale of the n / 64 F8B64 blocks at src (n a multiple of 64).
+void dequantize_f8b64_row(const void* src, float* dst, int64_t n);
 
 // Quantizes src[0..n) into n / block blocks at dst. `symmetric` is only for I4G64 / I4G128:
 // the scale from the largest magnitude (as Q4_0: d = max / -8), values in [-8, 7], stored with

@@ -10,7 +10,8 @@ namespace weft::kernels {
 //   x: F32, contiguous [m, k].
 //   w: F32, F16 or BF16, contiguous [n, k] (the Hugging Face [out_features, in_features] layout;
 //      16-bit weights are used as stored and widened to F32 in registers), or any block-quantized
-//      dtype (core/dtype.h), which goes to linear_block_quantized().
+//      dtype (core/dtype.h), which goes to linear_block_quantized(), except F8B64 (FP8), which
+//      goes to linear_f8().
 //   bias: null, or [n] of any float dtype.
 //   y: F32 [m, n], overwritten. Must not alias x.
 // Accumulates in F32. Threads split over n (and m for large m). Uses AVX-512 / AVX2+FMA paths
@@ -41,6 +42,16 @@ void linear_int8(const TensorView& x, const TensorView& w, const TensorView& w_s
 // agree to F32 rounding (the integer parts are exact on each).
 void linear_block_quantized(const TensorView& x, const TensorView& w, const TensorView* bias,
                             const TensorView& y, ThreadPool& pool);
+
+// y = x @ w^T (+ bias) for w F8B64 [n, k] (FP8 E4M3, an F32 scale per 64 elements of a row;
+// k a multiple of 64), x F32: each block's bytes are dequantized exactly in registers (e4m3 *
+// scale rounded once to F32, the weight the F32 dequantized path holds: AVX-512 / AVX2 through
+// F16 bit patterns and vcvtph2ps, portable through a 256-entry table) and multiplied into F32
+// accumulators. One summation order per path for every m (a row's result does not depend on
+// the batch); the paths agree to F32 rounding. MatmulPrecision does not apply. 1 byte per weight
+// (+ 4 per 64) read instead of 4: decode at m = 1 is bandwidth-bound.
+void linear_f8(const TensorView& x, const TensorView& w, const TensorView* bias,
+               const TensorView& y, ThreadPool& pool);
 
 // MatmulPrecision::kInt8 (opt-in): block-quantized weights (GGUF types, --quantize int4) multiply
 // activations quantized to int8 per 16 elements, with exact int32 dot products (VNNI / AVX-512BW /
