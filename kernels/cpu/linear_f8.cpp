@@ -17,19 +17,6 @@
 
 namespace weft::kernels {
 
-float fp8_e4m3_to_float(uint8_t v) {
-  const int sign = v >> 7, exponent = (v >> 3) & 0xF, mantissa = v & 7;
-  float magnitude;
-  if (exponent == 0xF && mantissa == 7) {
-    magnitude = std::numeric_limits<float>::quiet_NaN();
-  } else if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: m / 8 * 2^-6
-  } else {
-    magnitude = std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);  // 1.m * 2^(e-7)
-  }
-  return sign ? -magnitude : magnitude;
-}
-
 namespace {
 
 const std::array<float, 256>& e4m3_table() {

@@ -9,7 +9,9 @@
 // the super-block scale, then each value rounded to the nearest level.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
@@ -21,8 +23,20 @@ namespace weft::kernels {
 // F8B64 too (dequantize_f8b64_row).
 void dequantize_row(DType dtype, const void* src, float* dst, int64_t n);
 
-// FP8 E4M3 (float8_e4m3fn) to float, exactly (S.1111.111 is NaN).
-float fp8_e4m3_to_float(uint8_t v);
+// FP8 E4M3 (float8_e4m3fn) to float, exactly (S.1111.111 is NaN). Inline: checkpoint loading
+// (src/model) uses it without linking the kernels.
+inline float fp8_e4m3_to_float(uint8_t v) {
+  const int sign = v >> 7, exponent = (v >> 3) & 0xF, mantissa = v & 7;
+  float magnitude;
+  if (exponent == 0xF && mantissa == 7) {
+    magnitude = std::numeric_limits<float>::quiet_NaN();
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: m / 8 * 2^-6
+  } else {
+    magnitude = std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);  // 1.m * 2^(e-7)
+  }
+  return sign ? -magnitude : magnitude;
+}
 // dst[0..n) = e4m3 * scale of the n / 64 F8B64 blocks at src (n a multiple of 64).
 void dequantize_f8b64_row(const void* src, float* dst, int64_t n);
 
