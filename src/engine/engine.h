@@ -124,6 +124,10 @@ struct SpeculationStats {
   int64_t num_constrained_draft_tokens = 0;
   int64_t num_constrained_accepted_tokens = 0;
   int64_t num_grammar_dropped_tokens = 0;
+  // Sequence-steps whose guesses met banned phrases' last tokens at their next position (the first
+  // guess's row masked), and the guesses those bans dropped before the step.
+  int64_t num_banned_screened = 0;
+  int64_t num_banned_dropped_tokens = 0;
   double acceptance_rate() const {
     return num_draft_tokens > 0 ? static_cast<double>(num_accepted_tokens) / num_draft_tokens : 0.0;
   }

@@ -74,10 +74,11 @@ Screening screen(TokenConstraint& constraint, Proposal& proposal, int32_t words,
 // as a refused one (see the top); when the bans leave no token the proposal is dropped, and the
 // sequence samples that position as plain decoding does (Engine::apply_constraints marks the
 // dead end emit backtracks from).
-void apply_bans(const std::vector<int32_t>& bans, Proposal& proposal, int32_t words, std::vector<uint32_t>& mask_rows,
-               std::vector<char>& restricted) {
+// Returns how many guesses the bans dropped.
+size_t apply_bans(const std::vector<int32_t>& bans, Proposal& proposal, int32_t words, std::vector<uint32_t>& mask_rows,
+                  std::vector<char>& restricted) {
   const size_t k = proposal.tokens.size();
-  if (k == 0) return;
+  if (k == 0) return 0;
   if (restricted.empty()) {  // no grammar: rows 1..k stay unmasked
     mask_rows.assign((k + 1) * static_cast<size_t>(words), 0u);
     restricted.assign(k + 1, 0);
@@ -94,6 +95,7 @@ void apply_bans(const std::vector<int32_t>& bans, Proposal& proposal, int32_t wo
   if (!proposal.q.empty()) proposal.q.resize(kept);
   mask_rows.resize((kept + 1) * static_cast<size_t>(words));
   restricted.resize(kept + 1);
+  return k - kept;
 }
 
 }  // namespace
@@ -121,6 +123,7 @@ absl::Status Engine::constrain_guesses(std::span<const ProposalRequest> requests
   const int32_t words = mask_words(config_.vocab_size);
   std::vector<GuessMasks> filled(screened.size());
   std::vector<Screening> screenings(screened.size());
+  std::vector<size_t> ban_dropped(screened.size(), 0);
   // Distinct sequences' constraints: safe to screen in parallel.
   pool_.parallel_for(static_cast<int64_t>(screened.size()), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
@@ -129,7 +132,7 @@ absl::Status Engine::constrain_guesses(std::span<const ProposalRequest> requests
         screenings[c] = screen(*constraint, proposals[r], words, filled[c].words, filled[c].restricted);
       }
       if (screenings[c].status.ok() && bans[c] != nullptr) {
-        apply_bans(*bans[c], proposals[r], words, filled[c].words, filled[c].restricted);
+        ban_dropped[c] = apply_bans(*bans[c], proposals[r], words, filled[c].words, filled[c].restricted);
       }
     }
   });
@@ -137,6 +140,10 @@ absl::Status Engine::constrain_guesses(std::span<const ProposalRequest> requests
     WEFT_RETURN_IF_ERROR(screenings[c].status);
     spec_stats_.num_grammar_dropped_tokens += screenings[c].dropped;
     const size_t r = screened[c];
+    if (bans[c] != nullptr) {
+      spec_stats_.num_banned_dropped_tokens += static_cast<int64_t>(ban_dropped[c]);
+      ++spec_stats_.num_banned_screened;
+    }
     if (!proposals[r].tokens.empty()) masks[requests[r].seq_id] = std::move(filled[c]);
   }
   return absl::OkStatus();

@@ -87,6 +87,11 @@ void render_speculation(std::string& out, const SpeculationStats& s) {
   counter("weft:spec_decode_grammar_dropped_tokens",
           "Speculative guesses the grammar refused before verification (never run through the model).",
           s.num_grammar_dropped_tokens);
+  counter("weft:spec_decode_banned_screened",
+          "Sequence-steps whose speculative guesses met a banned phrase's last token at their next position.",
+          s.num_banned_screened);
+  counter("weft:spec_decode_banned_dropped_tokens",
+          "Speculative guesses banned phrases refused before verification.", s.num_banned_dropped_tokens);
   absl::StrAppend(&out, "# HELP weft:spec_decode_acceptance_rate Accepted / verified speculative guesses.\n",
                   "# TYPE weft:spec_decode_acceptance_rate gauge\nweft:spec_decode_acceptance_rate ",
                   number(s.acceptance_rate()), "\n",

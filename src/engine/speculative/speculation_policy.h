@@ -12,17 +12,28 @@
 //     samples: steady, unlike the tokens of single steps, which swing between 1 and k + 1);
 //   - seconds per step, measured per arm and batch-size bucket (powers of two) as a decayed
 //     mean of decode-only steps (a prefill chunk's time says nothing about k).
-// Per bucket it keeps a current arm and climbs: the current arm and its two neighbours are each
-// timed kWarmupSamples times, the current arm moves to the best predicted of the three after
-// every measurement, and a neighbour is re-timed every kExploreEvery steps. So arms far from the
-// best are not tried again (a bad k at batch 64 can cost several plain steps), moving from K to
-// 0 takes a handful of steps, and the steady cost of exploring is one step in kExploreEvery at a
-// neighbouring k (a fourth of that when the neighbour is predicted far behind). A new bucket
-// starts from the current arm of the nearest bucket measured before (the middle arm when there is
-// none).
+//
+// Per bucket it keeps a current arm and climbs: after every measurement the current arm moves to
+// the best predicted of itself and its two neighbours, so arms far from the best are never tried
+// (a bad k at batch 64 can cost several plain steps). Plain decoding is the reference the policy
+// must never fall behind, so it starts there and risks as little as it can:
+//   - The first bucket starts at k = 0 and times it and its neighbour kWarmupSamples times each,
+//     then climbs while climbing pays. A bucket made later starts at the current arm of the
+//     nearest bucket measured before; when that arm speculates, its neighbours are timed at once
+//     (a k that paid at batch 1 may be ruinous at batch 64), when it is 0 they wait for the first
+//     exploration (plain decoding can only lose the gain it did not try).
+//   - Exploration re-times one neighbour afresh (kWarmupSamples steps, its old mean forgotten:
+//     it may be hundreds of steps stale), alternately the lower and the upper, every `interval`
+//     steps. The interval starts at kExploreEvery and doubles, up to kMaxExploreEvery, each time
+//     an exploration leaves the current arm where it was; it starts over when the arm moves. So
+//     a workload where speculation does not pay settles at k = 0 with an exploration cost that
+//     shrinks towards nothing, and a workload that changes is noticed within an interval.
+//   - An exploration lasts until its arm has its timed steps (at most kMaxExploreSteps steps), so
+//     a step that cannot be timed (below) does not waste it.
 //
 // A proposer that runs a model falls behind while k = 0 and catches up on its next proposal;
-// the engine does not time that first step (its catch-up is not what the arm costs).
+// the engine does not time that first step (its catch-up is not what the arm costs). The
+// catch-up is the price of each exploration from k = 0, which the backoff above keeps rare.
 //
 // With adaptive off, every step speculates K (benchmarks, tests).
 #pragma once
@@ -38,12 +49,11 @@ class SpeculationPolicy {
  public:
   static constexpr int kWarmupSamples = 2;
   static constexpr int kExploreEvery = 24;
+  static constexpr int kMaxExploreEvery = 768;
+  static constexpr int kMaxExploreSteps = 5;
   // Weight of older samples in the decayed means.
   static constexpr double kTimeDecay = 0.8;
   static constexpr double kAcceptanceDecay = 0.98;
-  // A neighbour whose predicted rate is below this fraction of the current arm's is explored
-  // four times less often.
-  static constexpr double kFarBehind = 0.85;
 
   SpeculationPolicy(int max_tokens, bool adaptive);
 
@@ -65,11 +75,15 @@ class SpeculationPolicy {
   double rate(int batch, int k) const;
   // Predicted tokens per decoding sequence and step with k guesses.
   double tokens_per_step(int k) const;
-  // The k `batch`'s bucket uses between explorations (K before it was ever measured).
+  // The k `batch`'s bucket uses between explorations (K when not adaptive, 0 before the bucket
+  // was ever used).
   int current(int batch) const;
+  // Steps between explorations in `batch`'s bucket now (kExploreEvery before the bucket was ever used).
+  int explore_interval(int batch) const;
   double acceptance() const { return accepted_ + rejected_ > 0 ? accepted_ / (accepted_ + rejected_) : 0.0; }
 
  private:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
   struct Arm {
     double seconds = 0.0;  // decayed mean step time
     int samples = 0;
@@ -78,11 +92,21 @@ class SpeculationPolicy {
     std::vector<Arm> arms;
     size_t current = 0;
     int64_t steps = 0;
-    bool explore_lower = true;  // which neighbour the next exploration times
+    bool warm_neighbours = true;  // time the current arm's neighbours before exploring
+    bool explore_lower = true;    // which neighbour the next exploration times
+    int interval = kExploreEvery;
+    int64_t next_explore = kExploreEvery;
+    size_t exploring = kNone;  // the arm an exploration under way times
+    int explore_steps = 0;
   };
   static int bucket_of(int batch);
   Bucket& bucket(int batch);
   double arm_rate(const Arm& arm, int k) const;
+  size_t arm_index(int k) const;
+  // Moves the current arm to the best predicted of it and its neighbours.
+  void climb(Bucket& b);
+  // Ends the exploration under way: backs off when it left the current arm where it was.
+  void end_exploration(Bucket& b, bool moved);
 
   int max_tokens_;
   bool adaptive_;

@@ -137,6 +137,15 @@ TEST_F(BannedPhrasesEngineTest, SeededSamplingIsRepeatableForEverySequence) {
       if (!first.empty()) EXPECT_EQ(outcome.ids, first.at(key).ids) << key.first << "/" << key.second;
     }
     EXPECT_GT(local->engine().banned_phrase_stats().matches, 0);
+    // Speculation met the banned positions: their guesses were screened (the draft's point
+    // masses there are the banned tokens themselves, all dropped).
+    const SpeculationStats& spec = local->engine().speculation_stats();
+    if (o.speculative == SpeculativeMethod::kNone) {
+      EXPECT_EQ(spec.num_banned_screened, 0);
+    } else {
+      EXPECT_GT(spec.num_banned_screened, 0);
+      EXPECT_GT(spec.num_banned_dropped_tokens, 0);
+    }
     if (first.empty()) first = outcomes;
   }
 }
