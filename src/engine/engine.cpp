@@ -720,11 +720,15 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   }
   if (proposer_) {
     // A model proposer idle while k was 0 catches up on its next proposal: that step's time is
-    // not what its k costs.
+    // not what its k costs, but what exploring from k = 0 costs.
     const bool catching_up = proposer_->runs_a_model() && last_k_ == 0 && step.k > 0;
-    if (step.decode_only && !catching_up) {
+    if (step.decode_only) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-      policy_->record_time(step.num_decoding, step.k, seconds);
+      if (catching_up) {
+        policy_->record_catch_up(step.num_decoding, step.k, seconds);
+      } else {
+        policy_->record_time(step.num_decoding, step.k, seconds);
+      }
     }
     if (step.num_decoding > 0) last_k_ = step.k;
   }

@@ -57,6 +57,17 @@ double SpeculationPolicy::arm_rate(const Arm& arm, int k) const {
 
 int SpeculationPolicy::choose(int batch) {
   if (!adaptive_ || max_tokens_ == 0) return max_tokens_;
+  const int k = choose_arm(batch);
+  if (k == 0) {
+    ++idle_steps_;
+  } else {
+    catch_up_gap_ = idle_steps_;
+    idle_steps_ = 0;
+  }
+  return k;
+}
+
+int SpeculationPolicy::choose_arm(int batch) {
   Bucket& b = bucket(batch);
   const int64_t step = b.steps++;
   if (b.exploring != kNone) {
@@ -72,7 +83,9 @@ int SpeculationPolicy::choose(int batch) {
       if (b.arms[arm].samples < kWarmupSamples) return arms_[arm];
     }
   }
-  if (step >= b.next_explore) {
+  // From k = 0 a model proposer first catches up on every step since it last ran.
+  const double catch_up = arms_[c] == 0 ? catch_up_per_token_ * static_cast<double>(idle_steps_) * batch : 0.0;
+  if (step >= b.next_explore && b.explore_loss + catch_up <= kExploreBudget * b.decode_seconds) {
     b.explore_lower = !b.explore_lower;
     size_t arm = b.explore_lower ? lower : upper;
     if (arm == c) arm = b.explore_lower ? upper : lower;
@@ -88,17 +101,47 @@ int SpeculationPolicy::choose(int batch) {
 void SpeculationPolicy::climb(Bucket& b) {
   const size_t c = b.current;
   size_t best = c;
+  double best_rate = arm_rate(b.arms[c], arms_[c]);
   for (size_t n : {c > 0 ? c - 1 : c, c + 1 < arms_.size() ? c + 1 : c}) {
-    if (arm_rate(b.arms[n], arms_[n]) > arm_rate(b.arms[best], arms_[best])) best = n;
+    const double margin = n > c ? kClimbMargin : 1.0;
+    const double r = arm_rate(b.arms[n], arms_[n]);
+    if (r > margin * best_rate) {
+      best = n;
+      best_rate = r;
+    }
   }
   b.current = best;
 }
 
+double SpeculationPolicy::charge(Bucket& b, int k, double seconds) {
+  b.decode_seconds += seconds;
+  if (b.exploring == kNone) return -1.0;
+  // What the current arm would have taken for the tokens this step made.
+  const Arm& cur = b.arms[b.current];
+  const double cur_tokens = tokens_per_step(arms_[b.current]);
+  if (cur.samples == 0 || cur_tokens <= 0.0) return -1.0;
+  const double loss = std::max(0.0, seconds - tokens_per_step(k) * cur.seconds / cur_tokens);
+  b.explore_loss += loss;
+  return loss;
+}
+
+void SpeculationPolicy::record_catch_up(int batch, int k, double seconds) {
+  if (!adaptive_ || batch <= 0 || seconds <= 0.0 || arm_index(k) == kNone) return;
+  Bucket& b = bucket(batch);
+  // Learnt from explorations only (the warm-up's catch-up also runs the prompts), once the arm's
+  // own step time is known (record_time).
+  if (charge(b, k, seconds) >= 0.0) {
+    b.catch_up_seconds = seconds;
+    b.catch_up_tokens = catch_up_gap_ * batch;
+  }
+}
+
 void SpeculationPolicy::end_exploration(Bucket& b, bool moved) {
   b.exploring = kNone;
-  if (moved) {
+  if (moved) {  // it paid: its cost does not count against the next
     b.interval = kExploreEvery;
     b.warm_neighbours = true;
+    b.explore_loss = 0.0;
   } else {
     b.interval = std::min(2 * b.interval, kMaxExploreEvery);
   }
@@ -110,9 +153,25 @@ void SpeculationPolicy::record_time(int batch, int k, double seconds) {
   const size_t index = arm_index(k);
   if (index == kNone) return;
   Bucket& b = bucket(batch);
+  charge(b, k, seconds);
   Arm& arm = b.arms[index];
-  arm.seconds = arm.samples == 0 ? seconds : kTimeDecay * arm.seconds + (1.0 - kTimeDecay) * seconds;
+  // Step-time noise only ever adds (an interrupt, another process): the warm-up keeps its fastest
+  // sample, and later samples count at most kOutlierClip times the mean, so one slow step cannot
+  // make an arm look several times dearer (a real change still moves the mean within a few
+  // samples).
+  if (arm.samples == 0) {
+    arm.seconds = seconds;
+  } else if (arm.samples < kWarmupSamples) {
+    arm.seconds = std::min(arm.seconds, seconds);
+  } else {
+    arm.seconds = kTimeDecay * arm.seconds + (1.0 - kTimeDecay) * std::min(seconds, kOutlierClip * arm.seconds);
+  }
   ++arm.samples;
+  if (b.catch_up_seconds > 0.0 && b.exploring == index) {
+    catch_up_per_token_ = std::max(0.0, b.catch_up_seconds - arm.seconds) /
+                          static_cast<double>(std::max<int64_t>(1, b.catch_up_tokens));
+    b.catch_up_seconds = 0.0;
+  }
   const size_t before = b.current;
   climb(b);
   const bool moved = b.current != before;

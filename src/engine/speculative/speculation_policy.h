@@ -11,7 +11,8 @@
 //     (an n-gram lookup finds none for some), both measured over every speculating step (many
 //     samples: steady, unlike the tokens of single steps, which swing between 1 and k + 1);
 //   - seconds per step, measured per arm and batch-size bucket (powers of two) as a decayed
-//     mean of decode-only steps (a prefill chunk's time says nothing about k).
+//     mean of decode-only steps (a prefill chunk's time says nothing about k), robust to the
+//     odd slow step (record_time).
 //
 // Per bucket it keeps a current arm and climbs: after every measurement the current arm moves to
 // the best predicted of itself and its two neighbours, so arms far from the best are never tried
@@ -25,15 +26,26 @@
 //   - Exploration re-times one neighbour afresh (kWarmupSamples steps, its old mean forgotten:
 //     it may be hundreds of steps stale), alternately the lower and the upper, every `interval`
 //     steps. The interval starts at kExploreEvery and doubles, up to kMaxExploreEvery, each time
-//     an exploration leaves the current arm where it was; it starts over when the arm moves. So
-//     a workload where speculation does not pay settles at k = 0 with an exploration cost that
-//     shrinks towards nothing, and a workload that changes is noticed within an interval.
-//   - An exploration lasts until its arm has its timed steps (at most kMaxExploreSteps steps), so
-//     a step that cannot be timed (below) does not waste it.
+//     an exploration leaves the current arm where it was; it starts over when the arm moves. An
+//     exploration lasts until its arm has its timed steps (at most kMaxExploreSteps steps), so a
+//     step that cannot be timed does not waste it.
+//   - Exploring costs what its steps took beyond what the current arm would have taken for the
+//     same tokens. A new exploration waits until the bucket's explorations so far, plus the
+//     predicted catch-up of this one (below), cost at most kExploreBudget of its decode time.
+//     So a workload where speculation does not pay settles at k = 0 with an exploration cost
+//     under that fraction, and a workload that changes is noticed within an interval when
+//     exploring is cheap (an exploration that moves the arm paid: its cost is forgiven).
+//   - Moving to a larger k needs a predicted rate kClimbMargin above the current arm's; moving
+//     down needs only a better one. Near a tie plain decoding wins: its rate is measured, a
+//     speculating arm's depends on an acceptance estimate.
 //
-// A proposer that runs a model falls behind while k = 0 and catches up on its next proposal;
-// the engine does not time that first step (its catch-up is not what the arm costs). The
-// catch-up is the price of each exploration from k = 0, which the backoff above keeps rare.
+// A proposer that runs a model falls behind while k = 0 and catches up on its next proposal:
+// the tokens of every step it sat out go through the draft at once. The engine reports that step
+// with record_catch_up: its time is not what the arm costs, but it is what the exploration cost.
+// The cost grows with the steps since the last speculation, so backing off does not make it
+// cheaper per step; the policy predicts it from the last exploration's catch-up (seconds per
+// sequence-step covered) and the budget above keeps it small (with a draft nearly as costly as
+// the target, explorations from k = 0 all but stop).
 //
 // With adaptive off, every step speculates K (benchmarks, tests).
 #pragma once
@@ -51,9 +63,12 @@ class SpeculationPolicy {
   static constexpr int kExploreEvery = 24;
   static constexpr int kMaxExploreEvery = 768;
   static constexpr int kMaxExploreSteps = 5;
+  static constexpr double kExploreBudget = 0.03;
+  static constexpr double kClimbMargin = 1.03;
   // Weight of older samples in the decayed means.
   static constexpr double kTimeDecay = 0.8;
   static constexpr double kAcceptanceDecay = 0.98;
+  static constexpr double kOutlierClip = 1.5;
 
   SpeculationPolicy(int max_tokens, bool adaptive);
 
@@ -62,6 +77,9 @@ class SpeculationPolicy {
   // A decode-only step that used `k` over `batch` decoding sequences took `seconds` (the whole
   // step: proposing, the target pass, verification).
   void record_time(int batch, int k, double seconds);
+  // A decode-only step that used `k` while a model proposer caught up on the steps it sat out
+  // (k was 0): charged to the exploration under way, not to the arm.
+  void record_catch_up(int batch, int k, double seconds);
   // A speculating step: of `decoding` decoding sequences, `proposed` got guesses; `accepted`
   // guesses were accepted in all, and `rejected` of those sequences had one rejected (a
   // sequence stops at its first rejection, so the per-guess acceptance a is estimated as
@@ -98,6 +116,11 @@ class SpeculationPolicy {
     int64_t next_explore = kExploreEvery;
     size_t exploring = kNone;  // the arm an exploration under way times
     int explore_steps = 0;
+    double decode_seconds = 0.0;   // all decode-only steps' time
+    double explore_loss = 0.0;     // explorations' time beyond the current arm's for their tokens
+    // The catch-up step of the exploration under way, and the sequence-steps it covered.
+    double catch_up_seconds = 0.0;
+    int64_t catch_up_tokens = 0;
   };
   static int bucket_of(int batch);
   Bucket& bucket(int batch);
@@ -107,11 +130,21 @@ class SpeculationPolicy {
   void climb(Bucket& b);
   // Ends the exploration under way: backs off when it left the current arm where it was.
   void end_exploration(Bucket& b, bool moved);
+  // Adds a decode-only step of `k` to the bucket's time, and to the exploration's loss when one
+  // is under way.
+  // Returns the loss charged (-1 when no exploration is under way).
+  double charge(Bucket& b, int k, double seconds);
+  int choose_arm(int batch);
 
   int max_tokens_;
   bool adaptive_;
   std::vector<int> arms_;
   std::map<int, Bucket> buckets_;
+  // Steps in a row that chose k = 0 (any bucket), and that count before the last step that
+  // speculated: what a model proposer's catch-up covers.
+  int64_t idle_steps_ = 0, catch_up_gap_ = 0;
+  // The last exploration's catch-up cost beyond its arm's step, per sequence-step it covered.
+  double catch_up_per_token_ = 0.0;
   // Decayed sums over speculating steps.
   double accepted_ = 0.0, rejected_ = 0.0, decoding_ = 0.0, proposed_ = 0.0;
 };

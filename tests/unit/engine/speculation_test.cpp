@@ -138,22 +138,55 @@ TEST(SpeculationPolicyTest, StaysAtZeroAndExploresLessAndLessWhenGuessesDoNotPay
 TEST(SpeculationPolicyTest, ExplorationsOutlastAnUntimedCatchUpAndNoticeAChange) {
   SpeculationPolicy policy(4, true);
   std::mt19937 rng(11);
-  int last_k = 0, changed_at = 2000, climbed_at = -1;
+  int last_k = 0, since_speculating = 0, changed_at = 2000, climbed_at = -1;
   for (int step = 0; step < 4000; ++step) {
     const int k = policy.choose(16);
     const bool pays = step >= changed_at;
     const double seconds = pays ? 0.010 * (1.0 + 0.05 * k) : 0.010 * (1.0 + 1.5 * k);
     if (k > 0 && last_k == 0) {
-      // Catching up: the acceptance is measured, the time is not.
+      // Catching up (a cheap draft: 1% of a plain step per step it sat out): the acceptance is
+      // measured, the time goes to the exploration's cost.
       simulate(policy, 16, k, 0.8, -1.0, rng);
+      policy.record_catch_up(16, k, seconds + 0.0001 * since_speculating);
     } else {
       simulate(policy, 16, k, 0.8, seconds, rng);
     }
+    since_speculating = k > 0 ? 0 : since_speculating + 1;
     last_k = k;
     if (pays && climbed_at < 0 && policy.current(16) == 4) climbed_at = step;
   }
   ASSERT_GE(climbed_at, 0) << "never noticed that speculation pays";
   EXPECT_LE(climbed_at - changed_at, SpeculationPolicy::kMaxExploreEvery + 40);
+}
+
+// A draft nearly as costly as the target: each exploration from k = 0 first runs the draft over
+// every token since the last one (its catch-up), so exploring less often is no cheaper per step.
+// The exploration budget keeps the run within a few percent of plain decoding.
+TEST(SpeculationPolicyTest, CatchUpsCostAtMostTheExplorationBudget) {
+  SpeculationPolicy policy(4, true);
+  std::mt19937 rng(17);
+  const double plain = 0.010;
+  double total = 0.0;
+  int last_k = 0, since_speculating = 0;
+  const int steps = 3000;
+  for (int step = 0; step < steps; ++step) {
+    const int k = policy.choose(16);
+    const double seconds = plain * (1.0 + 0.7 * k);
+    if (k > 0 && last_k == 0) {
+      const double catch_up = seconds + 0.3 * plain * since_speculating;
+      simulate(policy, 16, k, 0.5, -1.0, rng);
+      policy.record_catch_up(16, k, catch_up);
+      total += catch_up;
+    } else {
+      simulate(policy, 16, k, 0.5, seconds, rng);
+      total += seconds;
+    }
+    since_speculating = k > 0 ? 0 : since_speculating + 1;
+    last_k = k;
+  }
+  EXPECT_EQ(policy.current(16), 0);
+  // Warm-up (a few steps) plus explorations within the budget.
+  EXPECT_LE(total, (1.0 + SpeculationPolicy::kExploreBudget) * plain * steps + 10 * plain);
 }
 
 // A bucket met later starts at the nearest bucket's arm. At k = 0 it waits for the first
