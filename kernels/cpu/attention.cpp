@@ -69,9 +69,21 @@ std::vector<WorkItem> plan_items(const AttentionBatch& batch, const Geometry& g,
   return out;
 }
 
+// Keys per online-softmax step of run_item (whole blocks; at least one).
+constexpr int64_t kChunkKeys = 128;
+
+// Where part of a chunk's keys and values are: `count` rows `stride` floats apart, the first of
+// them `begin` keys into the chunk.
+struct KeyRun {
+  const float* k;
+  const float* v;
+  int64_t stride, begin, count;
+};
+
 // Per-thread buffers, reused across the items one chunk processes.
 struct Scratch {
   std::vector<float> acc, row_max, row_sum, k, v, scores;
+  std::vector<KeyRun> runs;
 };
 
 // Int8 cache rows: per (slot, kv head) scales; null for float caches.
@@ -110,52 +122,58 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
   const int64_t kv_stride = g.num_kv_heads * d;
   const size_t esize = dtype_size(k_cache.dtype);
   const bool direct = k_cache.dtype == DType::kF32;
+  // Keys go through the online softmax a chunk of whole blocks at a time (one max, one exp pass
+  // and one rescale per row and chunk rather than per block). Chunks start at multiples of
+  // chunk_blocks from key 0, whatever the item, so a row's arithmetic is the same in every item
+  // and batch it is part of (a decode row equals its row in a prefill).
+  const int64_t chunk_blocks = std::max<int64_t>(1, kChunkKeys / bs);
+  const int64_t chunk_keys = chunk_blocks * bs;
 
   sc.acc.assign(static_cast<size_t>(rows * d), 0.0f);
   sc.row_max.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
   sc.row_sum.assign(static_cast<size_t>(rows), 0.0f);
-  sc.scores.resize(static_cast<size_t>(bs));
+  sc.scores.resize(static_cast<size_t>(chunk_keys));
   if (!direct) {
-    sc.k.resize(static_cast<size_t>(bs * d));
-    sc.v.resize(static_cast<size_t>(bs * d));
+    sc.k.resize(static_cast<size_t>(chunk_keys * d));
+    sc.v.resize(static_cast<size_t>(chunk_keys * d));
   }
   const int32_t* table =
       batch.block_tables + static_cast<int64_t>(it.seq) * batch.max_blocks_per_seq;
+  std::vector<KeyRun>& runs = sc.runs;
 
-  for (int64_t b = first_key(it.q_begin) / bs; b * bs < n_keys; ++b) {
-    const int64_t block = table[b];
-    assert(block >= 0);
-    const int64_t t0 = b * bs;
-    const int64_t nt = std::min(bs, n_keys - t0);
-    // Element offset of (block, token 0, kv_head, 0).
-    const int64_t base = (block * bs * g.num_kv_heads + it.kv_head) * d;
-    const float* kp;
-    const float* vp;
-    int64_t stride;
-    if (direct) {
-      kp = k_cache.as<const float>() + base;
-      vp = v_cache.as<const float>() + base;
-      stride = kv_stride;
-    } else {
+  for (int64_t c = first_key(it.q_begin) / chunk_keys; c * chunk_keys < n_keys; ++c) {
+    const int64_t t0 = c * chunk_keys;
+    const int64_t nt = std::min(chunk_keys, n_keys - t0);
+    runs.clear();
+    for (int64_t b = t0 / bs; b * bs < t0 + nt; ++b) {
+      const int64_t block = table[b];
+      assert(block >= 0);
+      const int64_t begin = b * bs - t0;
+      const int64_t count = std::min(bs, nt - begin);
+      // Element offset of (block, token 0, kv_head, 0).
+      const int64_t base = (block * bs * g.num_kv_heads + it.kv_head) * d;
+      if (direct) {
+        runs.push_back({k_cache.as<const float>() + base, v_cache.as<const float>() + base, kv_stride, begin, count});
+        continue;
+      }
       const char* kc = static_cast<const char*>(k_cache.data);
       const char* vc = static_cast<const char*>(v_cache.data);
-      for (int64_t t = 0; t < nt; ++t) {
+      for (int64_t t = 0; t < count; ++t) {
         const size_t off = static_cast<size_t>(base + t * kv_stride) * esize;
+        float* kd = sc.k.data() + (begin + t) * d;
+        float* vd = sc.v.data() + (begin + t) * d;
         if (scales.k != nullptr) {
           const int64_t s = (block * bs + t) * g.num_kv_heads + it.kv_head;
-          dequantize_row(reinterpret_cast<const int8_t*>(kc + off), scales.k[s],
-                         sc.k.data() + t * d, d);
-          dequantize_row(reinterpret_cast<const int8_t*>(vc + off), scales.v[s],
-                         sc.v.data() + t * d, d);
+          dequantize_row(reinterpret_cast<const int8_t*>(kc + off), scales.k[s], kd, d);
+          dequantize_row(reinterpret_cast<const int8_t*>(vc + off), scales.v[s], vd, d);
         } else {
-          ops.widen(k_cache.dtype, kc + off, sc.k.data() + t * d, d);
-          ops.widen(v_cache.dtype, vc + off, sc.v.data() + t * d, d);
+          ops.widen(k_cache.dtype, kc + off, kd, d);
+          ops.widen(v_cache.dtype, vc + off, vd, d);
         }
       }
-      kp = sc.k.data();
-      vp = sc.v.data();
-      stride = d;
     }
+    if (!direct) runs.assign(1, KeyRun{sc.k.data(), sc.v.data(), d, 0, nt});  // widened: one run
+
     for (int64_t j = it.q_begin; j < it.q_end; ++j) {
       // Causal: query j (position first_pos + j) sees keys up to and including its own.
       const int64_t lim = std::min(nt, first_pos + j - t0 + 1);
@@ -167,7 +185,11 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
         const int64_t head = it.kv_head * g.group + it.h_begin + h;
         const float* qr = q + ((q_row0 + j) * g.num_heads + head) * d;
         float* s = sc.scores.data();
-        ops.dot_rows(qr, kp + skip * stride, n, d, stride, scale, s);
+        for (const KeyRun& run : runs) {
+          const int64_t a = std::max(skip, run.begin), e = std::min(lim, run.begin + run.count);
+          if (a < e) ops.dot_rows(qr, run.k + (a - run.begin) * run.stride, e - a, d, run.stride, scale, s + a);
+        }
+        s += skip;
         if (batch.softcap > 0.0f) ops.softcap(s, n, batch.softcap);
         // Recorded rows keep their scores; they become weights once the row's max and sum are known.
         if (float* w = recorded_row(batch, g, q_row0 + j, head)) std::copy(s, s + n, w + t0 + skip);
@@ -185,7 +207,10 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
         }
         sc.row_sum[r] += sum;
         sc.row_max[r] = new_max;
-        ops.axpy_rows(s, vp + skip * stride, n, d, stride, acc);
+        for (const KeyRun& run : runs) {
+          const int64_t a = std::max(skip, run.begin), e = std::min(lim, run.begin + run.count);
+          if (a < e) ops.axpy_rows(s + (a - skip), run.v + (a - run.begin) * run.stride, e - a, d, run.stride, acc);
+        }
       }
     }
   }
