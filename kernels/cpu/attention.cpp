@@ -145,7 +145,8 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
     const int64_t t0 = c * chunk_keys;
     const int64_t nt = std::min(chunk_keys, n_keys - t0);
     runs.clear();
-    for (int64_t b = t0 / bs; b * bs < t0 + nt; ++b) {
+    // Blocks wholly before the item's first window are never read (their KV may be freed).
+    for (int64_t b = std::max(t0, first_key(it.q_begin)) / bs; b * bs < t0 + nt; ++b) {
       const int64_t block = table[b];
       assert(block >= 0);
       const int64_t begin = b * bs - t0;
