@@ -10,6 +10,8 @@
 // decoding's tokens/s, speculation's (adaptive, and fixed K for reference), the ratio, the
 // acceptance rate and the mean tokens per verifying sequence-step. Wall time covers the whole
 // run (prefill included; it is small next to the decode of --max-tokens tokens per request).
+// The three engines run their rounds in turn (plain, adaptive, fixed K, plain, ...), and each
+// keeps its best round.
 //   speculative_bench [--batches 1,16,64] [--max-tokens 128] [--k 4] [--threads N] [--rounds R]
 //                     [--workloads text,copy,json] [--json-schema FILE]
 #include <algorithm>
@@ -69,8 +71,15 @@ struct Result {
   int64_t grammar_dropped = 0;  // guesses the grammar refused before the step
 };
 
-Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std::vector<std::vector<int32_t>>& prompts,
-           const SamplingParams& params, std::shared_ptr<const TokenConstraintSource> constraint = nullptr) {
+// One engine under test (plain, adaptive or fixed K), kept across the rounds so that the
+// contenders' rounds alternate: a slow patch of a shared machine hits all of them, not one.
+struct Contender {
+  std::unique_ptr<LocalEngine> local;
+  double best = 0;
+  double tokens_per_request = 0;
+};
+
+Contender make_contender(const Options& o, SpeculativeMethod method, bool adaptive) {
   LocalEngineOptions options;
   options.model_dir = o.model;
   options.num_threads = o.threads;
@@ -85,44 +94,51 @@ Result run(const Options& o, SpeculativeMethod method, bool adaptive, const std:
     std::fprintf(stderr, "speculative_bench: %s\n", std::string(local.status().message()).c_str());
     std::exit(1);
   }
-  Engine& engine = (*local)->engine();
-  double best = 0;
-  double tokens_per_request = 0;
-  for (int round = 0; round < o.rounds; ++round) {
-    for (const auto& prompt : prompts) {
-      Request r;
-      r.prompt_ids = prompt;
-      r.params = params;
-      r.params.max_tokens = o.max_tokens;
-      r.params.ignore_eos = true;
-      r.constraint = constraint;
-      if (!engine.add_request(r).ok()) std::exit(1);
-    }
-    int64_t tokens = 0;
-    const auto start = Clock::now();
-    while (engine.has_unfinished()) {
-      auto outputs = engine.step();
-      if (!outputs.ok()) {
-        std::fprintf(stderr, "speculative_bench: %s\n", std::string(outputs.status().message()).c_str());
-        std::exit(1);
-      }
-      for (const SequenceOutput& out : *outputs) tokens += static_cast<int64_t>(out.token_ids.size());
-    }
-    best = std::max(best, tokens / std::chrono::duration<double>(Clock::now() - start).count());
-    tokens_per_request = static_cast<double>(tokens) / static_cast<double>(prompts.size());
+  Contender c;
+  c.local = std::move(*local);
+  return c;
+}
+
+// Runs every prompt to --max-tokens once; keeps the best tokens/s.
+void run_round(const Options& o, Contender& c, const std::vector<std::vector<int32_t>>& prompts,
+               const SamplingParams& params, std::shared_ptr<const TokenConstraintSource> constraint) {
+  Engine& engine = c.local->engine();
+  for (const auto& prompt : prompts) {
+    Request r;
+    r.prompt_ids = prompt;
+    r.params = params;
+    r.params.max_tokens = o.max_tokens;
+    r.params.ignore_eos = true;
+    r.constraint = constraint;
+    if (!engine.add_request(r).ok()) std::exit(1);
   }
+  int64_t tokens = 0;
+  const auto start = Clock::now();
+  while (engine.has_unfinished()) {
+    auto outputs = engine.step();
+    if (!outputs.ok()) {
+      std::fprintf(stderr, "speculative_bench: %s\n", std::string(outputs.status().message()).c_str());
+      std::exit(1);
+    }
+    for (const SequenceOutput& out : *outputs) tokens += static_cast<int64_t>(out.token_ids.size());
+  }
+  c.best = std::max(c.best, tokens / std::chrono::duration<double>(Clock::now() - start).count());
+  c.tokens_per_request = static_cast<double>(tokens) / static_cast<double>(prompts.size());
+}
+
+Result result_of(const Contender& c, int batch) {
+  const Engine& engine = c.local->engine();
   if (const SpeculationPolicy* policy = engine.speculation_policy(); policy && std::getenv("SPEC_DEBUG")) {
-    const int b = static_cast<int>(prompts.size());
-    std::fprintf(stderr, "batch %d: current k %d; rates", b, policy->current(b));
-    for (int k : policy->arms()) std::fprintf(stderr, " k=%d:%.0f", k, policy->rate(b, k));
+    std::fprintf(stderr, "batch %d: current k %d; rates", batch, policy->current(batch));
+    for (int k : policy->arms()) std::fprintf(stderr, " k=%d:%.0f", k, policy->rate(batch, k));
     std::fprintf(stderr, "; k>0 in %lld of %lld steps\n", (long long)engine.speculation_stats().num_steps_speculating,
                  (long long)engine.speculation_stats().num_steps);
   }
   Result r;
-  r.tokens_per_s = best;
+  r.tokens_per_s = c.best;
   r.acceptance = engine.speculation_stats().acceptance_rate();
   r.mean_length = engine.speculation_stats().mean_accepted_length();
-  r.tokens_per_request = tokens_per_request;
+  r.tokens_per_request = c.tokens_per_request;
   r.grammar_dropped = engine.speculation_stats().num_grammar_dropped_tokens;
   return r;
 }
@@ -239,9 +255,14 @@ int main_impl(int argc, char** argv) {
       for (const SamplingParams* p : {&greedy, &sampled}) {
         const SpeculativeMethod method = copy ? SpeculativeMethod::kNgram : SpeculativeMethod::kDraftModel;
         const auto constraint = json ? json_constraint : nullptr;
-        const Result plain = run(o, SpeculativeMethod::kNone, false, prompts, *p, constraint);
-        const Result spec = run(o, method, true, prompts, *p, constraint);
-        const Result fixed = run(o, method, false, prompts, *p, constraint);
+        Contender contenders[3] = {make_contender(o, SpeculativeMethod::kNone, false), make_contender(o, method, true),
+                                   make_contender(o, method, false)};
+        for (int round = 0; round < o.rounds; ++round) {
+          for (Contender& c : contenders) run_round(o, c, prompts, *p, constraint);
+        }
+        const Result plain = result_of(contenders[0], batch);
+        const Result spec = result_of(contenders[1], batch);
+        const Result fixed = result_of(contenders[2], batch);
         std::printf("%-5s %-6d %-8s %-10s %-12.1f %-12.1f %-7.2f %-13.1f %-7.2f %-8.3f %-12.2f %-9.1f %lld\n",
                     workload.c_str(), batch, p->is_greedy() ? "greedy" : "T=0.8", copy ? "ngram" : "draft",
                     plain.tokens_per_s, spec.tokens_per_s, spec.tokens_per_s / plain.tokens_per_s, fixed.tokens_per_s,

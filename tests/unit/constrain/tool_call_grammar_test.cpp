@@ -50,7 +50,9 @@ void expect_valid_call(const ParsedToolCall& call, const std::string& text) {
     EXPECT_LE(len, 12u * 4) << text;  // at most 12 code points
     for (const auto& [k, v] : args.items()) {
       EXPECT_TRUE(k == "city" || k == "unit") << text;
-      if (k == "unit") EXPECT_TRUE(v == "celsius" || v == "fahrenheit") << text;
+      if (k == "unit") {
+        EXPECT_TRUE(v == "celsius" || v == "fahrenheit") << text;
+      }
     }
   } else {
     EXPECT_EQ(call.name, "get_time") << text;
@@ -94,7 +96,9 @@ TEST_P(ToolCallGrammarWalks, RequiredAndNamedAlwaysParse) {
       EXPECT_GE(parsed.calls.size(), choice.min_calls) << walk.bytes;
       EXPECT_LE(parsed.calls.size(), choice.max_calls) << walk.bytes;
       for (const ParsedToolCall& call : parsed.calls) {
-        if (!choice.only.empty()) EXPECT_EQ(call.name, choice.only);
+        if (!choice.only.empty()) {
+          EXPECT_EQ(call.name, choice.only);
+        }
         expect_valid_call(call, walk.bytes);
         names.insert(call.name);
       }

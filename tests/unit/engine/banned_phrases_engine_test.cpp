@@ -134,7 +134,9 @@ TEST_F(BannedPhrasesEngineTest, SeededSamplingIsRepeatableForEverySequence) {
     ASSERT_EQ(outcomes.size(), 6u);
     for (const auto& [key, outcome] : outcomes) {
       expect_clean(outcome, {"children of Israel", "the LORD", "Moses said", "and the"});
-      if (!first.empty()) EXPECT_EQ(outcome.ids, first.at(key).ids) << key.first << "/" << key.second;
+      if (!first.empty()) {
+        EXPECT_EQ(outcome.ids, first.at(key).ids) << key.first << "/" << key.second;
+      }
     }
     EXPECT_GT(local->engine().banned_phrase_stats().matches, 0);
     // Speculation met the banned positions: their guesses were screened (the draft's point
