@@ -53,6 +53,7 @@ PlannedChunk chunk(int seq, int start, int len, int64_t vocab, LogitsWanted logi
   PlannedChunk c;
   c.seq_id = seq;
   c.start_position = start;
+  c.prompt_len = start + len;
   for (int i = 0; i < len; ++i) c.token_ids.push_back(static_cast<int32_t>((seq * 7919 + start + i) % vocab));
   const int blocks = (start + len + kBlockSize - 1) / kBlockSize;
   for (int b = 0; b < blocks; ++b) c.block_table.push_back(seq * kBlocksPerSeq + b);

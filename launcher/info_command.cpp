@@ -16,6 +16,7 @@
 #include "model/model_config.h"
 #include "model/model_files.h"
 #include "model/model_identity.h"
+#include "model/rope.h"
 #include "model/stage_layout.h"
 #include "model/weight_plan.h"
 
@@ -68,6 +69,7 @@ std::string rope_description(double theta, const RopeScaling& scaling) {
   if (scaling.type == RopeScalingType::kLlama3) absl::StrAppend(&out, ", llama3 x", scaling.factor);
   if (scaling.type == RopeScalingType::kLongRope) absl::StrAppend(&out, ", longrope");
   if (scaling.type == RopeScalingType::kYarn) absl::StrAppend(&out, ", yarn x", scaling.factor);
+  if (scaling.type == RopeScalingType::kDynamic) absl::StrAppend(&out, ", dynamic NTK x", scaling.factor);
   return out;
 }
 
@@ -225,6 +227,9 @@ int run_info(const std::vector<std::string>& args) {
             << ", attention bias: " << (c.attention_bias ? "yes" : "no")
             << ", q/k norm: " << (c.qk_norm ? "yes" : "no") << "\n"
             << "attention: " << attention_windows(c) << "\n"
+            << (c.sliding_rope ? "" : absl::StrCat("rope: ", rope_description(c.rope_theta, c.rope_scaling),
+                                                   ", rotary dims ", rope_rotary_dim(c), "\n"))
+            << "default max model len: " << default_max_model_len(c) << "\n"
             << "experts: " << experts(c) << "\n"
             << gemma_lines(c);
   if (c.checkpoint_quantization.enabled()) {

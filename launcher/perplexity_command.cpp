@@ -110,7 +110,7 @@ int run_perplexity(const std::vector<std::string>& args) {
   return run_session(session, [&] {
     if (!input.ok()) return fail(input);
     const int64_t max_len = session.options().max_model_len > 0 ? session.options().max_model_len
-                                                                : session.model().config.max_position_embeddings;
+                                                                : default_max_model_len(session.model().config);
     const int64_t context = *context_flag > 0 ? *context_flag : std::min<int64_t>(max_len, 1024);
     const int64_t stride = *stride_flag > 0 ? *stride_flag : std::max<int64_t>(1, context / 2);
     if (context < 2 || context > max_len) {

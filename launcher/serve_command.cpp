@@ -101,7 +101,7 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   if (default_name.empty()) default_name = options.model_dir.parent_path().filename().string();
   model.name = cli.get_or("served-model-name", default_name);
   model.max_model_len = options.max_model_len > 0 ? options.max_model_len
-                                                  : session.model().config.max_position_embeddings;
+                                                  : default_max_model_len(session.model().config);
   model.vocab_size = session.model().config.vocab_size;
   auto sampling_defaults = model_sampling_defaults(cli, session.model().generation);
   if (!sampling_defaults.ok()) return fail(sampling_defaults.status());

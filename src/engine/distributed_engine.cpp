@@ -69,9 +69,10 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
     EngineConfig config;
     config.scheduler = options.engine.scheduler;
     config.scheduler.attention_window = kv_window(e->model_->config);
+    config.scheduler.prompt_dependent_kv_above = prompt_dependent_kv_above(e->model_->config);
     config.vocab_size = e->model_->config.vocab_size;
     config.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len
-                                                            : e->model_->config.max_position_embeddings;
+                                                            : default_max_model_len(e->model_->config);
     config.eos_token_ids = model_eos_ids(*e->model_);
     config.seed = options.engine.seed;
     config.overlap_constraint_masks = options.engine.overlap_constraint_masks;

@@ -54,6 +54,7 @@ absl::StatusOr<std::vector<double>> Engine::score(const std::vector<int32_t>& to
     chunk.seq_id = seq_id;
     chunk.token_ids.assign(token_ids.begin() + start, token_ids.begin() + end);
     chunk.start_position = static_cast<int32_t>(start);
+    chunk.prompt_len = static_cast<int32_t>(n);  // scored as one prompt
     chunk.block_table.assign(block_table.begin(), block_table.begin() + blocks_.blocks_for_tokens(end));
     chunk.logits = LogitsWanted::kAll;
     plan.chunks.push_back(std::move(chunk));

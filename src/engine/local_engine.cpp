@@ -60,9 +60,10 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
   EngineConfig config;
   config.scheduler = options.scheduler;
   config.scheduler.attention_window = kv_window(e->model_->config);
+  config.scheduler.prompt_dependent_kv_above = prompt_dependent_kv_above(e->model_->config);
   config.vocab_size = e->model_->config.vocab_size;
-  config.max_model_len = options.max_model_len > 0 ? options.max_model_len
-                                                   : e->model_->config.max_position_embeddings;
+  config.max_model_len =
+      options.max_model_len > 0 ? options.max_model_len : default_max_model_len(e->model_->config);
   config.eos_token_ids = model_eos_ids(*e->model_);
   config.seed = options.seed;
   config.overlap_constraint_masks = options.overlap_constraint_masks;

@@ -70,6 +70,7 @@ absl::StatusOr<ForwardBatch> build_forward_batch(const StepPlan& plan, int block
     batch.query_start.push_back(row);
     batch.context_len.push_back(static_cast<int32_t>(context));
     batch.seq_ids.push_back(c.seq_id);
+    batch.prompt_len.push_back(c.prompt_len);
   }
   return batch;
 }

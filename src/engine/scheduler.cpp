@@ -26,6 +26,7 @@ PlannedChunk Scheduler::make_chunk(const Sequence& seq, int64_t num_new) const {
   PlannedChunk chunk;
   chunk.seq_id = seq.id;
   chunk.start_position = static_cast<int32_t>(seq.num_computed_tokens);
+  chunk.prompt_len = static_cast<int32_t>(seq.prompt_ids.size());
   chunk.token_ids.reserve(num_new);
   for (int64_t i = 0; i < num_new; ++i) chunk.token_ids.push_back(seq.token_at(seq.num_computed_tokens + i));
   chunk.block_table = seq.block_table;
@@ -39,8 +40,14 @@ PlannedChunk Scheduler::make_chunk(const Sequence& seq, int64_t num_new) const {
   return chunk;
 }
 
+bool Scheduler::shares_prefix_cache(const Sequence& seq) const {
+  return blocks_.prefix_caching() &&
+         (config_.prompt_dependent_kv_above <= 0 ||
+          static_cast<int64_t>(seq.prompt_ids.size()) <= config_.prompt_dependent_kv_above);
+}
+
 bool Scheduler::wants_cached_prefix(const Sequence& seq) const {
-  if (!blocks_.prefix_caching() || !seq.block_table.empty() || seq.num_computed_tokens != 0) return false;
+  if (!shares_prefix_cache(seq) || !seq.block_table.empty() || seq.num_computed_tokens != 0) return false;
   auto all = all_logits_.find(seq.id);
   return all == all_logits_.end() || !all->second;
 }
@@ -73,7 +80,7 @@ void Scheduler::unshare_partial_block(Sequence& seq) {
 }
 
 void Scheduler::cache_computed_blocks(Sequence& seq) {
-  if (!blocks_.prefix_caching()) return;
+  if (!shares_prefix_cache(seq)) return;
   const int bs = blocks_.block_size();
   const int64_t full = std::min<int64_t>(seq.num_computed_tokens / bs,
                                          static_cast<int64_t>(seq.block_table.size()));

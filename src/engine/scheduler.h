@@ -55,6 +55,11 @@ struct SchedulerConfig {
   // position - W + 1, which no later query reads, so a long generation holds about
   // (W + max_num_batched_tokens) / block_size blocks, not its whole length. 0: keep every block.
   int64_t attention_window = 0;
+  // Models whose KV depends on the prompt's length past this many tokens (ModelConfig's
+  // prompt_dependent_kv_above: dynamic NTK RoPE): a sequence with a longer prompt neither takes
+  // blocks from the prefix cache nor registers its own, since the same tokens in another
+  // sequence have other KV. 0: KV depends on the tokens alone.
+  int64_t prompt_dependent_kv_above = 0;
 };
 
 // A token sampled for a sequence by the step that ran `plan`.
@@ -135,6 +140,9 @@ class Scheduler {
   // False while the prefix match_cached_prefix would take is still being read from disk (asks
   // for the reads).
   bool cached_prefix_ready(Sequence& seq);
+  // Whether the sequence's KV may be shared through the prefix cache (prefix caching is on and
+  // the KV does not depend on its prompt's length: SchedulerConfig::prompt_dependent_kv_above).
+  bool shares_prefix_cache(const Sequence& seq) const;
   // Whether the sequence would look for cached prefix blocks (it holds none, wants one row).
   bool wants_cached_prefix(const Sequence& seq) const;
   // Gives up a shared partial block the sequence is about to write into (copy-on-write).

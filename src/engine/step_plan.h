@@ -27,6 +27,11 @@ struct PlannedChunk {
   // is the target's next-token logits after token j. Stages treat them as ordinary tokens; the
   // coordinator keeps the KV of the guesses it accepts and rolls the rest back.
   int32_t num_draft_tokens = 0;
+  // The sequence's prompt length, a property of the sequence rather than of this chunk (a
+  // recompute after preemption runs generated tokens as a prefill, yet they stay generated).
+  // Dynamic NTK RoPE picks each token's frequencies by it (model/rope.h: dynamic_ntk_seq_len);
+  // 0: not known, every token counts as generated.
+  int32_t prompt_len = 0;
 };
 
 struct StepPlan {

@@ -51,6 +51,7 @@ void to_proto(const StepPlan& plan, proto::StepPlan& out) {
     pc->mutable_block_table()->Add(c.block_table.begin(), c.block_table.end());
     pc->set_logits(to_proto(c.logits));
     pc->set_num_draft_tokens(c.num_draft_tokens);
+    pc->set_prompt_len(c.prompt_len);
   }
   out.mutable_kv_transfers()->Reserve(static_cast<int>(plan.kv_transfers.size()));
   for (const KvTransfer& t : plan.kv_transfers) {
@@ -178,9 +179,14 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
           at, ": num_draft_tokens is ", pc.num_draft_tokens(), " for ", pc.token_ids_size(),
           " tokens, expected fewer than the tokens (and logits = all when above 0)"));
     }
+    if (pc.prompt_len() < 0 || pc.prompt_len() > kMaxSequencePosition) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": prompt_len is ", pc.prompt_len(),
+                                                     ", expected 0..", kMaxSequencePosition));
+    }
     PlannedChunk c;
     c.seq_id = pc.seq_id();
     c.num_draft_tokens = pc.num_draft_tokens();
+    c.prompt_len = pc.prompt_len();
     c.token_ids.assign(pc.token_ids().begin(), pc.token_ids().end());
     c.start_position = pc.start_position();
     c.block_table.assign(pc.block_table().begin(), pc.block_table().end());

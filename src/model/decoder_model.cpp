@@ -104,17 +104,24 @@ absl::Status DecoderModel::embed(const ForwardContext& fc, const TensorView& hid
 
 absl::Status DecoderModel::run_layers(const ForwardContext& outer, const KvCache& kv,
                                       const TensorView& hidden) const {
-  // LongRoPE: which of this model's two frequency sets each token uses, decided once per step
-  // for every layer.
+  // Frequencies that vary by token, decided once per step for every layer. LongRoPE: which of
+  // this model's two sets each token uses; dynamic NTK: the set of each token's length.
   const bool longrope = rope_inv_freq_.shape().rank() == 2;
-  Tensor rope_table;
-  if (longrope) rope_table = longrope_token_tables(config_, outer.batch);
+  const bool dynamic = config_.rope_scaling.type == RopeScalingType::kDynamic;
+  TokenRopeTables token_rope;
+  if (longrope) {
+    token_rope.inv_freq = rope_inv_freq_;
+    token_rope.rows = longrope_token_tables(config_, outer.batch);
+  } else if (dynamic) {
+    token_rope = dynamic_ntk_token_tables(config_, outer.batch);
+  }
+  const bool per_token = longrope || dynamic;
   const ForwardContext fc{outer.batch,
-                          longrope ? rope_inv_freq_ : outer.rope_inv_freq,
+                          per_token ? token_rope.inv_freq : outer.rope_inv_freq,
                           outer.rope_attention_scaling,
                           outer.tp,
                           outer.pool,
-                          longrope ? &rope_table : outer.rope_table,
+                          per_token ? &token_rope.rows : outer.rope_table,
                           outer.attention_probe};
   // Sliding layers with their own RoPE (Gemma 3) rotate by sliding_rope_inv_freq_.
   const ForwardContext sliding_fc{

@@ -23,6 +23,9 @@ struct ForwardBatch {
   // by, when the coordinator tracks it (model/rope.h: longrope_table). Empty: every token's own
   // position + 1.
   std::vector<int32_t> longrope_seq_len;
+  // [num_seqs]: each sequence's prompt length (PlannedChunk::prompt_len; 0 when not known), which
+  // selects dynamic NTK frequencies (model/rope.h: dynamic_ntk_seq_len).
+  std::vector<int32_t> prompt_len;
   std::vector<int32_t> block_tables;  // [num_seqs * max_blocks_per_seq], padded with 0
   int max_blocks_per_seq = 0;
   int block_size = 0;

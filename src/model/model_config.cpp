@@ -296,10 +296,13 @@ absl::Status parse_rope(const JsonFields& fields, const nlohmann::json& root, Mo
     rope.type = RopeScalingType::kLlama3;
   } else if (type_name == "yarn") {
     rope.type = RopeScalingType::kYarn;
+  } else if (type_name == "dynamic") {
+    rope.type = RopeScalingType::kDynamic;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat(fields.source(), ": unknown rope type '", type_name, "' in field '",
-                     params->field_name(type_key), "' (supported: default, linear, llama3, yarn)"));
+                     params->field_name(type_key),
+                     "' (supported: default, linear, dynamic, llama3, yarn)"));
   }
   if (!params->has("factor")) {
     return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": missing field '",
@@ -308,6 +311,15 @@ absl::Status parse_rope(const JsonFields& fields, const nlohmann::json& root, Mo
   }
   WEFT_ASSIGN_OR_RETURN(rope.factor, positive_number(*params, "factor", 1.0));
   if (rope.type == RopeScalingType::kLinear) return absl::OkStatus();
+  if (rope.type == RopeScalingType::kDynamic) {
+    // Below 1 the formula would shrink the base as sequences grow (transformers only warns).
+    if (rope.factor < 1.0) {
+      return absl::InvalidArgumentError(absl::StrCat(fields.source(), ": field '",
+                                                     params->field_name("factor"), "' is ",
+                                                     rope.factor, ", expected >= 1 for rope type dynamic"));
+    }
+    return absl::OkStatus();
+  }
   WEFT_RETURN_IF_ERROR(parse_original_context(fields, *params, rope));
   if (rope.type == RopeScalingType::kYarn) return parse_yarn(fields, *params, rope);
   for (std::string_view key : {"low_freq_factor", "high_freq_factor"}) {
@@ -565,6 +577,23 @@ int64_t kv_window(const ModelConfig& config) {
     widest = std::max(widest, w);
   }
   return widest;
+}
+
+int64_t default_max_model_len(const ModelConfig& config) {
+  if (config.rope_scaling.type != RopeScalingType::kDynamic) return config.max_position_embeddings;
+  return static_cast<int64_t>(static_cast<double>(config.max_position_embeddings) *
+                              config.rope_scaling.factor);
+}
+
+int64_t prompt_dependent_kv_above(const ModelConfig& config) {
+  switch (config.rope_scaling.type) {
+    case RopeScalingType::kDynamic:
+      return config.max_position_embeddings;
+    case RopeScalingType::kLongRope:
+      return config.rope_scaling.original_max_position_embeddings;
+    default:
+      return 0;
+  }
 }
 
 absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model_dir) {

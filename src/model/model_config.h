@@ -14,7 +14,9 @@
 
 namespace weft {
 
-enum class RopeScalingType { kDefault, kLinear, kLlama3, kLongRope, kYarn };
+// dynamic: transformers' dynamic NTK scaling, whose base grows with the sequence length past
+// max_position_embeddings (model/rope.h: dynamic_ntk_inv_freq says which length a token uses).
+enum class RopeScalingType { kDefault, kLinear, kLlama3, kLongRope, kYarn, kDynamic };
 
 // The gate activation of the gated MLP: SiLU (SwiGLU; Llama family) or the tanh approximation of
 // GELU (GeGLU; Gemma's gelu_pytorch_tanh).
@@ -22,7 +24,7 @@ enum class MlpActivation { kSilu, kGeluTanh };
 
 struct RopeScaling {
   RopeScalingType type = RopeScalingType::kDefault;
-  double factor = 1.0;                              // linear, llama3, longrope, yarn
+  double factor = 1.0;                              // linear, llama3, longrope, yarn, dynamic
   double low_freq_factor = 1.0;                     // llama3
   double high_freq_factor = 4.0;                    // llama3
   int64_t original_max_position_embeddings = 8192;  // llama3, longrope, yarn
@@ -163,7 +165,8 @@ struct ModelConfig {
 // sliding layer without a window are errors naming the field. RoPE parameters are read from
 // `rope_parameters` (transformers >= 5 writes rope_theta inside it) or from the legacy
 // `rope_scaling` + top-level `rope_theta`; "type" is accepted for "rope_type".
-// llama3 needs factor, low_freq_factor < high_freq_factor; original_max_position_embeddings
+// linear, dynamic, llama3 and yarn need a positive factor (dynamic: >= 1);
+// llama3 needs low_freq_factor < high_freq_factor; original_max_position_embeddings
 // defaults to max_position_embeddings. Phi3 accepts default and longrope (su, yarn: aliases, as
 // in Phi3Config) and refuses other types; longrope needs short_factor and long_factor of
 // rotary_dim / 2 numbers, and takes original_max_position_embeddings from the top-level key
@@ -181,6 +184,16 @@ absl::StatusOr<ModelConfig> load_model_config(const std::filesystem::path& model
 // than that is never read again and its blocks can be freed), 0 when some layer attends over the
 // whole context.
 int64_t kv_window(const ModelConfig& config);
+
+// The sequence length weft allows when --max-model-len is not given: max_position_embeddings,
+// times the factor for dynamic NTK RoPE, which exists to run past it (as vLLM derives it).
+int64_t default_max_model_len(const ModelConfig& config);
+
+// Prompts longer than this many tokens have KV that depends on the prompt's length, not only on
+// its tokens (dynamic NTK RoPE: max_position_embeddings; LongRoPE:
+// original_max_position_embeddings; model/rope.h), so no other sequence may share it through
+// the prefix cache. 0: KV depends on the tokens alone.
+int64_t prompt_dependent_kv_above(const ModelConfig& config);
 
 struct GenerationConfig {
   std::vector<int64_t> eos_token_ids;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <map>
 
 namespace weft {
 namespace {
@@ -108,6 +110,7 @@ std::vector<float> rope_inv_freq(const ModelConfig& config) {
   std::vector<float> inv_freq = default_inv_freq(config);
   switch (config.rope_scaling.type) {
     case RopeScalingType::kDefault:
+    case RopeScalingType::kDynamic:  // the set of every length up to max_position_embeddings
       break;
     case RopeScalingType::kLongRope:
       inv_freq = longrope_inv_freq(config, config.rope_scaling.short_factor);
@@ -152,6 +155,63 @@ float rope_attention_scaling(const ModelConfig& config) {
   return 1.0f;
 }
 
+std::vector<float> dynamic_ntk_inv_freq(const ModelConfig& config, int64_t seq_len) {
+  const int64_t max_positions = config.max_position_embeddings;
+  if (seq_len <= max_positions) return default_inv_freq(config);
+  // transformers: base * ((factor * L / M) - (factor - 1)) ** (d / (d - 2)) with L an int64
+  // tensor, so every step is a float32 tensor op with the python numbers rounded to float32;
+  // then 1 / base ** (arange(0, d, 2) / d), a float32 pow.
+  const int64_t dim = rope_rotary_dim(config);
+  const double factor = config.rope_scaling.factor;
+  const float stretched = static_cast<float>(factor) * static_cast<float>(seq_len);
+  const float ratio = stretched / static_cast<float>(max_positions);
+  const float shifted = ratio - static_cast<float>(factor - 1.0);
+  // The pows in double, rounded once, as theta_powers does (torch's float pow is within an ulp).
+  const float grown = static_cast<float>(std::pow(
+      static_cast<double>(shifted), static_cast<double>(dim) / static_cast<double>(dim - 2)));
+  const float base = static_cast<float>(config.rope_theta) * grown;
+  std::vector<float> inv_freq(static_cast<size_t>(dim / 2));
+  for (int64_t i = 0; i < dim / 2; ++i) {
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(dim);
+    inv_freq[static_cast<size_t>(i)] =
+        1.0f / static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(exponent)));
+  }
+  return inv_freq;
+}
+
+int64_t dynamic_ntk_seq_len(int64_t position, int64_t prompt_len) {
+  return position < prompt_len ? prompt_len : position + 1;
+}
+
+TokenRopeTables dynamic_ntk_token_tables(const ModelConfig& config, const ForwardBatch& batch) {
+  TokenRopeTables out;
+  out.rows = Tensor::empty(DType::kI32, Shape{batch.num_tokens});
+  int32_t* rows = out.rows.data_as<int32_t>();
+  const int32_t* positions = batch.positions.data_as<int32_t>();
+  // Every length up to max_position_embeddings shares the default row 0.
+  const int64_t max_positions = config.max_position_embeddings;
+  std::map<int64_t, int32_t> row_of_length{{max_positions, 0}};
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    const int64_t prompt_len =
+        batch.prompt_len.empty() ? 0 : batch.prompt_len[static_cast<size_t>(s)];
+    for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) {
+      const int64_t length = std::max(max_positions, dynamic_ntk_seq_len(positions[t], prompt_len));
+      auto [it, added] =
+          row_of_length.emplace(length, static_cast<int32_t>(row_of_length.size()));
+      rows[t] = it->second;
+    }
+  }
+  const int64_t pairs = rope_rotary_dim(config) / 2;
+  out.inv_freq =
+      Tensor::empty(DType::kF32, Shape{static_cast<int64_t>(row_of_length.size()), pairs});
+  for (const auto& [length, row] : row_of_length) {
+    const std::vector<float> inv_freq = dynamic_ntk_inv_freq(config, length);
+    std::memcpy(out.inv_freq.data_as<float>() + row * pairs, inv_freq.data(),
+                static_cast<size_t>(pairs) * sizeof(float));
+  }
+  return out;
+}
+
 int32_t longrope_table(const RopeScaling& rope, int64_t position, int64_t seq_len) {
   return std::max(seq_len, position + 1) > rope.original_max_position_embeddings ? 1 : 0;
 }
@@ -161,8 +221,9 @@ Tensor longrope_token_tables(const ModelConfig& config, const ForwardBatch& batc
   int32_t* out = tables.data_as<int32_t>();
   const int32_t* positions = batch.positions.data_as<int32_t>();
   for (int s = 0; s < batch.num_seqs(); ++s) {
-    const int64_t seq_len =
-        batch.longrope_seq_len.empty() ? 0 : batch.longrope_seq_len[static_cast<size_t>(s)];
+    const std::vector<int32_t>& lengths =
+        batch.longrope_seq_len.empty() ? batch.prompt_len : batch.longrope_seq_len;
+    const int64_t seq_len = lengths.empty() ? 0 : lengths[static_cast<size_t>(s)];
     for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) {
       out[t] = longrope_table(config.rope_scaling, positions[t], seq_len);
     }

@@ -28,6 +28,32 @@ std::vector<float> rope_inv_freq(const ModelConfig& config);
 // rope_scaling; `config` itself when it has none. rope_inv_freq of it gives those layers' table.
 ModelConfig sliding_rope_config(const ModelConfig& config);
 
+// Dynamic NTK (transformers' _compute_dynamic_ntk_parameters): the default frequencies of base
+// theta * (factor * L / M - (factor - 1))^(d / (d - 2)), L = max(seq_len, M), M =
+// max_position_embeddings, d = rotary_dim; the default set while L = M. Computed in float32 in
+// torch's order of operations.
+std::vector<float> dynamic_ntk_inv_freq(const ModelConfig& config, int64_t seq_len);
+
+// The length whose dynamic NTK frequencies a token at `position` uses in a sequence whose prompt
+// has `prompt_len` tokens: prompt_len for a prompt token, position + 1 for a generated one.
+//
+// transformers recomputes the frequencies whenever a forward pass's largest position + 1
+// exceeds every length seen before (dynamic_rope_update) and cached keys keep theirs. Its
+// generate() runs the prompt in one pass (length prompt_len) and then one token per pass, so
+// this is exactly what it computes for one sequence on a freshly loaded model, whatever way the
+// engine chunks, batches, preempts or speculates. (transformers' own result also depends on the
+// longest pass the module saw before and, when batched, on the other sequences' lengths.)
+// prompt_len 0 (not known) treats every token as generated.
+int64_t dynamic_ntk_seq_len(int64_t position, int64_t prompt_len);
+
+// The dynamic NTK frequencies of one forward pass: one row per length its tokens use, and each
+// token's row (model/forward_batch.h: prompt_len per sequence).
+struct TokenRopeTables {
+  Tensor inv_freq;  // F32 [rows, rotary_dim / 2]
+  Tensor rows;      // I32 [num_tokens]
+};
+TokenRopeTables dynamic_ntk_token_tables(const ModelConfig& config, const ForwardBatch& batch);
+
 // Every set a token may use: row 0 is rope_inv_freq(config); longrope adds row 1, with
 // long_factor in place of short_factor. Each row has rotary_dim / 2 entries.
 std::vector<std::vector<float>> rope_inv_freq_tables(const ModelConfig& config);
@@ -45,12 +71,15 @@ float rope_attention_scaling(const ModelConfig& config);
 // recomputes the whole sequence with the long set (Phi3ForCausalLM.prepare_inputs_for_generation),
 // so at every step all of a sequence's positions use the set its current length selects.
 //
-// With seq_len 0 (the engine does not track it) the set is a function of the position alone, so
-// the KV of a position never depends on how the engine chunked, batched, preempted or shared it
-// (prefix caching, forks): exact for every sequence of at most O tokens; past O, every new token
-// uses the long set as in transformers, but the keys of positions < O stay short where
-// transformers would have recomputed them long (and a prompt longer than O has its first O
-// positions short where transformers' single pass uses long).
+// With seq_len = the sequence's prompt length (what the engine passes, ForwardBatch::prompt_len)
+// a prompt token uses the set of its prompt's length and a generated token the set of its own
+// position + 1, so the KV of a position depends on the position and the prompt's length alone,
+// never on how the engine chunked, batched, preempted or shared it: exact for every prompt (one
+// longer than O is long everywhere, as transformers' single pass) and every generation within O
+// tokens; once a generation passes O, every new token uses the long set as in transformers, but
+// the keys of earlier positions stay short where transformers would have recomputed them long.
+// A prompt longer than O therefore shares no KV through the prefix cache
+// (model_config.h: prompt_dependent_kv_above). seq_len 0: the position alone decides.
 //
 // seq_len = the sequence's length (all its tokens known at this step) makes every token of it
 // long once that length exceeds O: exact as transformers if the coordinator also recomputes the
@@ -59,7 +88,8 @@ float rope_attention_scaling(const ModelConfig& config);
 int32_t longrope_table(const RopeScaling& rope, int64_t position, int64_t seq_len);
 
 // The LongRoPE row of every token of `batch` (I32 [num_tokens]), by longrope_table with
-// seq_len = batch.longrope_seq_len[s] for the tokens of sequence s (0 when it is empty).
+// seq_len = batch.longrope_seq_len[s] for the tokens of sequence s, or batch.prompt_len[s] when
+// longrope_seq_len is empty (0 when both are).
 Tensor longrope_token_tables(const ModelConfig& config, const ForwardBatch& batch);
 
 }  // namespace weft

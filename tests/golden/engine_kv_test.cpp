@@ -110,12 +110,16 @@ TEST_P(EngineKvTest, PrefixCachingPrefillsOnlyTheSuffixWithIdenticalOutput) {
   second.insert(second.end(), ref.prompts[0].begin(), ref.prompts[0].end());
   size_t common = 0;
   while (common < first.size() && common < second.size() && first[common] == second[common]) ++common;
-  const int64_t cached = static_cast<int64_t>(std::min(common, second.size() - 1)) / kBlock * kBlock;
-
   auto cached_engine = make_engine(GetParam(), kBlock, 256, true);
   auto plain_engine = make_engine(GetParam(), kBlock, 256, false);
   ASSERT_NE(cached_engine, nullptr);
   ASSERT_NE(plain_engine, nullptr);
+  // LongRoPE: these prompts pass original_max_position_embeddings, so their KV depends on their
+  // length and they share nothing (DynamicNtkKvTest checks the same rule with sharing prompts).
+  const int64_t above = prompt_dependent_kv_above(cached_engine->model().config);
+  const bool shares = above == 0 || static_cast<int64_t>(second.size()) <= above;
+  const int64_t cached =
+      shares ? static_cast<int64_t>(std::min(common, second.size() - 1)) / kBlock * kBlock : 0;
   Engine& c = cached_engine->engine();
   Engine& p = plain_engine->engine();
   const GreedyResult c1 = run_greedy(c, {first}, 16);
@@ -126,7 +130,9 @@ TEST_P(EngineKvTest, PrefixCachingPrefillsOnlyTheSuffixWithIdenticalOutput) {
   const GreedyResult p2 = run_greedy(p, {second}, 16);
   const int64_t prefilled = c.num_prefilled_tokens() - before;
   EXPECT_EQ(prefilled, static_cast<int64_t>(second.size()) - cached);
-  EXPECT_GE(cached, 64);
+  if (shares) {
+    EXPECT_GE(cached, 64);
+  }
   EXPECT_EQ(p.num_prefilled_tokens(), static_cast<int64_t>(first.size() + second.size()));
   EXPECT_EQ(c1.ids, p1.ids);
   EXPECT_EQ(c2.ids, p2.ids);
@@ -176,6 +182,60 @@ TEST_P(EngineKvTest, ForkedSequencesEachSeeTheirOwnKv) {
     for (size_t t = 0; t < ids[s].size(); ++t) {
       const auto row = log_softmax_row(logits, static_cast<int64_t>(request.prompt_ids.size() + t - 1));
       EXPECT_NEAR(logprobs[s][t], row[ids[s][t]], 2e-3) << "sequence " << s << " token " << t;
+    }
+  }
+}
+
+// Dynamic NTK RoPE (llama_dynamic_ntk: max_position_embeddings 20, factor 4): a token's KV
+// depends on its prompt's length once that passes 20, yet preemption, recompute and chunking
+// keep transformers' greedy tokens.
+TEST(DynamicNtkKvTest, PreemptionAndChunkedPrefillKeepTransformersGreedyTokens) {
+  const Reference ref = load_reference("llama_dynamic_ntk");
+  for (bool caching : {false, true}) {
+    // 22 blocks of 4 hold the longest request (47 + 32) and little else; prompts in chunks of 8.
+    auto engine = make_engine("llama_dynamic_ntk", 4, 22, caching, 8);
+    ASSERT_NE(engine, nullptr);
+    const GreedyResult run = run_greedy(engine->engine(), ref.prompts, kGreedyTokens);
+    EXPECT_GT(run.preemptions, 0);
+    for (int i = 0; i < kNumPrompts; ++i) {
+      EXPECT_EQ(run.ids[i], ref.greedy_ids[i]) << "prompt " << i << " caching " << caching;
+    }
+  }
+}
+
+// Two prompts past max_position_embeddings with a common prefix of 47 tokens: the second must
+// not take the first's blocks (computed with the frequencies of another length), so it prefills
+// everything and matches an engine without prefix caching to the logprob. Prompts within it
+// still share.
+TEST(DynamicNtkKvTest, PromptsPastTheContextDoNotShareThePrefixCache) {
+  const Reference ref = load_reference("llama_dynamic_ntk");
+  auto cached_engine = make_engine("llama_dynamic_ntk", 4, 256, true);
+  auto plain_engine = make_engine("llama_dynamic_ntk", 4, 256, false);
+  ASSERT_NE(cached_engine, nullptr);
+  ASSERT_NE(plain_engine, nullptr);
+  Engine& c = cached_engine->engine();
+  Engine& p = plain_engine->engine();
+  auto concat = [](std::vector<int32_t> a, const std::vector<int32_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  const std::vector<int32_t> long_a = concat(ref.prompts[3], ref.prompts[1]);  // 58 tokens
+  const std::vector<int32_t> long_b = concat(ref.prompts[3], ref.prompts[0]);  // 50 tokens
+  const std::vector<int32_t> short_a = concat(ref.prompts[1], ref.prompts[0]);  // 14 tokens
+  const std::vector<int32_t> short_b = concat(ref.prompts[1], {7, 8, 9, 10, 11});  // 16 tokens
+  // Each prompt with the prefix-cache hits it must get: none past the context, two blocks of 4
+  // (the 11-token common prefix) within it.
+  const std::vector<std::pair<std::vector<int32_t>, int64_t>> cases = {
+      {long_a, 0}, {long_b, 0}, {short_a, 0}, {short_b, 8}};
+  for (const auto& [prompt, expected_hits] : cases) {
+    const int64_t hits_before = c.num_prefix_hit_tokens();
+    const GreedyRun cached = greedy(c, {prompt}, 16);
+    const GreedyRun plain = greedy(p, {prompt}, 16);
+    EXPECT_EQ(c.num_prefix_hit_tokens() - hits_before, expected_hits) << prompt.size() << "-token prompt";
+    EXPECT_EQ(cached.ids, plain.ids) << prompt.size() << "-token prompt";
+    for (size_t t = 0; t < cached.logprobs[0].size(); ++t) {
+      EXPECT_NEAR(cached.logprobs[0][t], plain.logprobs[0][t], 1e-5f)
+          << prompt.size() << "-token prompt, token " << t;
     }
   }
 }

@@ -99,6 +99,12 @@ class Spec:
     # original_max_position_embeddings: one uncached forward reproduces the cached decode only up
     # to that many tokens (past it the cached keys of the earlier positions keep the short set).
     longrope_original: int | None = None
+    # Dynamic NTK RoPE: the rotary modules keep the longest pass they saw (dynamic_rope_update),
+    # so every reference pass starts from a freshly reset module (reset_dynamic_rope), as on a
+    # freshly loaded model. The value is max_position_embeddings: the uncached consistency check
+    # covers the prompts and tokens within it (past it the cached keys of earlier positions keep
+    # the frequencies of their own pass, which one uncached pass cannot reproduce).
+    dynamic_max_positions: int | None = None
 
 
 SPECS = [
@@ -177,6 +183,15 @@ SPECS = [
          covers="Phi3, default RoPE with partial_rotary_factor 0.5 (8 of 16 head dims), MQA "
                 "(1 kv head: replicated at TP 2 inside the fused qkv_proj), sliding_window 12 on "
                 "every layer, untied lm_head"),
+    Spec("llama_dynamic_ntk", LlamaForCausalLM, LlamaConfig,
+         dict(num_attention_heads=4, num_key_value_heads=2, rope_theta=10000.0,
+              max_position_embeddings=20, rope_scaling=dict(rope_type="dynamic", factor=4.0),
+              tie_word_embeddings=False),
+         base_seed=1700, dynamic_max_positions=20,
+         covers="Llama, dynamic NTK RoPE (factor 4) over max_position_embeddings 20: prompts 0-1 "
+                "fit and their generations pass 20 (each new token's pass grows the base), "
+                "prompts 2-3 (26, 47 tokens) are longer (the whole prompt uses the base of its "
+                "length); GQA 4/2, head_dim 16"),
     Spec("mixtral_moe", MixtralForCausalLM, MixtralConfig,
          dict(num_attention_heads=8, num_key_value_heads=4, rope_theta=1000000.0,
               intermediate_size=96, num_local_experts=4, num_experts_per_tok=2,
@@ -402,19 +417,38 @@ class RouterMargins:
         return self.min_gap if self.handles else None
 
 
+def reset_dynamic_rope(model):
+    """Puts every dynamic NTK rotary module back to its state after loading (the frequencies of
+    max_position_embeddings, no longer pass seen)."""
+    for m in model.modules():
+        if hasattr(m, "original_inv_freq") and hasattr(m, "max_seq_len_cached"):
+            m.register_buffer("inv_freq", m.original_inv_freq.clone(), persistent=False)
+            m.max_seq_len_cached = m.original_max_seq_len
+
+
 def forward_logits(model, ids):
     with torch.no_grad():
         return model(ids[None, :]).logits[0].float()
 
 
-def compute_references(model, prompts, check_consistency=True, longrope_original=None):
+def compute_references(model, prompts, check_consistency=True, longrope_original=None,
+                       dynamic_max_positions=None):
     """Returns {tensor name: tensor} plus margin statistics for one model."""
     tensors = {}
     prompt_margins, greedy_margins, distinct, cache_diffs = [], [], set(), []
     generate_differs_from = []
     for i, prompt in enumerate(prompts):
+        reset_dynamic_rope(model)
         logits = forward_logits(model, prompt)
+        reset_dynamic_rope(model)
         ids, glogits = greedy(model, prompt)
+        if dynamic_max_positions is not None:
+            # generate() is the plain cached decode: the prompt in one pass, then one token per
+            # pass, each growing the base once past max_position_embeddings.
+            reset_dynamic_rope(model)
+            loop_ids, loop_logits = cached_decode(model, prompt)
+            assert torch.equal(loop_ids, ids), "cached decode and generate() differ"
+            assert (loop_logits - glogits).abs().max().item() < 1e-4
         if longrope_original is not None:
             # generate() recomputes the sequence the step it first reaches original + 1 tokens;
             # before that step the plain cached decode is the same computation.
@@ -429,13 +463,16 @@ def compute_references(model, prompts, check_consistency=True, longrope_original
             generate_differs_from.append(differs[0] if differs else None)
             tensors[f"prompt_{i}.generate_greedy_ids"] = gen_ids.to(torch.int32)
             tensors[f"prompt_{i}.generate_greedy_logits"] = gen_logits.contiguous()
-        if check_consistency:
+        check_limit = longrope_original or dynamic_max_positions
+        if check_consistency and (dynamic_max_positions is None
+                                  or len(prompt) <= dynamic_max_positions):
             # The cached decode must agree with one uncached forward over prompt + generated
-            # tokens (LongRoPE: over its first `original` tokens, the longest pass of one set);
-            # otherwise the reference itself would be suspect.
+            # tokens (LongRoPE and dynamic NTK: over the first tokens whose frequencies one pass
+            # reproduces); otherwise the reference itself would be suspect.
             full_ids = torch.cat([prompt, ids[:-1]])
-            if longrope_original is not None:
-                full_ids = full_ids[:longrope_original]
+            if check_limit is not None:
+                full_ids = full_ids[:check_limit]
+            reset_dynamic_rope(model)
             full = forward_logits(model, full_ids)
             steps = len(full_ids) - len(prompt) + 1
             diff = max((full[:len(prompt)] - logits).abs().max().item(),
@@ -449,6 +486,19 @@ def compute_references(model, prompts, check_consistency=True, longrope_original
         prompt_margins.append(top2_margin(logits).min().item())
         greedy_margins.append(top2_margin(glogits).min().item())
         distinct.update(ids.tolist())
+    if longrope_original is not None:
+        # A prompt longer than original_max_position_embeddings: transformers runs it, and every
+        # token after it, with the long factors (no recompute: the sequence never crosses).
+        long_prompt = torch.cat([prompts[3], prompts[1]])
+        assert len(long_prompt) > longrope_original
+        ids, glogits = greedy(model, long_prompt)
+        loop_ids, loop_logits = cached_decode(model, long_prompt)
+        assert torch.equal(loop_ids, ids), "cached decode and generate() differ on the long prompt"
+        assert (loop_logits - glogits).abs().max().item() < 1e-4
+        tensors["long_prompt.ids"] = long_prompt.to(torch.int32)
+        tensors["long_prompt.logits"] = forward_logits(model, long_prompt).contiguous()
+        tensors["long_prompt.greedy_ids"] = ids.to(torch.int32)
+        tensors["long_prompt.greedy_logits"] = glogits.contiguous()
     all_logits = torch.cat([tensors[f"prompt_{i}.logits"] for i in range(len(prompts))])
     stats = dict(
         # Scale of the numbers, to judge tolerances and margins against.
@@ -521,7 +571,8 @@ def run_model(spec, prompts, out_dir):
         ref_model = load(model_dir, spec, torch.float32)
         routers = RouterMargins(ref_model)
         tensors, stats = compute_references(ref_model, prompts,
-                                            longrope_original=spec.longrope_original)
+                                            longrope_original=spec.longrope_original,
+                                            dynamic_max_positions=spec.dynamic_max_positions)
         router_gap = routers.close()
         if router_gap is not None:
             stats["min_router_margin"] = router_gap
@@ -559,6 +610,10 @@ def run_model(spec, prompts, out_dir):
         **({} if spec.longrope_original is None
            else dict(greedy_reference="cached_decode (KV-cached forward loop, no cache reset)",
                      uncached_check_tokens=spec.longrope_original)),
+        **({} if spec.dynamic_max_positions is None
+           else dict(greedy_reference="generate() from a freshly reset rotary module per pass",
+                     uncached_check_tokens=spec.dynamic_max_positions,
+                     uncached_check_prompts="those of at most uncached_check_tokens tokens")),
         min_greedy_margin_threshold=MIN_GREEDY_MARGIN,
         **({} if "min_router_margin" not in stats
            else dict(min_router_margin_threshold=MIN_ROUTER_MARGIN)),

@@ -173,8 +173,28 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenModelTest,
                                            "qwen3_qknorm", "llama_linear_rope", "llama_bf16",
                                            "llama_4layers", "mistral_window", "qwen2_window",
                                            "phi3_longrope", "phi3_window", "mixtral_moe",
-                                           "qwen3_moe", "qwen2_moe", "qwen2_yarn",
+                                           "qwen3_moe", "qwen2_moe", "qwen2_yarn", "llama_dynamic_ntk",
                                            "gemma2_softcap", "gemma3_text"));
+
+// LongRoPE: a prompt longer than original_max_position_embeddings (58 > 48 tokens) runs with the
+// long factors at every position, as transformers' single pass does, whether prefilled whole or
+// in chunks, and so does everything generated after it (no recompute: it never crosses 48).
+TEST(LongRopeTest, APromptPastTheOriginalContextUsesTheLongFactorsThroughout) {
+  const Reference ref = load_reference("phi3_longrope");
+  auto ids_of = [](const Tensor& t) {
+    return std::vector<int32_t>(t.data_as<int32_t>(), t.data_as<int32_t>() + t.numel());
+  };
+  const std::vector<int32_t> prompt = ids_of(ref.extra.at("long_prompt.ids"));
+  ASSERT_EQ(prompt.size(), 58u);
+  auto engine = make_engine("phi3_longrope", DType::kF32, 4);
+  ASSERT_NE(engine, nullptr);
+  for (int64_t budget : {4096, 7}) {
+    const Tensor logits = score_prompts(*engine, {prompt}, budget)[0];
+    EXPECT_LT(max_abs_diff(logits, ref.extra.at("long_prompt.logits")), kF32Tolerance) << "budget " << budget;
+  }
+  const GreedyRun run = greedy(engine->engine(), {prompt}, kGreedyTokens);
+  EXPECT_EQ(run.ids[0], ids_of(ref.extra.at("long_prompt.greedy_ids")));
+}
 
 TEST(GoldenBf16Test, Bf16KvCacheStaysCloseToTheF32Reference) {
   const Reference ref = load_reference("llama_bf16");

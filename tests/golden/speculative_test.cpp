@@ -25,7 +25,8 @@ namespace {
 const std::vector<std::string> kModels = {
     "llama_4layers", "llama_gqa",     "llama_bf16",   "llama3_tied",   "llama_linear_rope", "mistral",
     "mistral_window", "qwen2_bias",   "qwen2_window", "qwen2_yarn",    "qwen3_qknorm",      "phi3_longrope",
-    "phi3_window",    "gemma2_softcap", "gemma3_text", "mixtral_moe",  "qwen2_moe",         "qwen3_moe"};
+    "phi3_window",    "gemma2_softcap", "gemma3_text", "mixtral_moe",  "qwen2_moe",         "qwen3_moe",
+    "llama_dynamic_ntk"};
 
 std::filesystem::path default_model() { return std::filesystem::path(WEFT_SOURCE_DIR) / "configs" / "default-model"; }
 std::filesystem::path default_draft() { return std::filesystem::path(WEFT_SOURCE_DIR) / "configs" / "default-draft"; }

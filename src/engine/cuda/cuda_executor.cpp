@@ -107,6 +107,10 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   if (config.rope_scaling.type == RopeScalingType::kLongRope) {
     return absl::UnimplementedError("--device cuda: longrope RoPE scaling is not implemented on the GPU yet; use --device cpu");
   }
+  // The GPU RoPE kernel has one frequency table; dynamic NTK needs one per token length.
+  if (config.rope_scaling.type == RopeScalingType::kDynamic) {
+    return absl::UnimplementedError("--device cuda: dynamic RoPE scaling is not implemented on the GPU yet; use --device cpu");
+  }
   // The GPU attention kernels attend over the whole causal context; running a windowed layer on
   // them would silently answer wrong from the first token past the window.
   for (size_t i = 0; i < config.layer_window.size(); ++i) {
@@ -144,7 +148,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
 
   // Sizes of the largest step: decode graphs pad up to their bucket, so those must fit too.
   const int64_t max_model_len =
-      options.max_model_len > 0 ? options.max_model_len : config.max_position_embeddings;
+      options.max_model_len > 0 ? options.max_model_len : default_max_model_len(config);
   s->max_seqs = std::max(options.max_num_seqs, options.cuda_graphs ? kLargestGraphBatch : 1);
   s->max_tokens = std::max<int64_t>(options.max_num_batched_tokens, s->max_seqs);
   s->max_logit_rows = std::max<int64_t>(kLogitChunkRows, options.cuda_graphs ? kLargestGraphBatch : 1);

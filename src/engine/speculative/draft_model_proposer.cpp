@@ -160,6 +160,7 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
       PlannedChunk c;
       c.seq_id = requests[a.request].seq_id;
       c.start_position = static_cast<int32_t>(a.computed);
+      c.prompt_len = static_cast<int32_t>(requests[a.request].prompt_ids.size());
       c.token_ids.assign(a.tokens.begin() + a.computed, a.tokens.begin() + a.computed + n);
       c.block_table = sequences_[c.seq_id].block_table;
       c.logits = a.computed + n == known ? LogitsWanted::kLast : LogitsWanted::kNone;
@@ -182,6 +183,7 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
       PlannedChunk c;
       c.seq_id = requests[a.request].seq_id;
       c.start_position = static_cast<int32_t>(a.computed);
+      c.prompt_len = static_cast<int32_t>(requests[a.request].prompt_ids.size());
       c.token_ids = {a.tokens.back()};
       c.block_table = sequences_[c.seq_id].block_table;
       c.logits = LogitsWanted::kLast;

@@ -12,12 +12,13 @@ namespace weft {
 
 struct ForwardContext {
   const ForwardBatch& batch;
-  const Tensor& rope_inv_freq;  // F32 [rotary_dim / 2], or [tables, rotary_dim / 2] (LongRoPE)
+  // F32 [rotary_dim / 2], or [tables, rotary_dim / 2] (LongRoPE, dynamic NTK)
+  const Tensor& rope_inv_freq;
   float rope_attention_scaling = 1.0f;
   Communicator& tp;
   ThreadPool& pool;
   // I32 [num_tokens]: each token's row of rope_inv_freq; null when it has one row. Set by
-  // DecoderModel::run_layers for LongRoPE (model/rope.h: longrope_token_tables).
+  // DecoderModel::run_layers for LongRoPE and dynamic NTK (model/rope.h).
   const Tensor* rope_table = nullptr;
   // Set (weft inspect): the attention layers it selects record their weights into it.
   AttentionProbe* attention_probe = nullptr;

@@ -227,6 +227,32 @@ TEST(SchedulerPrefixCacheTest, ScoringSequencesTakeNoCachedPrefix) {
   EXPECT_EQ(step(s), "0@8+1 1@0+8");
 }
 
+// Prompts longer than prompt_dependent_kv_above (dynamic NTK RoPE) have KV that depends on their
+// length: they neither take cached blocks nor register theirs; shorter ones share as usual. Every
+// chunk carries its sequence's prompt length, also the decode chunks.
+TEST(SchedulerPrefixCacheTest, PromptsWhoseKvDependsOnTheirLengthShareNothing) {
+  BlockManager blocks(32, 4, true);
+  SchedulerConfig config{8, 64, true};
+  config.prompt_dependent_kv_above = 8;
+  Scheduler s(config, blocks);
+  s.add(make_seq(0, 10));
+  EXPECT_EQ(step(s), "0@0+10");
+  EXPECT_EQ(blocks.num_cached_blocks(), 0);  // a 10-token prompt registers nothing
+  s.add(make_seq(1, 10));                    // the same tokens: nothing to take
+  s.add(make_seq(2, 8));                     // within the limit: registers its 2 blocks
+  const StepPlan plan = s.schedule();
+  EXPECT_EQ(describe(plan), "0@10+1 1@0+10 2@0+8");
+  for (const PlannedChunk& c : plan.chunks) {
+    EXPECT_EQ(c.prompt_len, static_cast<int32_t>(s.find(c.seq_id)->prompt_ids.size()));
+  }
+  s.on_step_done(plan, {{0, 7}, {1, 7}, {2, 7}});
+  EXPECT_EQ(blocks.num_cached_blocks(), 2);
+  s.add(make_seq(3, 8));  // shares sequence 2's first block (the last is recomputed)
+  EXPECT_EQ(step(s), "0@11+1 1@10+1 2@8+1 3@4+4");
+  EXPECT_EQ(s.find(1)->num_prefix_hit_tokens, 0);
+  EXPECT_EQ(s.find(3)->num_prefix_hit_tokens, 4);
+}
+
 TEST(SchedulerPrefixCacheTest, FreedCachedBlocksAreReusedThenEvictedLeastRecentFirst) {
   BlockManager blocks(4, 2, true);
   Scheduler s({8, 64, true}, blocks);

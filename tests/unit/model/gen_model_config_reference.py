@@ -296,6 +296,43 @@ CASES = {
     },
 }
 
+# Dynamic NTK: the sequence lengths at which the rotary module's frequencies are dumped, as
+# multiples of max_position_embeddings (M) plus an offset: below, at and just past M, between,
+# at factor * M and far past it.
+DYNAMIC_LENGTHS = ((1, -1), (1, 0), (1, 1), (1.5, 7), (2, 0), (4, 0), (13, 5))
+
+CASES.update({
+    "llama_dynamic": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "num_key_value_heads": 2,
+        "rope_parameters": {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0},
+    },
+    "qwen2_dynamic_legacy": {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 128,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 32768, "rope_theta": 1000000.0,
+        "rope_scaling": {"type": "dynamic", "factor": 4.0},
+    },
+    "llama_dynamic_fractional": {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+        "max_position_embeddings": 2048,
+        "rope_scaling": {"rope_type": "dynamic", "factor": 1.7}, "rope_theta": 500000.0,
+    },
+})
+
+
+def dynamic_inv_freq(config):
+    """{length: inv_freq} as a fresh rotary module sets them on a pass whose largest position is
+    length - 1 (dynamic_rope_update, the code path of the model's forward)."""
+    out = {}
+    m = config.max_position_embeddings
+    for mult, offset in DYNAMIC_LENGTHS:
+        length = int(m * mult) + offset
+        rotary = rotary_module(config)
+        x = torch.zeros(1, 1, 1, dtype=torch.float32)
+        rotary(x, torch.tensor([[length - 1]]))
+        out[str(length)] = [float(v) for v in rotary.inv_freq.to(torch.float32).tolist()]
+    return out
+
 
 def rotary_module(config):
     arch = type(config).__name__.replace("Config", "").replace("Gemma3Text", "Gemma3")
@@ -423,6 +460,9 @@ def main():
                 case["gemma"]["sliding_rope_type"] = sliding["rope_type"]
                 case["gemma"]["sliding_inv_freq"] = [
                     float(x) for x in rotary.sliding_attention_inv_freq.to(torch.float32).tolist()]
+        if rope["rope_type"] == "dynamic":
+            case["rope_factor"] = rope["factor"]
+            case["dynamic_inv_freq"] = dynamic_inv_freq(config)
         if rope["rope_type"] == "longrope":
             # What longrope_frequency_update switches to past original_max_position_embeddings.
             original = rope["original_max_position_embeddings"]

@@ -41,8 +41,12 @@ TEST(ModelConfigTest, MatchesTransformersResolution) {
                                           : rope_type == "linear"   ? RopeScalingType::kLinear
                                           : rope_type == "longrope" ? RopeScalingType::kLongRope
                                           : rope_type == "yarn"     ? RopeScalingType::kYarn
+                                          : rope_type == "dynamic"  ? RopeScalingType::kDynamic
                                                                     : RopeScalingType::kDefault;
     EXPECT_EQ(config->rope_scaling.type, expected_type);
+    if (c.contains("rope_factor")) {
+      EXPECT_EQ(config->rope_scaling.factor, c["rope_factor"].get<double>());
+    }
     EXPECT_EQ(config->rms_norm_eps, c["rms_norm_eps"].get<double>());
     EXPECT_EQ(config->rotary_dim, c["rotary_dim"].get<int64_t>());
     EXPECT_EQ(config->fused_qkv_proj, c["fused_qkv_gate_up"].get<bool>());
@@ -199,15 +203,16 @@ TEST(ModelConfigErrorTest, HeadsNotDivisible) {
 }
 
 TEST(ModelConfigErrorTest, UnknownRopeType) {
-  // Dynamic NTK rescales the base with each forward pass's length; weft refuses it by name.
-  absl::Status status = parse_error({{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}}});
+  absl::Status status = parse_error({{"rope_scaling", {{"rope_type", "ntk-by-parts"}, {"factor", 4.0}}}});
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(status.message(),
-              HasSubstr("unknown rope type 'dynamic' in field 'rope_scaling.rope_type'"));
-  EXPECT_THAT(status.message(), HasSubstr("default, linear, llama3, yarn"));
+              HasSubstr("unknown rope type 'ntk-by-parts' in field 'rope_scaling.rope_type'"));
+  EXPECT_THAT(status.message(), HasSubstr("default, linear, dynamic, llama3, yarn"));
   status = parse_error({{"rope_parameters", {{"type", "dynamic"}}}});
+  EXPECT_THAT(status.message(), HasSubstr("missing field 'rope_parameters.factor' for rope type dynamic"));
+  status = parse_error({{"rope_scaling", {{"rope_type", "dynamic"}, {"factor", 0.5}}}});
   EXPECT_THAT(status.message(),
-              HasSubstr("unknown rope type 'dynamic' in field 'rope_parameters.type'"));
+              HasSubstr("field 'rope_scaling.factor' is 0.5, expected >= 1 for rope type dynamic"));
   status = parse_error({{"rope_scaling", {{"rope_type", "yarn"}}}});
   EXPECT_THAT(status.message(), HasSubstr("missing field 'rope_scaling.factor' for rope type yarn"));
   status = parse_error({{"rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}, {"attention_factor", -1}}}});

@@ -25,12 +25,14 @@ StepPlan sample_plan() {
   prefill.start_position = 16;
   prefill.block_table = {4, 9};
   prefill.logits = LogitsWanted::kNone;
+  prefill.prompt_len = 40;
   PlannedChunk decode;
   decode.seq_id = 1LL << 40;
   decode.token_ids = {99};
   decode.start_position = 300;
   decode.block_table = {0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
   decode.logits = LogitsWanted::kLast;
+  decode.prompt_len = 12;
   PlannedChunk scored;
   scored.seq_id = 0;
   scored.token_ids = {5, 6, 7};
@@ -65,6 +67,7 @@ void expect_same(const StepPlan& a, const StepPlan& b) {
     EXPECT_EQ(a.chunks[i].block_table, b.chunks[i].block_table);
     EXPECT_EQ(a.chunks[i].logits, b.chunks[i].logits);
     EXPECT_EQ(a.chunks[i].num_draft_tokens, b.chunks[i].num_draft_tokens);
+    EXPECT_EQ(a.chunks[i].prompt_len, b.chunks[i].prompt_len);
   }
   EXPECT_EQ(a.kv_transfers, b.kv_transfers);
 }
@@ -146,6 +149,8 @@ TEST(StepPlanCodec, RejectsInvalidFields) {
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->clear_token_ids(); }),
                   "chunk 0 (seq_id 7): token_ids is empty");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.clear_chunks(); }), "has no chunks");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_prompt_len(-1); }),
+                  "chunk 0 (seq_id 7): prompt_len is -1, expected 0..");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(2)->set_seq_id(7); }),
                   "more than one chunk");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_seq_id(-2); }),
