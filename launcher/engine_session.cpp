@@ -112,19 +112,6 @@ absl::Status EngineSession::load(DetokenizerFactory detokenizers) {
   // Which host each rank runs on, so that a failure naming a host or a rank names both.
   if (distributed_engine_ && is_coordinator()) std::cerr << distributed_engine_->rank_hosts() << std::flush;
 #endif
-  // Said once, at start-up, on the coordinator: where weft's numbers part from transformers'.
-  const ModelConfig& config = model().config;
-  const int64_t max_len = options_.max_model_len > 0 ? options_.max_model_len : default_max_model_len(config);
-  if (is_coordinator() && config.rope_scaling.type == RopeScalingType::kLongRope &&
-      max_len > config.rope_scaling.original_max_position_embeddings) {
-    std::cerr << "weft: longrope: a generation that passes position " << config.rope_scaling.original_max_position_embeddings
-              << " uses the long factors from there on while earlier cached keys keep the short ones "
-                 "(as vLLM does); transformers recomputes the whole cache with the long factors at that "
-                 "step, so such sequences differ from it (prompts longer than "
-              << config.rope_scaling.original_max_position_embeddings
-              << " use the long factors throughout, as in transformers). --max-model-len "
-              << config.rope_scaling.original_max_position_embeddings << " keeps weft exact.\n";
-  }
   return absl::OkStatus();
 }
 

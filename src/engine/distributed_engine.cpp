@@ -1,6 +1,7 @@
 #include "engine/distributed_engine.h"
 
 #include "core/status_macros.h"
+#include "engine/model_kv_rules.h"
 #include "parallel/rank_hosts.h"
 #include "parallel/world_agreement.h"
 
@@ -68,8 +69,7 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
                                                                                    : options.pp);
     EngineConfig config;
     config.scheduler = options.engine.scheduler;
-    config.scheduler.attention_window = kv_window(e->model_->config);
-    config.scheduler.prompt_dependent_kv_above = prompt_dependent_kv_above(e->model_->config);
+    apply_model_kv_rules(e->model_->config, config.scheduler);
     config.vocab_size = e->model_->config.vocab_size;
     config.max_model_len = options.engine.max_model_len > 0 ? options.engine.max_model_len
                                                             : default_max_model_len(e->model_->config);

@@ -364,7 +364,8 @@ absl::Status Engine::add_proposals(InFlight& step) {
     // Room for every guess plus the token after them: max_tokens and the context both hold.
     const int64_t room = std::min<int64_t>(params.max_tokens - static_cast<int64_t>(seq.output_ids.size()),
                                            config_.max_model_len - seq.num_tokens()) - 1;
-    const int cap = static_cast<int>(std::min<int64_t>({step.k, room, budget}));
+    const int cap = static_cast<int>(
+        std::min<int64_t>({step.k, room, budget, scheduler_.guesses_before_rope_switch(seq)}));
     if (cap < 1) continue;
     budget -= cap;
     ProposalRequest r;
@@ -375,6 +376,7 @@ absl::Status Engine::add_proposals(InFlight& step) {
     r.seed = info.seed;
     r.seq_index = static_cast<uint32_t>(info.index);
     r.max_tokens = cap;
+    r.rope_prompt_len = seq.rope_prompt_len();
     requests.push_back(r);
     chunk_of.push_back(i);
   }

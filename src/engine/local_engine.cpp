@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "engine/model_kv_rules.h"
 #include "model/model_identity.h"
 
 namespace weft {
@@ -59,8 +60,7 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
 
   EngineConfig config;
   config.scheduler = options.scheduler;
-  config.scheduler.attention_window = kv_window(e->model_->config);
-  config.scheduler.prompt_dependent_kv_above = prompt_dependent_kv_above(e->model_->config);
+  apply_model_kv_rules(e->model_->config, config.scheduler);
   config.vocab_size = e->model_->config.vocab_size;
   config.max_model_len =
       options.max_model_len > 0 ? options.max_model_len : default_max_model_len(e->model_->config);

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -26,7 +27,7 @@ PlannedChunk Scheduler::make_chunk(const Sequence& seq, int64_t num_new) const {
   PlannedChunk chunk;
   chunk.seq_id = seq.id;
   chunk.start_position = static_cast<int32_t>(seq.num_computed_tokens);
-  chunk.prompt_len = static_cast<int32_t>(seq.prompt_ids.size());
+  chunk.prompt_len = static_cast<int32_t>(seq.rope_prompt_len());
   chunk.token_ids.reserve(num_new);
   for (int64_t i = 0; i < num_new; ++i) chunk.token_ids.push_back(seq.token_at(seq.num_computed_tokens + i));
   chunk.block_table = seq.block_table;
@@ -41,9 +42,25 @@ PlannedChunk Scheduler::make_chunk(const Sequence& seq, int64_t num_new) const {
 }
 
 bool Scheduler::shares_prefix_cache(const Sequence& seq) const {
-  return blocks_.prefix_caching() &&
-         (config_.prompt_dependent_kv_above <= 0 ||
-          static_cast<int64_t>(seq.prompt_ids.size()) <= config_.prompt_dependent_kv_above);
+  return blocks_.prefix_caching() && (config_.prompt_dependent_kv_above <= 0 ||
+                                      seq.rope_prompt_len() <= config_.prompt_dependent_kv_above);
+}
+
+void Scheduler::switch_to_long_rope(Sequence& seq) {
+  const int64_t o = config_.longrope_switch;
+  if (o <= 0 || seq.rope_prompt_len() > o || seq.num_tokens() <= o) return;
+  if (!seq.block_table.empty()) blocks_.release(seq.block_table);
+  seq.num_computed_tokens = 0;
+  seq.num_cached_blocks = 0;
+  seq.rope_prompt_tokens = seq.num_tokens();
+  ++num_longrope_recomputes_;
+}
+
+int64_t Scheduler::guesses_before_rope_switch(const Sequence& seq) const {
+  const int64_t o = config_.longrope_switch;
+  if (o <= 0 || seq.rope_prompt_len() > o) return std::numeric_limits<int64_t>::max();
+  // The guesses sit at positions num_tokens()... and must stay below O.
+  return std::max<int64_t>(0, o - seq.num_tokens());
 }
 
 bool Scheduler::wants_cached_prefix(const Sequence& seq) const {
@@ -113,6 +130,7 @@ void Scheduler::fork(int64_t parent_id, Sequence child) {
   child.block_table = parent.block_table;
   child.block_hashes = parent.block_hashes;
   child.num_cached_blocks = parent.num_cached_blocks;
+  child.rope_prompt_tokens = parent.rope_prompt_tokens;
   blocks_.share(child.block_table);
   if (auto all = all_logits_.find(parent_id); all != all_logits_.end()) {
     all_logits_[child.id] = all->second;
@@ -163,6 +181,7 @@ StepPlan Scheduler::schedule(int max_sequences) {
     if (in_flight_.count(id)) continue;  // its previous step has not come back yet
     if (budget <= 0 || plan_full()) break;
     if (seq.num_uncomputed_tokens() == 0) continue;  // nothing new until a token is appended
+    switch_to_long_rope(seq);
     unshare_partial_block(seq);
     const int64_t uncomputed = seq.num_uncomputed_tokens();
     const int64_t num_new = std::min(uncomputed, budget);
@@ -200,6 +219,7 @@ StepPlan Scheduler::schedule(int max_sequences) {
   num_waiting_for_prefetch_ = 0;
   for (int64_t id : waiting_) {
     Sequence& seq = sequences_.at(id);
+    switch_to_long_rope(seq);  // a preempted sequence that passed O comes back long
     if (!cached_prefix_ready(seq)) {  // its prefix is being read from disk: the next ones may go
       ++num_waiting_for_prefetch_;
       still_waiting.push_back(id);

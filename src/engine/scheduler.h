@@ -60,6 +60,11 @@ struct SchedulerConfig {
   // blocks from the prefix cache nor registers its own, since the same tokens in another
   // sequence have other KV. 0: KV depends on the tokens alone.
   int64_t prompt_dependent_kv_above = 0;
+  // LongRoPE models: original_max_position_embeddings (O). A sequence whose KV was computed with
+  // the short factors is recomputed from scratch with the long ones at the step it first needs
+  // position O (it then holds more than O tokens), as transformers' Phi3 generate() drops its
+  // cache there; guesses never cross O before that. 0: never.
+  int64_t longrope_switch = 0;
 };
 
 // A token sampled for a sequence by the step that ran `plan`.
@@ -131,6 +136,11 @@ class Scheduler {
   // recomputed (engine/preemption_cost.h). Unset: swap whatever the tiers hold.
   void set_swap_policy(std::function<bool(const Sequence&)> swap_cheaper) { swap_cheaper_ = std::move(swap_cheaper); }
   int64_t num_swap_preemptions() const { return num_swap_preemptions_; }
+  // Sequences recomputed with LongRoPE's long factors (SchedulerConfig::longrope_switch).
+  int64_t num_longrope_recomputes() const { return num_longrope_recomputes_; }
+  // How many guesses a decoding sequence may add before its next position would need the
+  // LongRoPE recompute (no limit: INT64_MAX).
+  int64_t guesses_before_rope_switch(const Sequence& seq) const;
   int64_t num_recompute_preemptions() const { return num_recompute_preemptions_; }
 
  private:
@@ -140,6 +150,10 @@ class Scheduler {
   // False while the prefix match_cached_prefix would take is still being read from disk (asks
   // for the reads).
   bool cached_prefix_ready(Sequence& seq);
+  // LongRoPE: drops the short-factor KV of a sequence that now holds more than
+  // SchedulerConfig::longrope_switch tokens and makes them one prompt for its RoPE, so that it is
+  // recomputed with the long factors.
+  void switch_to_long_rope(Sequence& seq);
   // Whether the sequence's KV may be shared through the prefix cache (prefix caching is on and
   // the KV does not depend on its prompt's length: SchedulerConfig::prompt_dependent_kv_above).
   bool shares_prefix_cache(const Sequence& seq) const;
@@ -170,6 +184,7 @@ class Scheduler {
   int num_waiting_for_prefetch_ = 0;
   int64_t num_swap_preemptions_ = 0;
   int64_t num_recompute_preemptions_ = 0;
+  int64_t num_longrope_recomputes_ = 0;
 };
 
 }  // namespace weft

@@ -3,6 +3,7 @@
 // WAITING when preempted (its KV is dropped and recomputed later).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct Sequence {
   int64_t num_cached_blocks = 0;
   // Tokens the last admission took from the prefix cache instead of computing them.
   int64_t num_prefix_hit_tokens = 0;
+  // LongRoPE: the sequence's length when it was recomputed with the long factors the step it
+  // passed original_max_position_embeddings (Scheduler, SchedulerConfig::longrope_switch); 0
+  // before. Its RoPE then treats all those tokens as one prompt.
+  int64_t rope_prompt_tokens = 0;
 
   int64_t num_tokens() const {
     return static_cast<int64_t>(prompt_ids.size() + output_ids.size());
@@ -44,6 +49,10 @@ struct Sequence {
     std::vector<int32_t> out(prompt_ids);
     out.insert(out.end(), output_ids.begin(), output_ids.end());
     return out;
+  }
+  // The prompt length its RoPE frequencies are chosen by (PlannedChunk::prompt_len).
+  int64_t rope_prompt_len() const {
+    return std::max(rope_prompt_tokens, static_cast<int64_t>(prompt_ids.size()));
   }
   bool is_prefilling() const { return num_computed_tokens < static_cast<int64_t>(prompt_ids.size()); }
 };

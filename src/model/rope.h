@@ -71,20 +71,16 @@ float rope_attention_scaling(const ModelConfig& config);
 // recomputes the whole sequence with the long set (Phi3ForCausalLM.prepare_inputs_for_generation),
 // so at every step all of a sequence's positions use the set its current length selects.
 //
-// With seq_len = the sequence's prompt length (what the engine passes, ForwardBatch::prompt_len)
-// a prompt token uses the set of its prompt's length and a generated token the set of its own
-// position + 1, so the KV of a position depends on the position and the prompt's length alone,
-// never on how the engine chunked, batched, preempted or shared it: exact for every prompt (one
-// longer than O is long everywhere, as transformers' single pass) and every generation within O
-// tokens; once a generation passes O, every new token uses the long set as in transformers, but
-// the keys of earlier positions stay short where transformers would have recomputed them long.
-// A prompt longer than O therefore shares no KV through the prefix cache
-// (model_config.h: prompt_dependent_kv_above). seq_len 0: the position alone decides.
-//
-// seq_len = the sequence's length (all its tokens known at this step) makes every token of it
-// long once that length exceeds O: exact as transformers if the coordinator also recomputes the
-// sequence's KV the step its length first exceeds O and keeps KV computed under the two sets
-// apart in its prefix cache.
+// The engine passes seq_len = the sequence's prompt length as its RoPE sees it
+// (ForwardBatch::prompt_len): a prompt token uses the set of its prompt's length and a generated
+// token the set of its own position + 1, so the KV of a position depends on the position and
+// that length alone, never on how the engine chunked, batched or preempted. A prompt longer than
+// O is long everywhere, as transformers' single pass. A sequence that starts within O and
+// generates past it is recomputed at the step it first needs position O with all its tokens
+// counted as prompt (Scheduler, SchedulerConfig::longrope_switch), so from then on it is long
+// everywhere, as Phi3's generate() makes it. Sequences long everywhere share no KV through the
+// prefix cache (model_config.h: prompt_dependent_kv_above). seq_len 0: the position alone
+// decides.
 int32_t longrope_table(const RopeScaling& rope, int64_t position, int64_t seq_len);
 
 // The LongRoPE row of every token of `batch` (I32 [num_tokens]), by longrope_table with

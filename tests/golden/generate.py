@@ -92,12 +92,11 @@ class Spec:
     dtype: torch.dtype = torch.float32
     extra: dict = field(default_factory=dict)
     # LongRoPE (Phi3 with original_max_position_embeddings below prompt + generation): the greedy
-    # dumps come from a plain KV-cached decode loop (cached_decode), not from generate(), whose
-    # Phi3 override drops the cache and recomputes the whole sequence with the long factors the
-    # step it first passes original_max_position_embeddings tokens. generate()'s tokens and
-    # logits are kept beside them (generate_greedy_ids / generate_greedy_logits). The value is
-    # original_max_position_embeddings: one uncached forward reproduces the cached decode only up
-    # to that many tokens (past it the cached keys of the earlier positions keep the short set).
+    # dumps are generate()'s, whose Phi3 override drops the cache and recomputes the whole
+    # sequence with the long factors the step it first passes original_max_position_embeddings
+    # tokens; the generator checks that a plain KV-cached decode loop (cached_decode) agrees up
+    # to that step. The value is original_max_position_embeddings: one uncached forward
+    # reproduces the decode only up to that many tokens.
     longrope_original: int | None = None
     # Dynamic NTK RoPE: the rotary modules keep the longest pass they saw (dynamic_rope_update),
     # so every reference pass starts from a freshly reset module (reset_dynamic_rope), as on a
@@ -436,7 +435,7 @@ def compute_references(model, prompts, check_consistency=True, longrope_original
     """Returns {tensor name: tensor} plus margin statistics for one model."""
     tensors = {}
     prompt_margins, greedy_margins, distinct, cache_diffs = [], [], set(), []
-    generate_differs_from = []
+    cached_differs_from = []
     for i, prompt in enumerate(prompts):
         reset_dynamic_rope(model)
         logits = forward_logits(model, prompt)
@@ -452,17 +451,14 @@ def compute_references(model, prompts, check_consistency=True, longrope_original
         if longrope_original is not None:
             # generate() recomputes the sequence the step it first reaches original + 1 tokens;
             # before that step the plain cached decode is the same computation.
-            gen_ids, gen_logits = ids, glogits
-            ids, glogits = cached_decode(model, prompt)
+            loop_ids, loop_logits = cached_decode(model, prompt)
             switch = longrope_original - len(prompt) + 1  # the step at position `original`
             assert switch >= 1, "prompts must fit in original_max_position_embeddings"
             same = min(switch, NEW_TOKENS)
-            assert torch.equal(ids[:same], gen_ids[:same]), "cached decode and generate() differ"
-            assert (glogits[:same] - gen_logits[:same]).abs().max().item() < 1e-4
-            differs = [t for t in range(NEW_TOKENS) if ids[t] != gen_ids[t]]
-            generate_differs_from.append(differs[0] if differs else None)
-            tensors[f"prompt_{i}.generate_greedy_ids"] = gen_ids.to(torch.int32)
-            tensors[f"prompt_{i}.generate_greedy_logits"] = gen_logits.contiguous()
+            assert torch.equal(loop_ids[:same], ids[:same]), "cached decode and generate() differ"
+            assert (loop_logits[:same] - glogits[:same]).abs().max().item() < 1e-4
+            differs = [t for t in range(NEW_TOKENS) if ids[t] != loop_ids[t]]
+            cached_differs_from.append(differs[0] if differs else None)
         check_limit = longrope_original or dynamic_max_positions
         if check_consistency and (dynamic_max_positions is None
                                   or len(prompt) <= dynamic_max_positions):
@@ -517,9 +513,9 @@ def compute_references(model, prompts, check_consistency=True, longrope_original
             len(set(tensors[f"prompt_{i}.greedy_ids"].tolist())) for i in range(len(prompts))],
     )
     if longrope_original is not None:
-        # Per prompt, the first greedy step whose token generate() chooses differently (null:
-        # none), after its recompute with the long factors.
-        stats["generate_greedy_ids_differ_from_step"] = generate_differs_from
+        # Per prompt, the first greedy step whose token a cached decode without generate()'s
+        # recompute chooses differently (null: none).
+        stats["cached_decode_differs_from_step"] = cached_differs_from
     return tensors, stats
 
 
@@ -608,7 +604,8 @@ def run_model(spec, prompts, out_dir):
         new_tokens=NEW_TOKENS,
         attn_implementation="eager",
         **({} if spec.longrope_original is None
-           else dict(greedy_reference="cached_decode (KV-cached forward loop, no cache reset)",
+           else dict(greedy_reference="generate() (recomputes the sequence with the long factors "
+                                      "when it passes original_max_position_embeddings)",
                      uncached_check_tokens=spec.longrope_original)),
         **({} if spec.dynamic_max_positions is None
            else dict(greedy_reference="generate() from a freshly reset rotary module per pass",

@@ -70,6 +70,7 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
     std::vector<int32_t> tokens;  // prompt + output + guesses so far
     int64_t known = 0;            // prompt + output
     int64_t computed = 0;
+    int32_t rope_prompt_len = 0;  // PlannedChunk::prompt_len of its passes
     std::vector<int32_t> guesses;
   };
   std::vector<Active> active;
@@ -81,7 +82,13 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
     a.tokens.assign(req.prompt_ids.begin(), req.prompt_ids.end());
     a.tokens.insert(a.tokens.end(), req.output_ids.begin(), req.output_ids.end());
     a.known = static_cast<int64_t>(a.tokens.size());
+    a.rope_prompt_len = static_cast<int32_t>(
+        req.rope_prompt_len > 0 ? req.rope_prompt_len : static_cast<int64_t>(req.prompt_ids.size()));
     DraftSequence& seq = sequences_[req.seq_id];
+    if (seq.rope_prompt_len != a.rope_prompt_len) {  // its KV was computed with other frequencies
+      seq.cached.clear();
+      seq.rope_prompt_len = a.rope_prompt_len;
+    }
     const auto mismatch = std::mismatch(seq.cached.begin(), seq.cached.end(), a.tokens.begin(), a.tokens.end());
     // At least the last token runs: its logits give the first guess.
     a.computed = std::min<int64_t>(mismatch.first - seq.cached.begin(), static_cast<int64_t>(a.tokens.size()) - 1);
@@ -160,7 +167,7 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
       PlannedChunk c;
       c.seq_id = requests[a.request].seq_id;
       c.start_position = static_cast<int32_t>(a.computed);
-      c.prompt_len = static_cast<int32_t>(requests[a.request].prompt_ids.size());
+      c.prompt_len = a.rope_prompt_len;
       c.token_ids.assign(a.tokens.begin() + a.computed, a.tokens.begin() + a.computed + n);
       c.block_table = sequences_[c.seq_id].block_table;
       c.logits = a.computed + n == known ? LogitsWanted::kLast : LogitsWanted::kNone;
@@ -183,7 +190,7 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
       PlannedChunk c;
       c.seq_id = requests[a.request].seq_id;
       c.start_position = static_cast<int32_t>(a.computed);
-      c.prompt_len = static_cast<int32_t>(requests[a.request].prompt_ids.size());
+      c.prompt_len = a.rope_prompt_len;
       c.token_ids = {a.tokens.back()};
       c.block_table = sequences_[c.seq_id].block_table;
       c.logits = LogitsWanted::kLast;

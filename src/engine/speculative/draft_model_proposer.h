@@ -60,6 +60,7 @@ class DraftModelProposer : public Proposer {
   struct DraftSequence {
     std::vector<int32_t> block_table;
     std::vector<int32_t> cached;  // tokens whose KV the draft cache holds, in order
+    int64_t rope_prompt_len = 0;  // the ProposalRequest::rope_prompt_len they were computed with
   };
   DraftModelProposer(ThreadPool& pool) : pool_(pool) {}
   absl::StatusOr<StepOutput> run(StepPlan plan);

@@ -29,6 +29,10 @@ struct ProposalRequest {
   uint64_t seed = 0;
   uint32_t seq_index = 0;
   int max_tokens = 0;  // propose at most this many (>= 1)
+  // The prompt length the target's RoPE counts for the sequence (Sequence::rope_prompt_len; 0:
+  // prompt_ids.size()). A model proposer runs its own passes with it, and computes its cache of
+  // the sequence afresh when it changes (a LongRoPE recompute), so a self-draft keeps agreeing.
+  int64_t rope_prompt_len = 0;
 };
 
 struct Proposal {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -225,6 +226,46 @@ TEST(SchedulerPrefixCacheTest, ScoringSequencesTakeNoCachedPrefix) {
   s.add(make_seq(1, 8));
   s.set_return_all_logits(1, true);
   EXPECT_EQ(step(s), "0@8+1 1@0+8");
+}
+
+// LongRoPE (original_max_position_embeddings 6): a sequence that starts within 6 tokens is
+// recomputed from scratch, all its tokens counted as prompt, at the step it first needs position
+// 6, and guesses never reach position 6 before that.
+TEST(SchedulerTest, LongRopeSequenceIsRecomputedWhenItFirstNeedsThePositionPastTheSwitch) {
+  BlockManager blocks(32, 4);
+  SchedulerConfig config{8, 64, true};
+  config.longrope_switch = 6;
+  Scheduler s(config, blocks);
+  s.add(make_seq(0, 4));
+  s.add(make_seq(1, 9));  // longer than 6 from the start: long everywhere, never recomputed
+  auto prompt_lens = [](const StepPlan& plan) {
+    std::string out;
+    for (const PlannedChunk& c : plan.chunks) out += std::to_string(c.prompt_len) + " ";
+    return out;
+  };
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"0@0+4 1@0+9", "4 9 "},
+      {"0@4+1 1@9+1", "4 9 "},
+      {"0@5+1 1@10+1", "4 9 "},   // sequence 0 now holds 7 tokens
+      {"0@0+7 1@11+1", "7 9 "},   // its 7 tokens again, as one prompt
+      {"0@7+1 1@12+1", "7 9 "},
+  };
+  // Guesses go at positions num_tokens()...: 6 - 4, 6 - 5, then none until the recompute.
+  const std::vector<int64_t> guess_room = {2, 1, 0, 0, std::numeric_limits<int64_t>::max()};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(s.guesses_before_rope_switch(*s.find(0)), guess_room[i]) << "step " << i;
+    EXPECT_EQ(s.guesses_before_rope_switch(*s.find(1)), std::numeric_limits<int64_t>::max());
+    const StepPlan plan = s.schedule();
+    EXPECT_EQ(describe(plan), expected[i].first) << "step " << i;
+    EXPECT_EQ(prompt_lens(plan), expected[i].second) << "step " << i;
+    std::vector<SampledToken> sampled;
+    for (const PlannedChunk& c : plan.chunks) {
+      if (c.logits != LogitsWanted::kNone) sampled.push_back({c.seq_id, 7});
+    }
+    s.on_step_done(plan, sampled);
+  }
+  EXPECT_EQ(s.num_longrope_recomputes(), 1);
+  EXPECT_EQ(s.find(0)->block_table.size(), 2u);  // 8 tokens in blocks of 4: the old ones went back
 }
 
 // Prompts longer than prompt_dependent_kv_above (dynamic NTK RoPE) have KV that depends on their
