@@ -40,11 +40,12 @@ std::vector<FlagSpec> engine_flag_specs() {
       {"generation-config", "auto|none",
        "auto (default): generation_config.json's sampling values are the defaults; none: weft's"},
       {"cpu-isa", "native|avx512-novnni|avx2|portable", "cap the CPU kernels' instruction set"},
-      {"quantize", "none|int8|int4[-gN][-sym]|q8_0|q4_k|...",
+      {"quantize", "none|int8|int4[-gN][-sym]|fp8|q8_0|q4_k|...",
        "quantize linear weights at load, per rank after TP sharding (CPU): int8 per output row "
        "(W8A16); int4 = int4-g128 (groups of 32/64/128 with a zero point, -sym without; a shard "
-       "not a multiple of the group takes the next smaller group); or a GGUF type q8_0, q4_0, "
-       "q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"},
+       "not a multiple of the group takes the next smaller group); fp8: e4m3 with a scale per 64 "
+       "(W8A16; shards a multiple of 64); or a GGUF type q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
+       "q5_k, q6_k"},
       {"matmul-precision", "auto|f32|bf16|int8",
        "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16); int8: quantized weights "
        "(GGUF, --quantize int4) multiply int8-rounded activations (llama.cpp's way, faster); "

@@ -212,6 +212,17 @@ void quantize_int4_group(const float* x, int group, bool symmetric, bool has_min
   pack_nibbles(q, group, b + (has_min ? 4 : 2));
 }
 
+// F8B64: the block's F32 scale max |x| / 448 (e4m3's largest finite value), then each x / scale
+// as the nearest e4m3 code (float_to_fp8_e4m3). An all-zero block: scale 0, codes 0.
+void quantize_f8b64(const float* x, uint8_t* b) {
+  float amax = 0.0f;
+  for (int j = 0; j < 64; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float scale = amax / 448.0f;
+  std::memcpy(b, &scale, sizeof(scale));
+  const float inv = inverse(scale);
+  for (int j = 0; j < 64; ++j) b[4 + j] = float_to_fp8_e4m3(x[j] * inv);
+}
+
 void quantize_block(DType dtype, const float* x, uint8_t* b, bool symmetric) {
   switch (dtype) {
     case DType::kQ8_0: return quantize_q8_0(x, b);
@@ -224,11 +235,33 @@ void quantize_block(DType dtype, const float* x, uint8_t* b, bool symmetric) {
     case DType::kQ6_K: return quantize_q6_k(x, b);
     case DType::kI4G64: return quantize_int4_group(x, 64, symmetric, true, b);
     case DType::kI4G128: return quantize_int4_group(x, 128, symmetric, true, b);
+    case DType::kF8B64: return quantize_f8b64(x, b);
     default: return;
   }
 }
 
 }  // namespace
+
+uint8_t float_to_fp8_e4m3(float v) {
+  const uint8_t sign = std::signbit(v) ? 0x80 : 0x00;
+  const float a = std::fabs(v);
+  if (!(a < 464.0f)) return sign | 0x7E;  // 448 and past it (NaN too): the largest finite code
+  if (a < 0.015625f) {  // below 2^-6: subnormals, m / 8 * 2^-6 = m * 2^-9, m in 0..8
+    const int m = static_cast<int>(std::nearbyint(a * 512.0f));
+    return sign | static_cast<uint8_t>(m);  // m = 8 is the smallest normal's code, 0x08
+  }
+  int exponent;
+  const float fraction = std::frexp(a, &exponent);  // a = fraction * 2^exponent, [0.5, 1)
+  int e = exponent - 1;                             // a = (1 + m / 8) * 2^e
+  int m = static_cast<int>(std::nearbyint((fraction * 2.0f - 1.0f) * 8.0f));
+  if (m == 8) {
+    m = 0;
+    ++e;
+  }
+  const int field = e + 7;
+  if (field > 15 || (field == 15 && m == 7)) return sign | 0x7E;
+  return sign | static_cast<uint8_t>((field << 3) | m);
+}
 
 void quantize_row(DType dtype, const float* src, void* dst, int64_t n, bool symmetric) {
   const int64_t block = dtype_block_elems(dtype);

@@ -34,11 +34,12 @@ constexpr Scheme kSchemes[] = {
     {WeightQuantization::kQ4_K, "q4_k", DType::kQ4_K, false, false},
     {WeightQuantization::kQ5_K, "q5_k", DType::kQ5_K, false, false},
     {WeightQuantization::kQ6_K, "q6_k", DType::kQ6_K, false, false},
+    {WeightQuantization::kFp8, "fp8", DType::kF8B64, false, false},
 };
 
 constexpr char kChoices[] =
     "none|int8|int4|int4-g32|int4-g64|int4-g128|int4-g32-sym|int4-g64-sym|int4-g128-sym|q8_0|"
-    "q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k";
+    "q4_0|q4_1|q5_0|q5_1|q4_k|q5_k|q6_k|fp8";
 
 const Scheme& scheme_of(WeightQuantization q) {
   for (const Scheme& s : kSchemes) {

@@ -32,11 +32,14 @@ enum class WeightQuantization {
   kQ4_K,
   kQ5_K,
   kQ6_K,
+  // FP8 weight-only (W8A16): e4m3 with an F32 scale per 64 elements of a row (F8B64, what FP8
+  // checkpoints are held as; kernels/linear.h linear_f8), activations F32.
+  kFp8,
 };
 
 // The --quantize values: none, int8, int4 (= int4-g128), int4-g32, int4-g64, int4-g128, each
-// int4 one also with -sym, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k; anything else is an
-// error naming --quantize and listing them.
+// int4 one also with -sym, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, fp8; anything else is
+// an error naming --quantize and listing them.
 absl::StatusOr<WeightQuantization> parse_weight_quantization(std::string_view name);
 const char* weight_quantization_name(WeightQuantization q);
 // "none|int8|int4|..." for flag help.

@@ -191,6 +191,13 @@ SPECS = [
                 "fit and their generations pass 20 (each new token's pass grows the base), "
                 "prompts 2-3 (26, 47 tokens) are longer (the whole prompt uses the base of its "
                 "length); GQA 4/2, head_dim 16"),
+    Spec("llama_h128", LlamaForCausalLM, LlamaConfig,
+         dict(hidden_size=128, intermediate_size=256, num_attention_heads=4,
+              num_key_value_heads=2, rope_theta=10000.0, tie_word_embeddings=False),
+         base_seed=1800,
+         covers="Llama, hidden 128 (head_dim 32), intermediate 256: every projection's input is a "
+                "multiple of 64 at TP 1 and 2 (o_proj 128 / 64, down_proj 256 / 128), so blocks "
+                "of 64 (--quantize fp8) fit every shard"),
     Spec("mixtral_moe", MixtralForCausalLM, MixtralConfig,
          dict(num_attention_heads=8, num_key_value_heads=4, rope_theta=1000000.0,
               intermediate_size=96, num_local_experts=4, num_experts_per_tok=2,

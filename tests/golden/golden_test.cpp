@@ -173,7 +173,7 @@ INSTANTIATE_TEST_SUITE_P(Models, GoldenModelTest,
                                            "qwen3_qknorm", "llama_linear_rope", "llama_bf16",
                                            "llama_4layers", "mistral_window", "qwen2_window",
                                            "phi3_longrope", "phi3_window", "mixtral_moe",
-                                           "qwen3_moe", "qwen2_moe", "qwen2_yarn", "llama_dynamic_ntk",
+                                           "qwen3_moe", "qwen2_moe", "qwen2_yarn", "llama_dynamic_ntk", "llama_h128",
                                            "gemma2_softcap", "gemma3_text"));
 
 // LongRoPE: a prompt longer than original_max_position_embeddings (58 > 48 tokens) runs with the

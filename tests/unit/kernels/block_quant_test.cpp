@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -152,6 +153,61 @@ TEST(BlockQuant, RoundTripWithinAStepOfEachBlocksRange) {
               << dtype_name(d) << (symmetric ? " symmetric" : "") << " element " << t << " x=" << x[t];
         }
       }
+    }
+  }
+}
+
+// float_to_fp8_e4m3 against a brute-force search over every finite code: the nearest value,
+// ties to the even code, past 448 saturated; and every finite code converts back to itself.
+TEST(BlockQuant, Fp8E4m3RoundsToTheNearestCode) {
+  std::vector<float> values;  // the 127 non-negative finite codes' values, by code
+  for (int c = 0; c < 0x7F; ++c) values.push_back(fp8_e4m3_to_float(static_cast<uint8_t>(c)));
+  auto nearest = [&](float v) {
+    const float a = std::fabs(v);
+    int best = 0;
+    for (int c = 1; c < 0x7F; ++c) {
+      const float d = std::fabs(values[c] - a), best_d = std::fabs(values[best] - a);
+      if (d < best_d || (d == best_d && c % 2 == 0)) best = c;
+    }
+    return static_cast<uint8_t>((std::signbit(v) ? 0x80 : 0) | best);
+  };
+  for (int c = 0; c < 0x100; ++c) {
+    if ((c & 0x7F) == 0x7F) continue;
+    EXPECT_EQ(float_to_fp8_e4m3(fp8_e4m3_to_float(static_cast<uint8_t>(c))), c) << "code " << c;
+  }
+  std::vector<float> probes = random_floats(20000, 11, -500.0f, 500.0f);
+  for (float v : random_floats(20000, 12, -0.03f, 0.03f)) probes.push_back(v);  // subnormals
+  for (int c = 0; c + 1 < 0x7F; ++c) probes.push_back(0.5f * (values[c] + values[c + 1]));  // ties
+  probes.push_back(1e9f);
+  for (float v : probes) {
+    const uint8_t want = std::fabs(v) >= 448.0f ? static_cast<uint8_t>((v < 0 ? 0x80 : 0) | 0x7E) : nearest(v);
+    ASSERT_EQ(float_to_fp8_e4m3(v), want) << "v = " << v;
+  }
+  EXPECT_EQ(float_to_fp8_e4m3(std::nanf("")), 0x7E) << "NaN saturates: no NaN code is written";
+}
+
+// F8B64 quantization: each block's largest magnitude lands on 448 * scale exactly, and every
+// element is within half an e4m3 step (relative 2^-4, or 2^-10 * scale among the subnormals).
+TEST(BlockQuant, F8B64QuantizesEachBlockToTheNearestScaledCode) {
+  const int64_t n = 64 * 5;
+  std::vector<float> x = random_floats(static_cast<size_t>(n), 9, -3.0f, 3.0f);
+  for (int64_t t = 0; t < 64; ++t) x[t] = 0.0f;      // an all-zero block
+  for (int64_t t = 64; t < 128; ++t) x[t] *= 1e-6f;  // a tiny-scale block
+  x[200] = -40.0f;                                   // an outlier sets its block's scale
+  std::vector<uint8_t> q(dtype_nbytes(DType::kF8B64, n));
+  quantize_row(DType::kF8B64, x.data(), q.data(), n);
+  std::vector<float> back(static_cast<size_t>(n));
+  dequantize_row(DType::kF8B64, q.data(), back.data(), n);
+  for (int64_t b = 0; b < n / 64; ++b) {
+    float scale;
+    std::memcpy(&scale, q.data() + b * 68, 4);
+    float amax = 0.0f;
+    for (int64_t t = b * 64; t < (b + 1) * 64; ++t) amax = std::max(amax, std::fabs(x[t]));
+    EXPECT_EQ(scale, amax / 448.0f) << "block " << b;
+    for (int64_t t = b * 64; t < (b + 1) * 64; ++t) {
+      const double bound = std::max(std::fabs(x[t]) / 16.0, std::ldexp(1.0, -10) * scale) + 1e-12;
+      ASSERT_LE(std::fabs(back[t] - x[t]), bound) << "element " << t << " x=" << x[t];
+      if (std::fabs(x[t]) == amax && amax > 0) EXPECT_EQ(std::fabs(back[t]), 448.0f * scale);
     }
   }
 }

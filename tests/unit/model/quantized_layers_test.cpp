@@ -192,7 +192,7 @@ TEST_F(QuantizedLayersTest, AlreadyBlockQuantizedWeightsAreNotQuantizedAgain) {
 TEST(WeightQuantizationNames, EveryFlagValueRoundTrips) {
   for (const char* name : {"none", "int8", "int4-g32", "int4-g64", "int4-g128", "int4-g32-sym",
                            "int4-g64-sym", "int4-g128-sym", "q8_0", "q4_0", "q4_1", "q5_0",
-                           "q5_1", "q4_k", "q5_k", "q6_k"}) {
+                           "q5_1", "q4_k", "q5_k", "q6_k", "fp8"}) {
     auto q = parse_weight_quantization(name);
     ASSERT_TRUE(q.ok()) << name;
     EXPECT_STREQ(weight_quantization_name(*q), name);

@@ -37,10 +37,15 @@ inline float fp8_e4m3_to_float(uint8_t v) {
   }
   return sign ? -magnitude : magnitude;
 }
+// The e4m3 code nearest to v, ties to the even code; magnitudes past 448 (and NaN) saturate to
+// +-448 (0x7E / 0xFE), so no NaN code is ever written. Exactly inverse to fp8_e4m3_to_float on
+// every finite code.
+uint8_t float_to_fp8_e4m3(float v);
 // dst[0..n) = e4m3 * scale of the n / 64 F8B64 blocks at src (n a multiple of 64).
 void dequantize_f8b64_row(const void* src, float* dst, int64_t n);
 
-// Quantizes src[0..n) into n / block blocks at dst. `symmetric` is only for I4G64 / I4G128:
+// Quantizes src[0..n) into n / block blocks at dst (F8B64: each 64 with the scale max |x| / 448
+// and the nearest e4m3 codes). `symmetric` is only for I4G64 / I4G128:
 // the scale from the largest magnitude (as Q4_0: d = max / -8), values in [-8, 7], stored with
 // minimum -8 d; otherwise those types take min and max of the group (as Q4_1). Non-finite input
 // gives unspecified (but memory-safe) blocks.
