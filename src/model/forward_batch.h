@@ -19,12 +19,9 @@ struct ForwardBatch {
   std::vector<int32_t> query_start;   // [num_seqs + 1]
   std::vector<int32_t> context_len;   // [num_seqs]
   std::vector<int64_t> seq_ids;       // [num_seqs]: the plan's sequence ids
-  // [num_seqs] or empty: for LongRoPE only, the length each sequence's frequency set is chosen
-  // by, when the coordinator tracks it (model/rope.h: longrope_table). Empty: every token's own
-  // position + 1.
-  std::vector<int32_t> longrope_seq_len;
-  // [num_seqs]: each sequence's prompt length (PlannedChunk::prompt_len; 0 when not known), which
-  // selects dynamic NTK frequencies (model/rope.h: dynamic_ntk_seq_len).
+  // [num_seqs] or empty: each sequence's prompt length as its RoPE counts it
+  // (PlannedChunk::prompt_len; 0 or empty when not known), which selects LongRoPE's set and
+  // dynamic NTK's frequencies (model/rope.h: longrope_table, dynamic_ntk_seq_len).
   std::vector<int32_t> prompt_len;
   std::vector<int32_t> block_tables;  // [num_seqs * max_blocks_per_seq], padded with 0
   int max_blocks_per_seq = 0;

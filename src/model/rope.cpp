@@ -221,9 +221,7 @@ Tensor longrope_token_tables(const ModelConfig& config, const ForwardBatch& batc
   int32_t* out = tables.data_as<int32_t>();
   const int32_t* positions = batch.positions.data_as<int32_t>();
   for (int s = 0; s < batch.num_seqs(); ++s) {
-    const std::vector<int32_t>& lengths =
-        batch.longrope_seq_len.empty() ? batch.prompt_len : batch.longrope_seq_len;
-    const int64_t seq_len = lengths.empty() ? 0 : lengths[static_cast<size_t>(s)];
+    const int64_t seq_len = batch.prompt_len.empty() ? 0 : batch.prompt_len[static_cast<size_t>(s)];
     for (int32_t t = batch.query_start[s]; t < batch.query_start[s + 1]; ++t) {
       out[t] = longrope_table(config.rope_scaling, positions[t], seq_len);
     }

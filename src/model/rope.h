@@ -84,8 +84,7 @@ float rope_attention_scaling(const ModelConfig& config);
 int32_t longrope_table(const RopeScaling& rope, int64_t position, int64_t seq_len);
 
 // The LongRoPE row of every token of `batch` (I32 [num_tokens]), by longrope_table with
-// seq_len = batch.longrope_seq_len[s] for the tokens of sequence s, or batch.prompt_len[s] when
-// longrope_seq_len is empty (0 when both are).
+// seq_len = batch.prompt_len[s] for the tokens of sequence s (0 when it is empty).
 Tensor longrope_token_tables(const ModelConfig& config, const ForwardBatch& batch);
 
 }  // namespace weft

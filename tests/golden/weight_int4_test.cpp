@@ -161,30 +161,31 @@ INSTANTIATE_TEST_SUITE_P(Models, WeightInt4Test, ::testing::ValuesIn(cases()),
                            return name;
                          });
 
+// What loading golden model `name` under --quantize `q` says (OK when it loads).
+absl::Status load_status(const std::string& name, WeightQuantization q) {
+  LocalEngineOptions options;
+  options.model_dir = model_dir(name);
+  options.num_threads = 1;
+  options.quantization = q;
+  return LocalEngine::create(options).status();
+}
+
 // fp8's blocks of 64 do not fit a 160-column down projection: refused, naming the tensor.
 TEST(WeightFp8Errors, ShardsOffTheBlockAreRefused) {
-  LocalEngineOptions options;
-  options.model_dir = model_dir("llama_gqa");
-  options.num_threads = 1;
-  options.quantization = WeightQuantization::kFp8;
-  auto engine = LocalEngine::create(options);
-  ASSERT_FALSE(engine.ok());
-  EXPECT_NE(engine.status().message().find("down_proj.weight"), std::string::npos) << engine.status();
-  EXPECT_NE(engine.status().message().find("160 input columns is not a multiple of fp8's block of 64"),
+  const absl::Status status = load_status("llama_gqa", WeightQuantization::kFp8);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("down_proj.weight"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("160 input columns is not a multiple of fp8's block of 64"),
             std::string::npos)
-      << engine.status();
+      << status;
 }
 
 // A down projection of 150 columns fits no int4 group: a clear error naming the tensor.
 TEST(WeightInt4Errors, ColumnsThatFitNoGroupAreRefused) {
-  LocalEngineOptions options;
-  options.model_dir = model_dir("llama_4layers");
-  options.num_threads = 1;
-  options.quantization = WeightQuantization::kInt4G128;
-  auto engine = LocalEngine::create(options);
-  ASSERT_FALSE(engine.ok());
-  EXPECT_NE(engine.status().message().find("down_proj.weight"), std::string::npos) << engine.status();
-  EXPECT_NE(engine.status().message().find("150"), std::string::npos) << engine.status();
+  const absl::Status status = load_status("llama_4layers", WeightQuantization::kInt4G128);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("down_proj.weight"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("150"), std::string::npos) << status;
 }
 
 }  // namespace

@@ -104,16 +104,15 @@ TEST(RopeTest, LongRopeTablePerPositionAndPerSequenceLength) {
   Tensor tables = longrope_token_tables(config, batch);
   const int32_t* t = tables.data_as<int32_t>();
   EXPECT_EQ(std::vector<int32_t>(t, t + 5), (std::vector<int32_t>{0, 0, 1, 0, 1}));
-  batch.longrope_seq_len = {49, 60, 61};
+  batch.prompt_len = {49, 60, 61};
   tables = longrope_token_tables(config, batch);
   t = tables.data_as<int32_t>();
   EXPECT_EQ(std::vector<int32_t>(t, t + 5), (std::vector<int32_t>{1, 1, 1, 1, 1}));
-  batch.longrope_seq_len = {20, 11, 0};
+  batch.prompt_len = {20, 11, 0};
   tables = longrope_token_tables(config, batch);
   t = tables.data_as<int32_t>();
   EXPECT_EQ(std::vector<int32_t>(t, t + 5), (std::vector<int32_t>{0, 0, 1, 0, 1}));
-  // Without longrope_seq_len the prompt length decides: a 49-token prompt is long everywhere.
-  batch.longrope_seq_len.clear();
+  // A 49-token prompt is long everywhere; an 11-token one stays short at position 10.
   batch.prompt_len = {49, 11, 30};
   tables = longrope_token_tables(config, batch);
   t = tables.data_as<int32_t>();
