@@ -1,7 +1,7 @@
 // CPU kernel benchmarks (Google Benchmark): linear as GEMV (m = 1, bound by reading the weights)
 // and GEMM (m = 16, 128, bound by arithmetic) at Llama-100M-like shapes, and paged attention
 // decode. Counters: bytes_per_second counts weight bytes (+ x and y), FLOP/s counts 2*m*n*k.
-//   kernels_bench [--threads=N] [--isa=native|avx512-novnni|avx2|portable] [google benchmark flags]
+//   kernels_bench [--threads=N] [--isa=native|avx512-noamx|avx512-novnni|avx2|portable] [google benchmark flags]
 #include <benchmark/benchmark.h>
 
 #include <chrono>

@@ -39,7 +39,7 @@ std::vector<FlagSpec> engine_flag_specs() {
       {"seed", "N", "base seed for requests without one"},
       {"generation-config", "auto|none",
        "auto (default): generation_config.json's sampling values are the defaults; none: weft's"},
-      {"cpu-isa", "native|avx512-novnni|avx2|portable", "cap the CPU kernels' instruction set"},
+      {"cpu-isa", "native|avx512-noamx|avx512-novnni|avx2|portable", "cap the CPU kernels' instruction set"},
       {"quantize", "none|int8|int4[-gN][-sym]|fp8|q8_0|q4_k|...",
        "quantize linear weights at load, per rank after TP sharding (CPU): int8 per output row "
        "(W8A16); int4 = int4-g128 (groups of 32/64/128 with a zero point, -sym without; a shard "
@@ -47,10 +47,10 @@ std::vector<FlagSpec> engine_flag_specs() {
        "(W8A16; shards a multiple of 64); or a GGUF type q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
        "q5_k, q6_k"},
       {"matmul-precision", "auto|f32|bf16|int8",
-       "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16); int8: quantized weights "
+       "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16 or AMX); int8: quantized weights "
        "(GGUF, --quantize int4) multiply int8-rounded activations (llama.cpp's way, faster); "
        "f32: F32 activations (quantized weights dequantized in the kernel); default auto: bf16 "
-       "where it is faster (AVX512-BF16 on AMD Zen 4+), else f32"},
+       "where it is faster (AVX512-BF16 on AMD Zen 4+, AMX-BF16 on Intel), else f32"},
       {"speculative", "none|ngram|draft",
        "speculative decoding: ngram (prompt lookup) or draft (a draft model; default with --draft-model)"},
       {"draft-model", "DIR", "draft model sharing the target's tokenizer (default model: configs/default-draft)"},

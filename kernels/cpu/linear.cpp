@@ -105,7 +105,8 @@ MatmulPrecision matmul_precision() { return g_precision.load(); }
 
 MatmulPrecision auto_matmul_precision() {
 #if defined(__x86_64__)
-  if (cpu::current_isa() == cpu::Isa::kAvx512 && cpu_features().avx512bf16 && cpu_features().amd) {
+  const CpuFeatures& f = cpu_features();
+  if (cpu::current_isa() == cpu::Isa::kAvx512 && f.avx512bf16 && (f.amd || f.amx_bf16)) {
     return MatmulPrecision::kBf16;
   }
 #endif
@@ -158,6 +159,20 @@ void linear_any(const TensorView& x, const TensorView& w, const float* w_scale,
     pool.parallel_for(m, [&](int64_t r0, int64_t r1) {
       cpu::vec_ops().narrow(p.x + r0 * k, DType::kBF16, x_bf16.get() + r0 * k, (r1 - r0) * k);
     });
+    if (cpu_features().amx_bf16 && k % cpu::kAmxBf16TileK == 0) {
+      // AMX for every m (one summation order per output, whatever the batch).
+      const int64_t m_tiles = (m + 15) / 16;
+      const auto x_tiles = aligned_scratch<uint32_t>(m_tiles * (k / 2) * 16);
+      pool.parallel_for(m_tiles, [&](int64_t t0, int64_t t1) {
+        for (int64_t t = t0; t < t1; ++t) cpu::pack_amx_bf16_x(x_bf16.get(), m, k, t, x_tiles.get());
+      });
+      const cpu::AmxBf16LinearProblem ap{x_tiles.get(), static_cast<const uint16_t*>(w.data),
+                                         p.bias, p.y, m, n, k};
+      cpu::run_linear_tiles(m, n, k, 2 * k, pool, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+        cpu::linear_block_amx_bf16(ap, i0, i1, j0, j1);
+      });
+      return;
+    }
     const cpu::Bf16LinearProblem bp{x_bf16.get(), static_cast<const uint16_t*>(w.data), p.bias,
                                     p.y, m, n, k};
     cpu::run_linear_tiles(m, n, k, 2 * k, pool, [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {

@@ -74,6 +74,26 @@ struct Bf16LinearProblem {
 void linear_block_avx512bf16(const Bf16LinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                              int64_t j1);
 
+// MatmulPrecision::kBf16 with BF16 weights on a CPU with AMX-BF16 (linear_amx_bf16.cpp), k a
+// multiple of kAmxBf16TileK: x rounded to BF16 and packed in tiles of 16 rows x 32 elements of
+// k, each tile 16 rows of 16 pairs: x_tiles[((mt * (k / 32) + kt) * 16 + pair) * 16 + row] holds
+// x[16 mt + row, 32 kt + 2 pair] in its low half and the next element in its high half; rows
+// past m are zero.
+constexpr int64_t kAmxBf16TileK = 32;
+struct AmxBf16LinearProblem {
+  const uint32_t* x_tiles = nullptr;  // [ceil(m / 16), k / 32, 16, 16], 64-byte aligned
+  const uint16_t* w = nullptr;        // [n, k] BF16
+  const float* bias = nullptr;        // [n] or null
+  float* y = nullptr;                 // [m, n]
+  int64_t m = 0, n = 0, k = 0;
+};
+// Packs x tile `mt` (rows [16 mt, 16 mt + 16) of x_bf16 [rows, k]) into x_tiles.
+void pack_amx_bf16_x(const uint16_t* x_bf16, int64_t rows, int64_t k, int64_t mt,
+                     uint32_t* x_tiles);
+// i0 must be a multiple of 16.
+void linear_block_amx_bf16(const AmxBf16LinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                           int64_t j1);
+
 // BF16 weights at F32 precision on AVX2 (linear_avx2_bf16.cpp) and AVX-512
 // (linear_avx512_bf16_pairs.cpp): x rows reordered so that each chunk of `chunk` elements holds
 // its even-indexed elements, then its odd-indexed ones, matching how one vector load of weights

@@ -1,8 +1,25 @@
 #include "core/cpu_features.h"
 
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 
 namespace weft {
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+bool os_allows_amx_tiles() {
+#if defined(__linux__) && defined(__x86_64__)
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+#endif
 
 CpuFeatures detect() {
   CpuFeatures f;
@@ -23,7 +40,9 @@ CpuFeatures detect() {
   __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
   f.avx512fp16 = f.avx512f && ((d >> 23) & 1u);
   f.avx512vnni = f.avx512f && ((c >> 11) & 1u);  // avx512f also implies OS support (XCR0)
-  f.amx_bf16 = (d >> 22) & 1u;
+  // AMX also needs the kernel's leave to use its 8 KiB tile state (Linux 5.16+: arch_prctl
+  // ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, granted to the whole process).
+  f.amx_bf16 = ((d >> 22) & 1u) && ((d >> 24) & 1u) && os_allows_amx_tiles();
 #endif
   return f;
 }
@@ -66,9 +85,11 @@ absl::Status limit_cpu_features(std::string_view isa) {
     f.avx512vnni = false;
   } else if (isa == "avx512-novnni") {
     f.avx512vnni = false;
+  } else if (isa == "avx512-noamx") {
+    f.amx_bf16 = false;
   } else if (isa != "native") {
-    return absl::InvalidArgumentError(
-        "unknown CPU ISA \"" + std::string(isa) + "\" (expected native, avx512-novnni, avx2 or portable)");
+    return absl::InvalidArgumentError("unknown CPU ISA \"" + std::string(isa) +
+                                      "\" (expected native, avx512-noamx, avx512-novnni, avx2 or portable)");
   }
   mutable_features() = f;
   return absl::OkStatus();

@@ -398,13 +398,7 @@ TEST_P(BlockLinearTest, LargeShapesAcrossThreadCounts) {
 
 INSTANTIATE_TEST_SUITE_P(Isa, BlockLinearTest,
                          testing::Values("portable", "avx2", "avx512-novnni", "native"),
-                         [](const testing::TestParamInfo<std::string>& i) {
-                           std::string name = i.param;
-                           for (char& ch : name) {
-                             if (ch == '-') ch = '_';
-                           }
-                           return name;
-                         });
+                         isa_test_name);
 
 }  // namespace
 }  // namespace weft::kernels

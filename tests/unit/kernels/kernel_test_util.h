@@ -37,9 +37,18 @@ class IsaTest : public testing::TestWithParam<std::string> {
   void TearDown() override { ASSERT_TRUE(limit_cpu_features("native").ok()); }
 };
 
+// A test name for an ISA parameter ("avx512-noamx" -> "avx512_noamx").
+inline std::string isa_test_name(const testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& ch : name) {
+    if (ch == '-') ch = '_';
+  }
+  return name;
+}
+
 #define WEFT_INSTANTIATE_ISA_TESTS(Suite)                                             \
   INSTANTIATE_TEST_SUITE_P(Isa, Suite, testing::Values("portable", "avx2", "native"), \
-                           [](const testing::TestParamInfo<std::string>& i) { return i.param; })
+                           isa_test_name)
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f,
                                         float hi = 1.0f) {

@@ -106,7 +106,9 @@ TEST_P(LinearTest, ZeroK) {
 
 // MatmulPrecision::kBf16: where the path is taken (AVX-512 with AVX512-BF16, BF16 weights) y is
 // the product of the BF16-rounded x with w, accumulated in F32; elsewhere the flag changes
-// nothing. Odd k exercises the masked tail of the 32-element pairs.
+// nothing. Odd k exercises the masked tail of the 32-element pairs; on a CPU with AMX, "native"
+// takes the AMX tiles for k a multiple of 32 (m = 40 and 70 reach the 2x2 tiles and the second
+// row block, n = 48 and 100 the weight-row tails).
 TEST_P(LinearTest, Bf16ActivationsMatchTheRoundedReference) {
   set_matmul_precision(MatmulPrecision::kBf16);
   const bool bf16_path = linear_uses_bf16_activations(DType::kBF16);
@@ -114,8 +116,8 @@ TEST_P(LinearTest, Bf16ActivationsMatchTheRoundedReference) {
   uint32_t seed = 500;
   int checked = 0;
   for (int64_t k : {1, 31, 32, 33, 64, 130, 768}) {
-    for (int64_t m : {1, 2, 3, 4, 5, 17}) {
-      for (int64_t n : {1, 5, 8, 13, 100}) {
+    for (int64_t m : {1, 2, 3, 4, 5, 17, 40, 70}) {
+      for (int64_t n : {1, 5, 8, 13, 48, 100}) {
         std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
         std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
         std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
@@ -367,7 +369,51 @@ TEST_P(LinearTest, BatchedRowsEqualTheRowAlone) {
   }
 }
 
-WEFT_INSTANTIATE_ISA_TESTS(LinearTest);
+// MatmulPrecision::kBf16, BF16 weights: every row of x gets bit-identical outputs alone, in a
+// batch and in any slice of it, on the AMX path ("native" on a CPU with AMX-BF16: 2x2 tiles,
+// decode's single-column tiles, partial x tiles and weight-row tails) and on the AVX512-BF16 one
+// ("avx512-noamx", and every shape whose k is not a multiple of 32).
+TEST_P(LinearTest, Bf16ActivationRowsEqualTheRowAlone) {
+  set_matmul_precision(MatmulPrecision::kBf16);
+  const bool bf16_path = linear_uses_bf16_activations(DType::kBF16);
+  RecordProperty("bf16_activation_path", !bf16_path ? "not available"
+                                         : cpu_features().amx_bf16 ? "amx" : "avx512bf16");
+  ThreadPool pool(2);
+  uint32_t seed = 1700;
+  for (int64_t k : {32, 33, 576}) {
+    for (int64_t n : {5, 16, 40, 100}) {
+      const int64_t m = 70;  // two row blocks of run_linear_tiles (64 + 6)
+      std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
+      std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+      seed += 2;
+      Tensor x = make_f32(xv, {m, k});
+      Tensor w = make_stored(wv, DType::kBF16, {n, k});
+      Tensor y = Tensor::zeros(DType::kF32, {m, n});
+      linear(x, w, nullptr, y, pool);
+      for (int64_t i = 0; i < m; i += 3) {
+        for (int64_t rows : {1, 2, 17, 33}) {
+          if (i + rows > m) continue;
+          std::vector<float> part(xv.begin() + i * k, xv.begin() + (i + rows) * k);
+          Tensor xi = make_f32(part, {rows, k});
+          Tensor yi = Tensor::zeros(DType::kF32, {rows, n});
+          linear(xi, w, nullptr, yi, pool);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t j = 0; j < n; ++j) {
+              ASSERT_EQ(yi.data_as<float>()[r * n + j], y.data_as<float>()[(i + r) * n + j])
+                  << "k=" << k << " n=" << n << " row " << i + r << " of a slice of " << rows
+                  << " column " << j;
+            }
+          }
+        }
+      }
+    }
+  }
+  set_matmul_precision(MatmulPrecision::kF32);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, LinearTest,
+                         testing::Values("portable", "avx2", "avx512-noamx", "native"),
+                         isa_test_name);
 
 }  // namespace
 }  // namespace weft::kernels

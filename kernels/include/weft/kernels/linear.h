@@ -18,7 +18,8 @@ namespace weft::kernels {
 // where cpu_features() allows, and a portable path otherwise; all agree to float rounding.
 //
 // MatmulPrecision::kBf16 (opt-in, process-wide): with BF16 weights on a CPU with AVX512-BF16,
-// x is rounded to BF16 (nearest even) and the products use vdpbf16ps, still accumulated in F32:
+// x is rounded to BF16 (nearest even) and the products use vdpbf16ps, or AMX tiles (tdpbf16ps)
+// where the CPU has AMX-BF16 and k is a multiple of 32, still accumulated in F32:
 // what llama.cpp and PyTorch's BF16 matmuls do, about twice the multiply-adds per instruction,
 // at the cost of BF16 activations (relative error ~2^-9 per element of x). Otherwise, and by
 // default (kF32), x stays F32.
@@ -63,10 +64,11 @@ enum class MatmulPrecision { kF32, kBf16, kInt8 };
 void set_matmul_precision(MatmulPrecision precision);
 MatmulPrecision matmul_precision();
 // What `--matmul-precision auto` (the launcher's default) means on this CPU: kBf16 where the
-// BF16-activation path is both available and faster, i.e. AVX512-BF16 on AMD Zen 4+ (measured on
-// a 2-core EPYC: 1.6-1.8x prefill and batched decode, 1.1x batch-1 decode, on a 125M BF16
-// Llama), else kF32 (on an AVX512-BF16 Xeon it measured 20% slower for m >= 16). Only BF16
-// weights are affected either way.
+// BF16-activation path is both available and faster: AVX512-BF16 on AMD Zen 4+ (measured on a
+// 2-core EPYC: 1.6-1.8x prefill and batched decode, 1.1x batch-1 decode, on a 125M BF16 Llama),
+// and AMX-BF16 (measured on a 2-core Xeon with SmolLM2-135M: 3.5x prefill, 1.7x decode at batch
+// 16, 0.9x at batch 1, where a tile multiply costs more than the AVX-512 GEMV); else kF32 (vdpbf16ps
+// alone on a Xeon measured 20% slower for m >= 16). Only BF16 weights are affected either way.
 MatmulPrecision auto_matmul_precision();
 // Whether linear() with weights of `w_dtype` takes the BF16-activation path right now.
 bool linear_uses_bf16_activations(DType w_dtype);
