@@ -71,6 +71,8 @@ std::vector<WorkItem> plan_items(const AttentionBatch& batch, const Geometry& g,
 
 // Keys per online-softmax step of run_item (whole blocks; at least one).
 constexpr int64_t kChunkKeys = 128;
+// Query heads of one row whose scores and outputs are computed together.
+constexpr int kHeadsPerPass = 4;
 
 // Where part of a chunk's keys and values are: `count` rows `stride` floats apart, the first of
 // them `begin` keys into the chunk.
@@ -132,7 +134,7 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
   sc.acc.assign(static_cast<size_t>(rows * d), 0.0f);
   sc.row_max.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
   sc.row_sum.assign(static_cast<size_t>(rows), 0.0f);
-  sc.scores.resize(static_cast<size_t>(chunk_keys));
+  sc.scores.resize(static_cast<size_t>(kHeadsPerPass * chunk_keys));
   if (!direct) {
     sc.k.resize(static_cast<size_t>(chunk_keys * d));
     sc.v.resize(static_cast<size_t>(chunk_keys * d));
@@ -181,36 +183,55 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
       const int64_t skip = std::max<int64_t>(0, first_key(j) - t0);  // keys before its window
       if (lim - skip <= 0) continue;
       const int64_t n = lim - skip;
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t r = (j - it.q_begin) * heads + h;
-        const int64_t head = it.kv_head * g.group + it.h_begin + h;
-        const float* qr = q + ((q_row0 + j) * g.num_heads + head) * d;
-        float* s = sc.scores.data();
+      // The heads of one query row see the same keys: up to kHeadsPerPass of them share each
+      // K and V load (the multi-row routines give each head the bits it would get alone).
+      for (int64_t h0 = 0; h0 < heads; h0 += kHeadsPerPass) {
+        const int nh = static_cast<int>(std::min<int64_t>(kHeadsPerPass, heads - h0));
+        const float* qs[kHeadsPerPass];
+        float* ss[kHeadsPerPass];
+        float* accs[kHeadsPerPass];
+        for (int t = 0; t < nh; ++t) {
+          const int64_t head = it.kv_head * g.group + it.h_begin + h0 + t;
+          qs[t] = q + ((q_row0 + j) * g.num_heads + head) * d;
+          ss[t] = sc.scores.data() + t * chunk_keys;
+          accs[t] = sc.acc.data() + ((j - it.q_begin) * heads + h0 + t) * d;
+        }
         for (const KeyRun& run : runs) {
           const int64_t a = std::max(skip, run.begin), e = std::min(lim, run.begin + run.count);
-          if (a < e) ops.dot_rows(qr, run.k + (a - run.begin) * run.stride, e - a, d, run.stride, scale, s + a);
+          if (a >= e) continue;
+          float* outs[kHeadsPerPass];
+          for (int t = 0; t < nh; ++t) outs[t] = ss[t] + a;
+          ops.dot_rows_multi(qs, nh, run.k + (a - run.begin) * run.stride, e - a, d, run.stride,
+                             scale, outs);
         }
-        s += skip;
-        if (batch.softcap > 0.0f) ops.softcap(s, n, batch.softcap);
-        // Recorded rows keep their scores; they become weights once the row's max and sum are known.
-        if (float* w = recorded_row(batch, g, q_row0 + j, head)) std::copy(s, s + n, w + t0 + skip);
-        float mx = s[0];
-        for (int64_t t = 1; t < n; ++t) mx = std::max(mx, s[t]);
-        const float old_max = sc.row_max[r];
-        const float new_max = std::max(old_max, mx);
-        const float sum = ops.exp_shift(s, n, new_max);
-        float* acc = sc.acc.data() + r * d;
-        if (old_max != -std::numeric_limits<float>::infinity() && old_max != new_max) {
-          // Rescale what was accumulated under the old running max.
-          const float corr = std::exp(old_max - new_max);
-          sc.row_sum[r] *= corr;
-          for (int64_t i = 0; i < d; ++i) acc[i] *= corr;
+        for (int t = 0; t < nh; ++t) {
+          const int64_t r = (j - it.q_begin) * heads + h0 + t;
+          const int64_t head = it.kv_head * g.group + it.h_begin + h0 + t;
+          float* s = ss[t] + skip;
+          if (batch.softcap > 0.0f) ops.softcap(s, n, batch.softcap);
+          // Recorded rows keep their scores; they become weights once the row's max and sum are known.
+          if (float* w = recorded_row(batch, g, q_row0 + j, head)) std::copy(s, s + n, w + t0 + skip);
+          const float mx = ops.max(s, n);
+          const float old_max = sc.row_max[r];
+          const float new_max = std::max(old_max, mx);
+          const float sum = ops.exp_shift(s, n, new_max);
+          float* acc = accs[t];
+          if (old_max != -std::numeric_limits<float>::infinity() && old_max != new_max) {
+            // Rescale what was accumulated under the old running max.
+            const float corr = std::exp(old_max - new_max);
+            sc.row_sum[r] *= corr;
+            for (int64_t i = 0; i < d; ++i) acc[i] *= corr;
+          }
+          sc.row_sum[r] += sum;
+          sc.row_max[r] = new_max;
         }
-        sc.row_sum[r] += sum;
-        sc.row_max[r] = new_max;
         for (const KeyRun& run : runs) {
           const int64_t a = std::max(skip, run.begin), e = std::min(lim, run.begin + run.count);
-          if (a < e) ops.axpy_rows(s + (a - skip), run.v + (a - run.begin) * run.stride, e - a, d, run.stride, acc);
+          if (a >= e) continue;
+          const float* ps[kHeadsPerPass];
+          for (int t = 0; t < nh; ++t) ps[t] = ss[t] + a;
+          ops.axpy_rows_multi(ps, nh, run.v + (a - run.begin) * run.stride, e - a, d, run.stride,
+                              accs);
         }
       }
     }

@@ -29,10 +29,19 @@ struct VecOps {
   // acc[0..d) += sum_r p[r] * v[r * v_stride .. + d).
   void (*axpy_rows)(const float* p, const float* v, int64_t rows, int64_t d, int64_t v_stride,
                     float* acc);
+  // dot_rows for nq query rows against the same keys: out[h][r] as dot_rows(q[h], ..., out[h])
+  // computes it, bit for bit (the AVX-512 path loads each key once for all of them).
+  void (*dot_rows_multi)(const float* const* q, int nq, const float* k, int64_t rows, int64_t d,
+                         int64_t k_stride, float scale, float* const* out);
+  // axpy_rows for nq accumulators over the same value rows, each bit for bit as axpy_rows.
+  void (*axpy_rows_multi)(const float* const* p, int nq, const float* v, int64_t rows, int64_t d,
+                          int64_t v_stride, float* const* acc);
   // sum of x[i]^2.
   float (*sum_squares)(const float* x, int64_t n);
   // out[i] = silu(g[i]) * u[i]; out may alias g or u.
   void (*silu_mul)(const float* g, const float* u, float* out, int64_t n);
+  // max of x[0..n), n >= 1 (exact, so the same whatever the order).
+  float (*max)(const float* x, int64_t n);
   // x[i] = exp(x[i] - shift) in place; returns the sum of the new values.
   float (*exp_shift)(float* x, int64_t n, float shift);
   // out[i] = gelu_tanh(g[i]) * u[i], gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
@@ -41,6 +50,18 @@ struct VecOps {
   // x[i] = cap * tanh(x[i] / cap) in place (soft-capping).
   void (*softcap)(float* x, int64_t n, float cap);
 };
+
+// dot_rows_multi / axpy_rows_multi as one call of the single-row routine per query.
+template <auto DotRows>
+void dot_rows_each(const float* const* q, int nq, const float* k, int64_t rows, int64_t d,
+                   int64_t k_stride, float scale, float* const* out) {
+  for (int h = 0; h < nq; ++h) DotRows(q[h], k, rows, d, k_stride, scale, out[h]);
+}
+template <auto AxpyRows>
+void axpy_rows_each(const float* const* p, int nq, const float* v, int64_t rows, int64_t d,
+                    int64_t v_stride, float* const* acc) {
+  for (int h = 0; h < nq; ++h) AxpyRows(p[h], v, rows, d, v_stride, acc[h]);
+}
 
 const VecOps& vec_ops(Isa isa);
 inline const VecOps& vec_ops() { return vec_ops(current_isa()); }

@@ -1,6 +1,7 @@
 // AVX2 + FMA + F16C vector routines. See isa.h for why the target pragma follows the includes.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -202,6 +203,20 @@ void silu_mul(const float* g, const float* u, float* out, int64_t n) {
   for (; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+float max(const float* x, int64_t n) {
+  float m = x[0];
+  int64_t i = 0;
+  if (n >= kW) {
+    __m256 a = _mm256_loadu_ps(x);
+    for (i = kW; i + kW <= n; i += kW) a = _mm256_max_ps(a, _mm256_loadu_ps(x + i));
+    alignas(32) float lanes[kW];
+    _mm256_store_ps(lanes, a);
+    for (float v : lanes) m = std::max(m, v);
+  }
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
 float exp_shift(float* x, int64_t n, float shift) {
   const __m256 sh = _mm256_set1_ps(shift);
   __m256 sum = _mm256_setzero_ps();
@@ -265,8 +280,18 @@ void softcap(float* x, int64_t n, float cap) {
 
 }  // namespace
 
-const VecOps kVecOpsAvx2 = {widen,    narrow,    dot_rows,      axpy_rows, sum_squares,
-                            silu_mul, exp_shift, gelu_tanh_mul, softcap};
+const VecOps kVecOpsAvx2 = {widen,
+                              narrow,
+                              dot_rows,
+                              axpy_rows,
+                              dot_rows_each<dot_rows>,
+                              axpy_rows_each<axpy_rows>,
+                              sum_squares,
+                              silu_mul,
+                              max,
+                              exp_shift,
+                              gelu_tanh_mul,
+                              softcap};
 
 }  // namespace weft::kernels::cpu
 

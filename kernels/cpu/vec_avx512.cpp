@@ -1,6 +1,7 @@
 // AVX-512 (f, bw, vl) vector routines. See isa.h for why the target pragma follows the includes.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -139,6 +140,101 @@ void axpy_rows(const float* p, const float* v, int64_t rows, int64_t d, int64_t 
   }
 }
 
+// dot_rows for nq query rows sharing the keys: each K vector loaded once feeds every query. Every
+// (query, key) score takes exactly dot_rows' operations (the same lanes over d, reduce4 for keys
+// in whole groups of four from the first, the full reduction for the rest), so a query's scores
+// do not depend on the queries beside it.
+template <int NQ>
+void dot_rows_multi_n(const float* const* q, const float* k, int64_t rows, int64_t d,
+                      int64_t k_stride, float scale, float* const* out) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* k0 = k + r * k_stride;
+    __m512 a[NQ][4];
+#pragma GCC unroll 4
+    for (int h = 0; h < NQ; ++h) a[h][0] = a[h][1] = a[h][2] = a[h][3] = _mm512_setzero_ps();
+    for (int64_t i = 0; i < d; i += kW) {
+      const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
+      const __m512 k0v = _mm512_maskz_loadu_ps(m, k0 + i);
+      const __m512 k1v = _mm512_maskz_loadu_ps(m, k0 + k_stride + i);
+      const __m512 k2v = _mm512_maskz_loadu_ps(m, k0 + 2 * k_stride + i);
+      const __m512 k3v = _mm512_maskz_loadu_ps(m, k0 + 3 * k_stride + i);
+#pragma GCC unroll 4
+      for (int h = 0; h < NQ; ++h) {
+        const __m512 qv = _mm512_maskz_loadu_ps(m, q[h] + i);
+        a[h][0] = _mm512_fmadd_ps(qv, k0v, a[h][0]);
+        a[h][1] = _mm512_fmadd_ps(qv, k1v, a[h][1]);
+        a[h][2] = _mm512_fmadd_ps(qv, k2v, a[h][2]);
+        a[h][3] = _mm512_fmadd_ps(qv, k3v, a[h][3]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < NQ; ++h) {
+      _mm_storeu_ps(out[h] + r, _mm_mul_ps(reduce4(a[h][0], a[h][1], a[h][2], a[h][3]), _mm_set1_ps(scale)));
+    }
+  }
+  for (int h = 0; h < NQ; ++h) dot_rows(q[h], k + r * k_stride, rows - r, d, k_stride, scale, out[h] + r);
+}
+
+void dot_rows_multi(const float* const* q, int nq, const float* k, int64_t rows, int64_t d,
+                    int64_t k_stride, float scale, float* const* out) {
+  for (; nq >= 4; nq -= 4, q += 4, out += 4) dot_rows_multi_n<4>(q, k, rows, d, k_stride, scale, out);
+  switch (nq) {
+    case 3: dot_rows_multi_n<3>(q, k, rows, d, k_stride, scale, out); break;
+    case 2: dot_rows_multi_n<2>(q, k, rows, d, k_stride, scale, out); break;
+    case 1: dot_rows(q[0], k, rows, d, k_stride, scale, out[0]); break;
+    default: break;
+  }
+}
+
+// axpy_rows for nq accumulators over the same value rows: each V vector loaded once feeds every
+// accumulator; each accumulator element sums its rows in axpy_rows' order.
+template <int NQ>
+void axpy_rows_multi_n(const float* const* p, const float* v, int64_t rows, int64_t d,
+                       int64_t v_stride, float* const* acc) {
+  int64_t i = 0;
+  for (; i + 4 * kW <= d; i += 4 * kW) {
+    __m512 a[NQ][4];
+#pragma GCC unroll 4
+    for (int h = 0; h < NQ; ++h) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) a[h][c] = _mm512_loadu_ps(acc[h] + i + c * kW);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* vr = v + r * v_stride + i;
+      const __m512 v0 = _mm512_loadu_ps(vr), v1 = _mm512_loadu_ps(vr + kW);
+      const __m512 v2 = _mm512_loadu_ps(vr + 2 * kW), v3 = _mm512_loadu_ps(vr + 3 * kW);
+#pragma GCC unroll 4
+      for (int h = 0; h < NQ; ++h) {
+        const __m512 pr = _mm512_set1_ps(p[h][r]);
+        a[h][0] = _mm512_fmadd_ps(pr, v0, a[h][0]);
+        a[h][1] = _mm512_fmadd_ps(pr, v1, a[h][1]);
+        a[h][2] = _mm512_fmadd_ps(pr, v2, a[h][2]);
+        a[h][3] = _mm512_fmadd_ps(pr, v3, a[h][3]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < NQ; ++h) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) _mm512_storeu_ps(acc[h] + i + c * kW, a[h][c]);
+    }
+  }
+  if (i < d) {
+    for (int h = 0; h < NQ; ++h) axpy_rows(p[h], v + i, rows, d - i, v_stride, acc[h] + i);
+  }
+}
+
+void axpy_rows_multi(const float* const* p, int nq, const float* v, int64_t rows, int64_t d,
+                     int64_t v_stride, float* const* acc) {
+  for (; nq >= 4; nq -= 4, p += 4, acc += 4) axpy_rows_multi_n<4>(p, v, rows, d, v_stride, acc);
+  switch (nq) {
+    case 3: axpy_rows_multi_n<3>(p, v, rows, d, v_stride, acc); break;
+    case 2: axpy_rows_multi_n<2>(p, v, rows, d, v_stride, acc); break;
+    case 1: axpy_rows(p[0], v, rows, d, v_stride, acc[0]); break;
+    default: break;
+  }
+}
+
 float sum_squares(const float* x, int64_t n) {
   __m512 a = _mm512_setzero_ps(), b = a;
   int64_t i = 0;
@@ -182,6 +278,15 @@ void silu_mul(const float* g, const float* u, float* out, int64_t n) {
         _mm512_div_ps(gv, _mm512_add_ps(one, exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), gv))));
     _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(s, uv));
   }
+}
+
+float max(const float* x, int64_t n) {
+  __m512 a = _mm512_set1_ps(x[0]);
+  for (int64_t i = 0; i < n; i += kW) {
+    const __mmask16 m = n - i >= kW ? __mmask16(0xffff) : tail_mask(n - i);
+    a = _mm512_max_ps(a, _mm512_mask_loadu_ps(a, m, x + i));
+  }
+  return _mm512_reduce_max_ps(a);
 }
 
 float exp_shift(float* x, int64_t n, float shift) {
@@ -242,8 +347,10 @@ void softcap(float* x, int64_t n, float cap) {
 
 }  // namespace
 
-const VecOps kVecOpsAvx512 = {widen,    narrow,    dot_rows,      axpy_rows, sum_squares,
-                              silu_mul, exp_shift, gelu_tanh_mul, softcap};
+const VecOps kVecOpsAvx512 = {widen,          narrow,          dot_rows,  axpy_rows,
+                              dot_rows_multi, axpy_rows_multi, sum_squares, silu_mul,
+                              max,
+                              exp_shift,      gelu_tanh_mul,   softcap};
 
 }  // namespace weft::kernels::cpu
 

@@ -1,5 +1,6 @@
 // Portable (scalar, compiler-vectorised where it can) vector routines: the fallback path and
 // the shape every wider path must agree with.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -84,6 +85,12 @@ void silu_mul(const float* g, const float* u, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+float max(const float* x, int64_t n) {
+  float m = x[0];
+  for (int64_t i = 1; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
 float exp_shift(float* x, int64_t n, float shift) {
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) {
@@ -110,7 +117,17 @@ void softcap(float* x, int64_t n, float cap) {
 
 }  // namespace
 
-const VecOps kVecOpsPortable = {widen,    narrow,    dot_rows,      axpy_rows, sum_squares,
-                                silu_mul, exp_shift, gelu_tanh_mul, softcap};
+const VecOps kVecOpsPortable = {widen,
+                              narrow,
+                              dot_rows,
+                              axpy_rows,
+                              dot_rows_each<dot_rows>,
+                              axpy_rows_each<axpy_rows>,
+                              sum_squares,
+                              silu_mul,
+                              max,
+                              exp_shift,
+                              gelu_tanh_mul,
+                              softcap};
 
 }  // namespace weft::kernels::cpu
