@@ -225,6 +225,47 @@ TEST_P(AttentionTest, SoftCappedScores) {
   check_attention({{150, 150}}, 4, 1, 32, 16, DType::kBF16, pool, seed++, 33, 0.5f);
 }
 
+// A query row's output, bit for bit, does not depend on what else the kernel computes with it:
+// the last token of a 150-token prefill equals that token decoded alone, whatever the thread
+// count (a lone decode row has its heads split over work items, a prefill keeps a group
+// together, so heads go through the multi-head routines in different company).
+TEST_P(AttentionTest, DecodeRowEqualsItsPrefillRowBitForBit) {
+  constexpr int64_t kHeads = 12, kD = 64, kBlock = 16, kLen = 150;
+  for (int64_t kv_heads : {1, 3}) {
+    const int64_t blocks = (kLen + kBlock - 1) / kBlock;
+    std::vector<float> k = random_floats(static_cast<size_t>(blocks * kBlock * kv_heads * kD), 7);
+    std::vector<float> v = random_floats(k.size(), 8);
+    const Tensor k_cache = make_stored(k, DType::kBF16, {blocks, kBlock, kv_heads, kD});
+    const Tensor v_cache = make_stored(v, DType::kBF16, {blocks, kBlock, kv_heads, kD});
+    const std::vector<float> qv = random_floats(static_cast<size_t>(kLen * kHeads * kD), 9, -2, 2);
+    std::vector<int32_t> table(static_cast<size_t>(blocks));
+    std::iota(table.begin(), table.end(), 0);
+    const int32_t context = kLen;
+    auto run = [&](int32_t query_len, int threads) {
+      std::vector<float> rows(qv.end() - query_len * kHeads * kD, qv.end());
+      const Tensor q = make_f32(rows, {query_len, kHeads, kD});
+      Tensor out = Tensor::zeros(DType::kF32, {query_len, kHeads, kD});
+      const int32_t query_start[2] = {0, query_len};
+      AttentionBatch batch;
+      batch.num_seqs = 1;
+      batch.query_start = query_start;
+      batch.context_len = &context;
+      batch.block_tables = table.data();
+      batch.max_blocks_per_seq = static_cast<int>(blocks);
+      batch.block_size = static_cast<int>(kBlock);
+      ThreadPool pool(threads);
+      paged_attention(q, k_cache, v_cache, batch, 0.125f, out, pool);
+      const float* last = out.data_as<float>() + (query_len - 1) * kHeads * kD;
+      return std::vector<float>(last, last + kHeads * kD);
+    };
+    const std::vector<float> prefill = run(kLen, 1);
+    for (int threads : {1, 3, 8}) {
+      EXPECT_EQ(run(1, threads), prefill) << "kv heads " << kv_heads << ", threads " << threads;
+      EXPECT_EQ(run(kLen, threads), prefill) << "kv heads " << kv_heads << ", threads " << threads;
+    }
+  }
+}
+
 WEFT_INSTANTIATE_ISA_TESTS(AttentionTest);
 
 }  // namespace
