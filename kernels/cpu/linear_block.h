@@ -25,6 +25,10 @@ struct BlockLinearProblem {
   int64_t m = 0, n = 0, k = 0, k_pad = 0, groups = 0;  // groups = k_pad / 16
 };
 
+// dequantize_row (block_quant.h) for the block-quantized dtypes on AVX-512: bit-identical to the
+// reference loop (block_dequantize_avx512.cpp).
+void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n);
+
 void linear_block_q_portable(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                              int64_t j1);
 void linear_block_q_avx2(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
