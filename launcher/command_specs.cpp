@@ -194,12 +194,17 @@ std::vector<CommandSpec> make_specs() {
   add("perplexity", "the perplexity of a text file (sliding windows)",
       "usage: weft perplexity [--model DIR] --text FILE [--context N] [--stride S] [flags]\n"
       "  Prints one JSON object: perplexity, nll_per_token, tokens, windows, context, stride,\n"
-      "  seconds, tokens_per_second.\n")
+      "  seconds, tokens_per_second (and kl_divergence with --kl-reference).\n")
       .add("perplexity flags",
            {{"text", "FILE", "UTF-8 text, tokenized whole with the model's tokenizer (required)"},
             {"context", "N", "tokens per window (default: min(max_model_len, 1024))"},
             {"stride", "S",
-             "tokens between window starts (default: context / 2); each token is scored once"}})
+             "tokens between window starts (default: context / 2); each token is scored once"},
+            {"save-logprobs", "FILE",
+             "write every scored token's full log-probability row (float32, vocab per token) for a later --kl-reference"},
+            {"kl-reference", "FILE",
+             "compare each scored token's distribution with FILE's (same text, --context, --stride): "
+             "prints kl_divergence mean / p99 / max and top-1 agreement"}})
       .add("engine flags", engine_flag_specs())
       .add("other", {kHelp});
   return specs;

@@ -2,7 +2,9 @@
 // (launcher/perplexity_window.h). Works on one rank and under mpirun with --tp / --pp.
 //   weft perplexity [--model DIR] --text FILE [--context N] [--stride S] [engine flags]
 // Prints one JSON object on stdout: perplexity, nll_per_token, tokens (scored), windows, context,
-// stride, seconds, tokens_per_second.
+// stride, seconds, tokens_per_second; with --kl-reference FILE (saved by an earlier run's
+// --save-logprobs FILE, launcher/logprob_rows.h) also kl_divergence: mean, p99, max (nats) and
+// top1_agreement of this run's next-token distributions against the saved ones.
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include "launcher/commands.h"
 #include "launcher/engine_flags.h"
 #include "launcher/engine_session.h"
+#include "launcher/logprob_rows.h"
 #include "launcher/perplexity_window.h"
 #include "nlohmann/json.hpp"
 #include "tokenizer/tokenizer.h"
@@ -35,7 +38,22 @@ absl::StatusOr<std::string> read_text(const std::string& path) {
   return text.str();
 }
 
-int perplexity(EngineSession& session, const std::vector<int32_t>& ids, int64_t context, int64_t stride) {
+// Where the scored tokens' full distributions go: saved to a file, compared with a saved
+// reference (KL divergence), or nowhere.
+struct DistributionSinks {
+  std::unique_ptr<LogprobWriter> save;
+  std::unique_ptr<KlReference> reference;
+  absl::Status status;  // the first error of a sink
+  bool any() const { return save || reference; }
+  void add(const float* row, int64_t vocab) {
+    if (!status.ok()) return;
+    if (save) status = save->write_row(row, vocab);
+    if (status.ok() && reference) status = reference->add_row(row, vocab);
+  }
+};
+
+int perplexity(EngineSession& session, const std::vector<int32_t>& ids, int64_t context, int64_t stride,
+               DistributionSinks& sinks) {
   Engine& engine = session.engine();
   const auto started = std::chrono::steady_clock::now();
   const std::vector<PerplexityWindow> windows = perplexity_windows(static_cast<int64_t>(ids.size()), context, stride);
@@ -44,7 +62,12 @@ int perplexity(EngineSession& session, const std::vector<int32_t>& ids, int64_t 
   int64_t run_tokens = 0;
   for (const PerplexityWindow& w : windows) {
     std::vector<int32_t> window(ids.begin() + w.begin, ids.begin() + w.end);
-    absl::StatusOr<std::vector<double>> logprobs = engine.score(window);
+    // Row i of the window predicts token w.begin + i; only the tokens this window scores count.
+    const Engine::ScoredRowVisitor visit = [&](int64_t i, const float* row, int64_t vocab) {
+      if (w.begin + i >= w.first_scored) sinks.add(row, vocab);
+    };
+    absl::StatusOr<std::vector<double>> logprobs = sinks.any() ? engine.score(window, visit) : engine.score(window);
+    if (logprobs.ok() && !sinks.status.ok()) logprobs = sinks.status;
     if (!logprobs.ok()) {
       session.abort(1, absl::StrCat("weft perplexity: rank 0: ", logprobs.status().message()));
       return 1;
@@ -64,6 +87,21 @@ int perplexity(EngineSession& session, const std::vector<int32_t>& ids, int64_t 
                            {"stride", stride},
                            {"seconds", seconds},
                            {"tokens_per_second", seconds > 0 ? run_tokens / seconds : 0.0}};
+  if (sinks.save) {
+    if (absl::Status s = sinks.save->close(); !s.ok()) {
+      session.abort(1, absl::StrCat("weft perplexity: rank 0: ", s.message()));
+      return 1;
+    }
+  }
+  if (sinks.reference) {
+    absl::StatusOr<KlSummary> kl = sinks.reference->finish();
+    if (!kl.ok()) {
+      session.abort(1, absl::StrCat("weft perplexity: rank 0: ", kl.status().message()));
+      return 1;
+    }
+    result["kl_divergence"] = {{"mean", kl->mean}, {"p99", kl->p99}, {"max", kl->max},
+                               {"top1_agreement", kl->top1_agreement}, {"tokens", kl->tokens}};
+  }
   std::cout << result.dump() << "\n";
   std::cerr << "weft perplexity: " << std::exp(per_token) << " over " << scored << " tokens (" << windows.size()
             << " windows of " << context << ", stride " << stride << ") in " << seconds << " s\n";
@@ -120,7 +158,20 @@ int run_perplexity(const std::vector<std::string>& args) {
     if (stride > context) {
       return fail(absl::InvalidArgumentError(absl::StrCat("--stride ", stride, ": must be in [1, --context ", context, "]")));
     }
-    return perplexity(session, ids, context, stride);
+    DistributionSinks sinks;
+    const LogprobRunKey key{session.model().config.vocab_size, context, stride,
+                            static_cast<int64_t>(ids.size()), token_ids_hash(ids)};
+    if (const auto path = cli->get("save-logprobs")) {
+      auto writer = LogprobWriter::create(*path, key);
+      if (!writer.ok()) return fail(writer.status());
+      sinks.save = *std::move(writer);
+    }
+    if (const auto path = cli->get("kl-reference")) {
+      auto reference = KlReference::open(*path, key);
+      if (!reference.ok()) return fail(reference.status());
+      sinks.reference = *std::move(reference);
+    }
+    return perplexity(session, ids, context, stride, sinks);
   });
 }
 

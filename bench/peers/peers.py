@@ -260,6 +260,9 @@ class Runner:
         self.c, self.a, self.hf, self.gguf = c, args, weft_model, gguf
         self.weft_extra = list(args.weft_arg or [])
         self.poll = ["--poll", str(args.llama_poll)] if args.llama_poll is not None else []
+        # --llama-no-repack: llama-bench spells it "--repack 0", the common-argument tools "--no-repack".
+        self.bench_repack = ["--repack", "0"] if args.llama_no_repack else []
+        self.no_repack = ["--no-repack"] if args.llama_no_repack else []
         self.n = 0
         self.weft_info = {}
         self.llama_info = {}
@@ -279,7 +282,8 @@ class Runner:
     # llama.cpp
     def llama_prefill(self, p):
         out = self.run(f"llama-bench-pp{p}", [self.c.llama_bin("llama-bench"), "-m", self.gguf, "-p", str(p), "-n", "0",
-                                              "-t", str(self.a.threads), "-r", "1", "-o", "json", *self.poll])
+                                              "-t", str(self.a.threads), "-r", "1", "-o", "json", *self.poll,
+                                              *self.bench_repack])
         rows = json.loads(out[out.index("["):])
         self.llama_info = {k: rows[0].get(k) for k in ("build_commit", "build_number", "cpu_info", "type_k")}
         return rows[0]["avg_ts"]
@@ -289,7 +293,7 @@ class Runner:
         ctx = max(b * (pp + tg), 512)
         out = self.run(f"llama-batched-bench-b{b}", [
             self.c.llama_bin("llama-batched-bench"), "-m", self.gguf, "-c", str(ctx), "-npp", str(pp), "-ntg", str(tg),
-            "-npl", str(b), "-t", str(self.a.threads), "--output-format", "jsonl", *self.poll])
+            "-npl", str(b), "-t", str(self.a.threads), "--output-format", "jsonl", *self.poll, *self.no_repack])
         rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         if not rows:
             raise RuntimeError(f"llama-batched-bench -npl {b}: no result line (context {ctx})")
@@ -354,7 +358,7 @@ class Runner:
         if engine == "llama.cpp":
             slots = 64
             cmd = [self.c.llama_bin("llama-server"), "-m", self.gguf, "--host", "127.0.0.1", "--port", str(port),
-                   "-np", str(slots), "-c", str(slots * self.a.serve_slot_ctx), "-t", t, "-tb", t, "--alias", "bench", *self.poll]
+                   "-np", str(slots), "-c", str(slots * self.a.serve_slot_ctx), "-t", t, "-tb", t, "--alias", "bench", *self.poll, *self.no_repack]
             ready = 600
         elif engine == "weft":
             cmd = [self.a.weft, "serve", "--model", self.hf, "--host", "127.0.0.1", "--port", str(port), "--threads", t,
@@ -486,6 +490,9 @@ def main():
     ap.add_argument("--llama-poll", type=int, default=None,
                     help="pass --poll N to every llama.cpp program (0: its threads sleep instead of spinning "
                          "between ops, which helps it on a busy machine; default: llama.cpp's own, 50)")
+    ap.add_argument("--llama-no-repack", action="store_true",
+                    help="llama.cpp without weight repacking (its AMX / interleaved layouts for quantized types; "
+                         "on the 2-core Xeon its AMX path crashed on Q8_0 and Q4_0)")
     ap.add_argument("--weft", default=os.path.join(REPO, "build", "launcher", "weft"))
     ap.add_argument("--cache", default=os.environ.get("WEFT_PEERS_CACHE", os.path.expanduser("~/.cache/weft-peers")))
     a = ap.parse_args()
@@ -590,7 +597,8 @@ def main():
       + (f"; weft {' '.join(a.weft_arg)}" if a.weft_arg else ""))
     P(f"cpu: {cpu_description()}" + (f"; weft's kernels see: {r.weft_info['cpu']}" if "cpu" in r.weft_info else ""))
     P(f"load average 1 min: {load0:.2f} before, {load1:.2f} after; weft {weft_version(a.weft)}"
-      + (f"; llama.cpp --poll {a.llama_poll}" if a.llama_poll is not None else ""))
+      + (f"; llama.cpp --poll {a.llama_poll}" if a.llama_poll is not None else "")
+      + ("; llama.cpp without repacking" if a.llama_no_repack else ""))
     P("")
     P(f"| metric ({a.stat} of {a.rounds} round{'s' if a.rounds != 1 else ''}; each round in parentheses) | llama.cpp | weft | weft / llama.cpp |")
     P("|---|---|---|---|")

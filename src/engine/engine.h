@@ -51,6 +51,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -203,6 +204,11 @@ class Engine {
   // only for the call. Errors: a call while requests are unfinished, fewer than 2 tokens, a token
   // outside the vocabulary, more tokens than max_model_len or the KV cache holds.
   absl::StatusOr<std::vector<double>> score(const std::vector<int32_t>& token_ids);
+  // score() that also shows `on_row` each logits row it scores: (i, row, vocab) for the row that
+  // predicts token_ids[i], i in [1, size), in order (on the coordinator; for KL divergences).
+  using ScoredRowVisitor = std::function<void(int64_t, const float*, int64_t)>;
+  absl::StatusOr<std::vector<double>> score(const std::vector<int32_t>& token_ids,
+                                            const ScoredRowVisitor& on_row);
 
   // Turns speculative decoding on with `proposer`. InvalidArgument when K is out of range.
   absl::Status enable_speculation(std::unique_ptr<Proposer> proposer, const SpeculationOptions& options);

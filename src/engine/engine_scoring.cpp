@@ -22,6 +22,11 @@ double log_probability(const float* row, int64_t vocab, int32_t target) {
 }  // namespace
 
 absl::StatusOr<std::vector<double>> Engine::score(const std::vector<int32_t>& token_ids) {
+  return score(token_ids, nullptr);
+}
+
+absl::StatusOr<std::vector<double>> Engine::score(const std::vector<int32_t>& token_ids,
+                                                  const ScoredRowVisitor& on_row) {
   if (has_unfinished()) return absl::FailedPreconditionError("score: requests are still running");
   const int64_t n = static_cast<int64_t>(token_ids.size());
   if (n < 2) return absl::InvalidArgumentError(absl::StrCat("score: needs at least 2 tokens, got ", n));
@@ -73,7 +78,9 @@ absl::StatusOr<std::vector<double>> Engine::score(const std::vector<int32_t>& to
     const int64_t vocab = logits.dim(1);
     // Row r predicts token start + r + 1; the last row of the last chunk predicts nothing.
     for (int64_t r = 0; r < end - start && start + r + 1 < n; ++r) {
-      logprobs.push_back(log_probability(logits.data_as<float>() + r * vocab, vocab, token_ids[start + r + 1]));
+      const float* row = logits.data_as<float>() + r * vocab;
+      logprobs.push_back(log_probability(row, vocab, token_ids[start + r + 1]));
+      if (on_row) on_row(start + r + 1, row, vocab);
     }
   }
   blocks_.release(block_table);

@@ -407,6 +407,49 @@ TEST_F(TextGenerationTest, PerplexityNamesBadInputAndReportsConsistentNumbers) {
   EXPECT_NEAR(std::log(out["perplexity"].get<double>()), out["nll_per_token"].get<double>(), 1e-9);
 }
 
+// weft perplexity --save-logprobs / --kl-reference: the same model against its own saved rows
+// diverges by nothing and agrees on every top token; the int8-quantized model diverges a little;
+// a reference of another run shape or another file is refused by name.
+TEST_F(TextGenerationTest, PerplexityKlDivergenceAgainstSavedDistributions) {
+  const fs::path text = dir_ / "kl.txt";
+  {
+    std::ofstream f(text);
+    f << "The capital of France is Paris. The capital of Italy is Rome. ";
+    f << "The capital of Spain is Madrid, and the capital of Portugal is Lisbon.";
+  }
+  const fs::path saved = dir_ / "reference.logprobs";
+  const std::string base = "perplexity --threads 1 --model " + dir_.string() + " --text " + text.string();
+  RunResult r = weft(base + " --context 8 --stride 4 --save-logprobs " + saved.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto plain = nlohmann::json::parse(r.out);
+  ASSERT_GT(plain["tokens"].get<int64_t>(), 8);
+  // Header (8 + 5 x 8 bytes) and one float32 row of the vocabulary per scored token.
+  EXPECT_GT(fs::file_size(saved), 48u);
+  EXPECT_EQ((fs::file_size(saved) - 48) % (4 * plain["tokens"].get<uint64_t>()), 0u);
+
+  r = weft(base + " --context 8 --stride 4 --kl-reference " + saved.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto kl = nlohmann::json::parse(r.out)["kl_divergence"];
+  EXPECT_EQ(kl["tokens"], plain["tokens"]);
+  EXPECT_LT(kl["max"].get<double>(), 1e-6);
+  EXPECT_EQ(kl["top1_agreement"].get<double>(), 1.0);
+
+  r = weft(base + " --context 8 --stride 4 --quantize int8 --kl-reference " + saved.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  kl = nlohmann::json::parse(r.out)["kl_divergence"];
+  EXPECT_GT(kl["mean"].get<double>(), 1e-6);
+  EXPECT_LT(kl["mean"].get<double>(), 0.5);
+  EXPECT_GE(kl["max"].get<double>(), kl["p99"].get<double>());
+  EXPECT_GE(kl["p99"].get<double>(), 0.0);
+
+  r = weft(base + " --context 8 --stride 2 --kl-reference " + saved.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("saved with --stride 4, this run has 2"), std::string::npos) << r.err;
+  r = weft(base + " --context 8 --stride 4 --kl-reference " + text.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not a file written by weft perplexity --save-logprobs"), std::string::npos) << r.err;
+}
+
 // --help and -h on every subcommand: exit 0, the usage, and every flag of the table its parser
 // uses (command_specs.h), so help and parser cannot drift apart. Every listed flag is accepted.
 TEST(CliHelpTest, EverySubcommandListsEveryFlagItAccepts) {
