@@ -186,11 +186,11 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
       w = to_f32(w);
       for (Tensor& earlier : weights) earlier = to_f32(earlier);
     }
-    if (!weights.empty() && w.dtype() != weights[0].dtype()) {
+    if (!weights.empty() && w.dtype() != weights[0].dtype() && !scales.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor '", part.name, ".weight' has dtype ", dtype_name(w.dtype()), " but '",
           parts[0].name, ".weight' has ", dtype_name(weights[0].dtype()),
-          "; fused projections need one dtype"));
+          "; fused int8 projections with scales need one dtype"));
     }
     weights.push_back(std::move(w));
     if (has_bias) {
@@ -199,8 +199,23 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
     }
   }
   ColumnParallelLinear layer;
-  layer.weight_ = concat_rows(weights);
+  for (const Tensor& w : weights) layer.out_features_ += w.dim(0);
   if (has_bias) layer.bias_ = concat_rows(biases);
+  const bool one_dtype = std::all_of(weights.begin(), weights.end(),
+                                     [&](const Tensor& w) { return w.dtype() == weights[0].dtype(); });
+  if (!one_dtype) {
+    for (size_t i = 0; i < weights.size(); ++i) {
+      Tensor no_scale;
+      WEFT_RETURN_IF_ERROR(quantize_linear_weight(ctx, parts[i].name, weights[i], no_scale));
+      if (no_scale.defined()) {
+        return absl::InvalidArgumentError(absl::StrCat("tensor '", parts[i].name,
+                                                       ".weight': --quantize int8 of projections held apart"));
+      }
+    }
+    layer.separate_ = std::move(weights);
+    return layer;
+  }
+  layer.weight_ = concat_rows(weights);
   if (!scales.empty()) layer.weight_scale_ = concat_rows(scales);
   if (weights.size() > 1) {
     // The fused copy is the only one used from now on: hold the weights once.
@@ -214,7 +229,33 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
 
 void ColumnParallelLinear::forward(const TensorView& x, const TensorView& y,
                                    ThreadPool& pool) const {
-  apply(x, weight_, weight_scale_, bias_.defined() ? &bias_.view() : nullptr, y, pool);
+  if (separate_.empty()) {
+    apply(x, weight_, weight_scale_, bias_.defined() ? &bias_.view() : nullptr, y, pool);
+    return;
+  }
+  // Each part's product into a scratch [m, rows], then into its columns of y.
+  const int64_t m = y.shape[0];
+  float* out = y.as<float>();
+  int64_t column = 0;
+  for (const Tensor& w : separate_) {
+    const int64_t rows = w.dim(0);
+    Tensor part = Tensor::empty(DType::kF32, Shape{m, rows});
+    apply(x, w, Tensor(), nullptr, part.view(), pool);
+    const float* src = part.data_as<float>();
+    for (int64_t i = 0; i < m; ++i) {
+      std::memcpy(out + i * out_features_ + column, src + i * rows, static_cast<size_t>(rows) * sizeof(float));
+    }
+    column += rows;
+  }
+  if (bias_.defined()) add_bias_rows(y, bias_.view(), pool);
+}
+
+size_t ColumnParallelLinear::weight_bytes() const {
+  size_t bytes = weight_.defined() ? weight_.nbytes() : 0;
+  for (const Tensor& w : separate_) bytes += w.nbytes();
+  if (weight_scale_.defined()) bytes += weight_scale_.nbytes();
+  if (bias_.defined()) bytes += bias_.nbytes();
+  return bytes;
 }
 
 absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx,

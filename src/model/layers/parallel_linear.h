@@ -27,30 +27,33 @@ struct ColumnPart {
 };
 
 // y = x @ W^T (+ b) where W holds this rank's output rows. Several parts are fused into one
-// weight (q/k/v; gate/up) so one matrix product serves them. No communication. A rank reads and
-// holds only its shard rows of each part. Errors: those of WeightStore::get_slice (a missing
-// tensor, a shape other than [tensor_rows, in_features]); parts of different dtypes.
+// weight (q/k/v; gate/up) so one matrix product serves them. Parts of different dtypes (a GGUF
+// file of llama.cpp's mixed types, e.g. Q4_K_M's q/k in Q5_0 and v in Q8_0) stay apart, one
+// product each, written into their columns of y. No communication. A rank reads and holds only
+// its shard rows of each part. Errors: those of WeightStore::get_slice (a missing tensor, a shape
+// other than [tensor_rows, in_features]); parts of different dtypes with int8 scales.
 class ColumnParallelLinear {
  public:
   static absl::StatusOr<ColumnParallelLinear> load(const LoadContext& ctx,
                                                    const std::vector<ColumnPart>& parts,
                                                    int64_t in_features, bool has_bias);
-  int64_t out_features() const { return weight_.dim(0); }  // local rows
+  int64_t out_features() const { return out_features_; }  // local rows
   // x: F32 [m, in_features]; y: F32 [m, out_features()].
   void forward(const TensorView& x, const TensorView& y, ThreadPool& pool) const;
   // The checkpoint's dtype, I8 with weight_scale() under --quantize int8, or a block-quantized
-  // dtype (a GGUF checkpoint's, or --quantize int4 / q*).
+  // dtype (a GGUF checkpoint's, or --quantize int4 / q*). Undefined when the parts are held
+  // apart (mixed dtypes).
   const Tensor& weight() const { return weight_; }
   const Tensor& weight_scale() const { return weight_scale_; }
-  size_t weight_bytes() const {
-    return weight_.nbytes() + (weight_scale_.defined() ? weight_scale_.nbytes() : 0) +
-           (bias_.defined() ? bias_.nbytes() : 0);
-  }
+  size_t weight_bytes() const;
 
  private:
   Tensor weight_;
   Tensor weight_scale_;  // F32 [out_features] when weight_ is I8
   Tensor bias_;
+  // Parts of different dtypes, in order, instead of weight_.
+  std::vector<Tensor> separate_;
+  int64_t out_features_ = 0;
 };
 
 // y = sum over ranks of x_r @ W_r^T (+ b), where W_r holds input columns `shard` of `name` (full

@@ -38,6 +38,11 @@ STEPS = 8
 # file stem -> gguf-py quantization type of the 2-D weights (None: as converted, F16)
 # (the other block types are checked by the kernel tests against gguf-py's dequantization).
 VARIANTS = {"f16": None, "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1"}
+# --mixed: one type per tensor kind, as llama.cpp's Q4_K_M files mix them (its q/k fall back to
+# Q5_0 where rows do not tile K-quant super-blocks, v and down take more bits): the parts of the
+# fused q/k/v and gate/up projections differ in type.
+MIXED = {"attn_q": "Q5_0", "attn_k": "Q5_0", "attn_v": "Q8_0", "attn_output": "Q4_1",
+         "ffn_gate": "Q4_0", "ffn_up": "Q5_1", "ffn_down": "Q8_0"}
 
 
 def random_llama(config):
@@ -135,7 +140,8 @@ def convert(llama_cpp: Path, hf_dir: Path, out: Path):
     subprocess.run([sys.executable, "-c", wrapper], check=True, cwd=llama_cpp)
 
 
-def requantize(llama_cpp: Path, source: Path, out: Path, qtype: str):
+def requantize(llama_cpp: Path, source: Path, out: Path, qtype):
+    """qtype: one gguf-py type name for every 2-D weight, or a function of the tensor name."""
     sys.path.insert(0, str(llama_cpp / "gguf-py"))
     import numpy as np
     import gguf
@@ -155,8 +161,9 @@ def requantize(llama_cpp: Path, source: Path, out: Path, qtype: str):
         shape = [int(d) for d in reversed(t.shape)]  # outermost first
         values = values.reshape(shape)
         if values.ndim == 2:
+            name = qtype(t.name) if callable(qtype) else qtype
             target = gguf.GGMLQuantizationType.Q8_0 if t.name == "token_embd.weight" else \
-                gguf.GGMLQuantizationType[qtype]
+                gguf.GGMLQuantizationType[name]
             data = gguf.quants.quantize(values, target)
             writer.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=target)
         else:
@@ -202,6 +209,9 @@ def main():
     parser.add_argument("--llama-cpp", type=Path, default=DEFAULT_LLAMA_CPP)
     parser.add_argument("--out", type=Path, default=HERE)
     parser.add_argument("--spm", action="store_true", help="write the sentencepiece case only")
+    parser.add_argument("--mixed", action="store_true",
+                        help="only add tiny_llama.mixed.gguf (MIXED, from the committed f16 file) and its "
+                             "reference to reference.json")
     parser.add_argument("--smollm2", type=Path,
                         help="only write smollm2_reference.json for this file "
                              "(scripts/fetch-smollm2-gguf.sh prints its path)")
@@ -216,6 +226,15 @@ def main():
         ref["tokenize"] = spm_tokenization_reference(gguf_path)
         (args.out / "spm_reference.json").write_text(json.dumps({"f16": ref}, indent=1) + "\n")
         print(gguf_path, gguf_path.stat().st_size, "bytes")
+        return
+    if args.mixed:
+        path = args.out / "tiny_llama.mixed.gguf"
+        requantize(args.llama_cpp, args.out / "tiny_llama.f16.gguf", path,
+                   lambda name: next((t for kind, t in MIXED.items() if f".{kind}." in name), "Q8_0"))
+        refs = json.loads((args.out / "reference.json").read_text())
+        refs["mixed"] = reference(path)
+        (args.out / "reference.json").write_text(json.dumps(refs, indent=1) + "\n")
+        print("mixed", path.stat().st_size, "bytes", refs["mixed"]["cases"][0]["steps"][0]["top5"][:2])
         return
     if args.smollm2:
         ref = reference(args.smollm2, SMOLLM2_PROMPTS, 16)
