@@ -212,7 +212,9 @@ TEST(BlockQuant, F8B64QuantizesEachBlockToTheNearestScaledCode) {
     for (int64_t t = b * 64; t < (b + 1) * 64; ++t) {
       const double bound = std::max(std::fabs(x[t]) / 16.0, std::ldexp(1.0, -10) * scale) + 1e-12;
       ASSERT_LE(std::fabs(back[t] - x[t]), bound) << "element " << t << " x=" << x[t];
-      if (std::fabs(x[t]) == amax && amax > 0) EXPECT_EQ(std::fabs(back[t]), 448.0f * scale);
+      if (std::fabs(x[t]) == amax && amax > 0) {
+        EXPECT_EQ(std::fabs(back[t]), 448.0f * scale);
+      }
     }
   }
 }
