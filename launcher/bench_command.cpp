@@ -172,9 +172,10 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
               : sampling.logit_bias.empty() ? "top-k 50 from candidates"
                                             : "top-k 50 from full logits");
   std::printf("matmul activations: %s\n",
-              kernels::linear_uses_bf16_activations(session.model().config.torch_dtype)
-                  ? "bf16 (AVX512-BF16; --matmul-precision f32 for F32 activations)"
-                  : "f32");
+              !kernels::linear_uses_bf16_activations(session.model().config.torch_dtype) ? "f32"
+              : cpu_features().amx_bf16
+                  ? "bf16 (AMX tiles, AVX512-BF16 where k is not a multiple of 32; --matmul-precision f32 for F32 activations)"
+                  : "bf16 (AVX512-BF16; --matmul-precision f32 for F32 activations)");
   std::printf("model: %s, rank 0 holds %.1f MB of weights (%s), KV cache %s\n",
               session.options().model_dir.c_str(), weight_bytes / 1e6,
               dtype_name(session.model().config.torch_dtype),
