@@ -44,7 +44,6 @@ struct DistributionSinks {
   std::unique_ptr<LogprobWriter> save;
   std::unique_ptr<KlReference> reference;
   absl::Status status;  // the first error of a sink
-  bool any() const { return save || reference; }
   void add(const float* row, int64_t vocab) {
     if (!status.ok()) return;
     if (save) status = save->write_row(row, vocab);
@@ -66,7 +65,7 @@ int perplexity(EngineSession& session, const std::vector<int32_t>& ids, int64_t 
     const Engine::ScoredRowVisitor visit = [&](int64_t i, const float* row, int64_t vocab) {
       if (w.begin + i >= w.first_scored) sinks.add(row, vocab);
     };
-    absl::StatusOr<std::vector<double>> logprobs = sinks.any() ? engine.score(window, visit) : engine.score(window);
+    absl::StatusOr<std::vector<double>> logprobs = engine.score(window, visit);
     if (logprobs.ok() && !sinks.status.ok()) logprobs = sinks.status;
     if (!logprobs.ok()) {
       session.abort(1, absl::StrCat("weft perplexity: rank 0: ", logprobs.status().message()));
