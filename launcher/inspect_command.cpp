@@ -15,6 +15,7 @@
 #include "launcher/command_specs.h"
 #include "launcher/commands.h"
 #include "launcher/engine_session.h"
+#include "debug_report/generation_trace.h"
 #include "debug_report/inspect_html.h"
 #include "debug_report/inspect_report.h"
 #include "launcher/request_flags.h"
@@ -53,15 +54,16 @@ absl::StatusOr<std::vector<int>> index_list(const CliArgs& cli, const std::strin
   return out;
 }
 
-// Defaults: the first, middle and last layers; query heads 0 and 1.
+// Absent flags: default_attention_selection.
 absl::StatusOr<AttentionSelection> attention_selection(const CliArgs& cli,
                                                        const ModelConfig& config) {
   const int layers = static_cast<int>(config.num_hidden_layers);
   const int heads = static_cast<int>(config.num_attention_heads);
+  const AttentionSelection fallback = default_attention_selection(layers, heads);
   AttentionSelection s;
-  auto l = index_list(cli, "attention-layers", layers, {0, layers / 2, layers - 1});
+  auto l = index_list(cli, "attention-layers", layers, fallback.layers);
   if (!l.ok()) return l.status();
-  auto h = index_list(cli, "attention-heads", heads, {0, std::min(1, heads - 1)});
+  auto h = index_list(cli, "attention-heads", heads, fallback.heads);
   if (!h.ok()) return h.status();
   s.layers = *std::move(l);
   s.heads = *std::move(h);
@@ -88,10 +90,7 @@ int inspect(EngineSession& session, const CliArgs& cli, const PromptInput& promp
   auto id = engine.add_request(*std::move(request));
   if (!id.ok()) return fail(id.status());
 
-  ReportJson steps = ReportJson::array();
-  std::vector<int32_t> output_ids;
-  std::string text;
-  SequenceOutput last;
+  GenerationTrace trace(params, tokenizer);
   const int64_t total_blocks = session.num_kv_blocks();
   int64_t peak_blocks = 0;
   while (engine.has_unfinished()) {
@@ -101,19 +100,11 @@ int inspect(EngineSession& session, const CliArgs& cli, const PromptInput& promp
       return 1;
     }
     peak_blocks = std::max(peak_blocks, total_blocks - engine.blocks().num_free_blocks());
-    for (SequenceOutput& out : *outputs) {
-      for (size_t i = 0; i < out.token_ids.size(); ++i) {
-        steps.push_back(
-            step_json(static_cast<int64_t>(output_ids.size()), out.samples[i], params, tokenizer));
-        output_ids.push_back(out.token_ids[i]);
-      }
-      text += out.text;
-      if (out.finished) last = std::move(out);
-    }
+    for (const SequenceOutput& out : *outputs) trace.add(out);
   }
   result.major_faults_after = ProcessUsage::now().major_faults;
   result.prompt_len = static_cast<int64_t>(prompt.ids.size());
-  result.num_output = static_cast<int64_t>(output_ids.size());
+  result.num_output = trace.num_output();
 
   ReportJson& r = result.report;
   r["model"] = session.options().model_dir.string();
@@ -130,13 +121,12 @@ int inspect(EngineSession& session, const CliArgs& cli, const PromptInput& promp
     return default_sampling_source(field, generation, file_used);
   };
   r["sampling"] = sampling_json(params, source_of, generation, eos_ids);
-  r["steps"] = std::move(steps);
-  r["output_ids"] = output_ids;
-  if (tokenizer != nullptr) r["text"] = text;
-  r["stop"] = stop_json(last, text, result.prompt_len, result.num_output, params, eos_ids,
+  trace.write(r);
+  r["stop"] = stop_json(trace.last(), trace.text(), result.prompt_len, result.num_output, params, eos_ids,
                         engine.config().max_model_len);
   const BannedPhraseStats& banned = engine.banned_phrase_stats();
   r["resources"] = {{"kv_blocks_peak", peak_blocks},
+                    {"kv_blocks_peak_request", trace.kv_blocks_peak()},
                     {"kv_blocks_total", total_blocks},
                     {"kv_block_size", session.options().kv.block_size},
                     {"banned_phrase_rolled_back_tokens", banned.rolled_back_tokens}};
@@ -199,7 +189,7 @@ int run_inspect(const std::vector<std::string>& args) {
     return inspect(session, cli, *prompt, *params, inspection);
   });
   // Every rank: its attention records and its memory, to the coordinator.
-  auto records = session.gather_to_coordinator(AttentionProbe::serialize(probe->records()));
+  auto records = session.gather_to_coordinator(serialize_attention_records(probe->records()));
   auto usage = session.gather_to_coordinator(ProcessUsage::now().serialize());
   if (!session.is_coordinator() || code != 0) return code;
   if (!records.ok()) return fail(records.status());
@@ -207,7 +197,7 @@ int run_inspect(const std::vector<std::string>& args) {
 
   std::vector<AttentionRecord> all;
   for (const std::string& bytes : *records) {
-    auto part = AttentionProbe::parse(bytes);
+    auto part = parse_attention_records(bytes);
     if (!part.ok()) return fail(part.status());
     all.insert(all.end(), part->begin(), part->end());
   }

@@ -103,6 +103,9 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   model.max_model_len = options.max_model_len > 0 ? options.max_model_len
                                                   : default_max_model_len(session.model().config);
   model.vocab_size = session.model().config.vocab_size;
+  model.num_layers = static_cast<int>(session.model().config.num_hidden_layers);
+  model.num_attention_heads = static_cast<int>(session.model().config.num_attention_heads);
+  model.records_attention = options.device == EngineDevice::kCpu;
   auto sampling_defaults = model_sampling_defaults(cli, session.model().generation);
   if (!sampling_defaults.ok()) return fail(sampling_defaults.status());
   model.sampling_defaults = *sampling_defaults;

@@ -151,6 +151,27 @@ void steps_section(std::ostringstream& o, const ReportJson& steps) {
   o << "</table>";
 }
 
+// What banned phrases withdrew: the generated tokens each rollback took back (never sent) and the
+// token banned where it began.
+void rollbacks_section(std::ostringstream& o, const ReportJson& rollbacks) {
+  o << "<h2>Banned-phrase rollbacks</h2>";
+  if (!rollbacks.is_array() || rollbacks.empty()) {
+    o << "<p class=note>None.</p>";
+    return;
+  }
+  o << "<table><tr><th>at step</th><th>withdrawn tokens</th><th>their text</th><th>banned there</th></tr>";
+  for (const ReportJson& r : rollbacks) {
+    o << "<tr><td>" << num(r["at"]) << "</td><td class=mono>";
+    for (const ReportJson& t : r["tokens"]) {
+      o << "<span class=tok title=\"id " << num(t["id"]) << "\">" << token_label(t["id"], t["piece"]) << "</span>";
+    }
+    const ReportJson& banned = r["banned_token"];
+    o << "</td><td><pre>" << html_escape(r["text"].is_string() ? r["text"].get<std::string>() : "")
+      << "</pre></td><td class=mono>" << token_label(banned["id"], banned["piece"]) << "</td></tr>";
+  }
+  o << "</table>";
+}
+
 void stop_section(std::ostringstream& o, const ReportJson& report) {
   const ReportJson& stop = report["stop"];
   o << "<h2>Stop</h2><table><tr><th>finish_reason</th><td>"
@@ -236,6 +257,7 @@ std::string render_inspect_html(const ReportJson& report) {
   prompt_section(o, report["prompt"]);
   sampling_section(o, report["sampling"]);
   steps_section(o, report["steps"]);
+  rollbacks_section(o, report.value("rollbacks", ReportJson()));
   stop_section(o, report);
   // Context positions: the prompt's tokens, then the generated ones.
   ReportJson context = report["prompt"]["tokens"];

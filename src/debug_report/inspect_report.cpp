@@ -207,6 +207,17 @@ ProcessUsage ProcessUsage::parse(const std::string& text) {
   return u;
 }
 
+AttentionSelection default_attention_selection(int num_layers, int num_heads) {
+  AttentionSelection s;
+  s.layers = {0, num_layers / 2, num_layers - 1};
+  s.heads = {0, std::min(1, num_heads - 1)};
+  for (std::vector<int>* v : {&s.layers, &s.heads}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  return s;
+}
+
 ReportJson attention_json(const AttentionSelection& selection,
                           const std::vector<AttentionRecord>& records, int64_t prompt_len,
                           int64_t num_output, int top) {

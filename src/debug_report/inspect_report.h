@@ -66,6 +66,10 @@ struct ProcessUsage {
   static ProcessUsage parse(const std::string& text);
 };
 
+// The layers and query heads a report records when not told: the first, middle and last layers;
+// query heads 0 and 1 (one head when the model has one).
+AttentionSelection default_attention_selection(int num_layers, int num_heads);
+
 // The recorded rows as the report shows them: selection, and per (layer, head) the rows that
 // chose generated token i (query position prompt_len - 1 + i), each with its weights over
 // positions [0, position] and its `top` most attended positions.

@@ -81,6 +81,7 @@ absl::StatusOr<StepOutput> DistributedExecutor::receive_result(int64_t step_id) 
   } else {  // a step in which no chunk wanted logits
     output.logits = Tensor::empty(DType::kF32, Shape{0, worker_.vocab_size()});
   }
+  output.attention = std::move(result.attention);
   return output;
 }
 

@@ -76,6 +76,7 @@ absl::StatusOr<int64_t> Engine::add_request(Request request) {
   const int64_t request_id = next_request_id_++;
   RequestInfo& info = requests_[request_id];
   info.params = std::move(request.params);
+  if (info.params.diagnostics) info.record_attention = std::move(request.record_attention);
   if (request.prompt_logprobs) {
     info.prompt_logprobs = request.prompt_logprobs;
     info.prompt_logprob_params.logprobs = *request.prompt_logprobs;
@@ -560,6 +561,24 @@ void Engine::record_step_costs(const StepPlan& plan, double seconds) {
   if (tokens >= 2 * blocks_.block_size() && 2 * prefill >= tokens) preemption_costs_.record_prefill(tokens, seconds);
 }
 
+void Engine::plan_attention_recording(StepPlan& plan) const {
+  for (const PlannedChunk& chunk : plan.chunks) {
+    if (chunk.logits == LogitsWanted::kNone) continue;
+    auto seq = sequences_.find(chunk.seq_id);
+    if (seq == sequences_.end()) continue;
+    const RequestInfo& request = requests_.at(seq->second.request_id);
+    if (request.record_attention) plan.record_attention.push_back({chunk.seq_id, *request.record_attention});
+  }
+}
+
+void Engine::take_recorded_attention(std::vector<AttentionRecord>& records) {
+  for (AttentionRecord& r : records) {
+    auto seq = sequences_.find(r.seq_id);
+    if (seq != sequences_.end()) seq->second.diagnostics.attention.push_back(std::move(r));
+  }
+  records.clear();
+}
+
 absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   const auto started = std::chrono::steady_clock::now();
   std::vector<SequenceOutput> outputs = std::move(pending_);
@@ -578,6 +597,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     if (next.plan.chunks.empty()) break;
     if (proposer_) WEFT_RETURN_IF_ERROR(add_proposals(next));
     choose_sampling_output(next.plan);
+    plan_attention_recording(next.plan);
     prefetch_masks(next.plan);
     // Last, after everything that may allocate blocks (drafts): the tiers' copies lead the plan.
     next.plan.kv_transfers = blocks_.take_transfers();
@@ -598,6 +618,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   const InFlight step = std::move(in_flight_.front());
   in_flight_.pop_front();
   const StepPlan& plan = step.plan;
+  take_recorded_attention(output.attention);
   record_step_costs(plan, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 
   // Which logits rows sample: the last row of each chunk that reaches its sequence's end, and

@@ -70,6 +70,7 @@
 #include "engine/step_executor.h"
 #include "kv/block_manager.h"
 #include "kv/kv_host_store.h"
+#include "model/attention_selection.h"
 #include "safety/banned_phrase_filter.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
@@ -151,6 +152,30 @@ struct Request {
   // Phrase lists the output must never contain (the server's --banned-phrases and the request's
   // bad_words); empty: none. Needs an engine with detokenizers.
   std::vector<std::shared_ptr<const BannedPhraseSet>> banned_phrases;
+  // Set (a "weft_debug" request on weft serve): every rank records these layers' and heads'
+  // attention weights for the rows this request's sequences sample from (StepPlan::
+  // record_attention), returned in SequenceDiagnostics::attention. Indices outside the model
+  // record nothing (the server checks them). Needs params.diagnostics.
+  std::optional<AttentionSelection> record_attention;
+};
+
+// What a sequence's step looked like inside, for debugging reports (SamplingParams::diagnostics).
+struct SequenceDiagnostics {
+  // KV blocks the sequence's table held in the pool at the end of the step (prefix blocks shared
+  // with other sequences included, blocks a sliding window gave back not), before a finish freed
+  // them.
+  int64_t kv_blocks = 0;
+  // Banned-phrase rollbacks since the last output: the generated tokens withdrawn from output
+  // index `at` on (never sent: they were held for screening) and the token banned at `at`.
+  struct Rollback {
+    int64_t at = 0;
+    std::vector<int32_t> token_ids;
+    int32_t banned_token = 0;
+  };
+  std::vector<Rollback> rollbacks;
+  // Request::record_attention: the rows recorded since the last output (a row recorded again, as
+  // a re-verified guess, comes again; the newest counts).
+  std::vector<AttentionRecord> attention;
 };
 
 // The logprob of prompt token p given prompt tokens [0, p), with the sampler's conventions for
@@ -179,6 +204,8 @@ struct SequenceOutput {
   // Request::prompt_logprobs: set on the first output of each sequence of the request (shared by
   // its sequences), one entry per prompt token; null otherwise.
   std::shared_ptr<const PromptLogprobs> prompt_logprobs;
+  // With SamplingParams::diagnostics only.
+  std::optional<SequenceDiagnostics> diagnostics;
 };
 
 class Engine {
@@ -274,6 +301,8 @@ class Engine {
     std::deque<HeldToken> held;
     std::map<int64_t, std::vector<int32_t>> bans;
     int rollbacks = 0;
+    // SamplingParams::diagnostics: what the next output reports (rollbacks, attention rows).
+    SequenceDiagnostics diagnostics;
   };
   struct RequestInfo {
     SamplingParams params;
@@ -285,7 +314,12 @@ class Engine {
     SamplingParams prompt_logprob_params;  // logprobs = N: what the sampler's raw logprobs read
     PromptLogprobs prompt_logprobs_partial;
     std::shared_ptr<const PromptLogprobs> prompt_logprobs_done;
+    std::optional<AttentionSelection> record_attention;
   };
+  // Adds the plan's chunks that want logits of requests with record_attention to
+  // plan.record_attention; takes the step's recorded rows to their sequences.
+  void plan_attention_recording(StepPlan& plan) const;
+  void take_recorded_attention(std::vector<AttentionRecord>& records);
 
   // Sets plan.sample_candidates and plan.candidate_logsumexp: the least the last stage may return
   // so that sampling from it is exact. K = 1 (argmax tokens) when every sequence is greedy;

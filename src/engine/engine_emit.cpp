@@ -47,6 +47,10 @@ Engine::Screened Engine::roll_back(int64_t seq_id, SequenceInfo& info, const Ban
   }
   const int64_t screened = info.banned->num_tokens();  // taken by the grammar and the detokenizer
   banned_stats_.rolled_back_tokens += static_cast<int64_t>(seq.output_ids.size()) - keep;
+  if (requests_.at(info.request_id).params.diagnostics) {
+    info.diagnostics.rollbacks.push_back(
+        {keep, std::vector<int32_t>(seq.output_ids.begin() + keep, seq.output_ids.end()), seq.output_ids[keep]});
+  }
   if (info.constraint) {
     // Rolling back what it accepted cannot fail; a failure is a bug worth an error finish.
     ++info.constraint_version;
@@ -140,6 +144,12 @@ SequenceOutput Engine::emit(const Emission& e) {
     }
   }
   out.finished = out.finish_reason != FinishReason::kNone;
+  if (requests_.at(info.request_id).params.diagnostics) {
+    SequenceDiagnostics& d = out.diagnostics.emplace(std::move(info.diagnostics));
+    info.diagnostics = SequenceDiagnostics{};
+    d.kv_blocks = static_cast<int64_t>(std::count_if(seq.block_table.begin(), seq.block_table.end(),
+                                                     [](int32_t b) { return b != BlockManager::kFreedBlock; }));
+  }
   // (Screened sequences took the detokenizer's last text when their text ended: it was screened.)
   if (out.finished && !out.stop_string && !out.stop_token && info.detokenizer && !info.banned) {
     out.text += info.detokenizer->finish();

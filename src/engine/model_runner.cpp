@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "kv/block_manager.h"
+#include "model/layers/attention_probe.h"
 
 namespace weft {
 
@@ -72,6 +73,7 @@ absl::StatusOr<ForwardBatch> build_forward_batch(const StepPlan& plan, int block
     batch.seq_ids.push_back(c.seq_id);
     batch.prompt_len.push_back(c.prompt_len);
   }
+  batch.record_attention = plan.record_attention;
   return batch;
 }
 
@@ -95,7 +97,23 @@ absl::StatusOr<Tensor> ModelRunner::embed(const ForwardBatch& batch) {
 }
 
 absl::Status ModelRunner::run_layers(const ForwardBatch& batch, const Tensor& hidden) {
-  return model_.run_layers(context(batch), kv_, hidden.view());
+  if (batch.record_attention.empty() || attention_probe_ != nullptr) {
+    return model_.run_layers(context(batch), kv_, hidden.view());
+  }
+  AttentionProbe probe = AttentionProbe::for_sequences(batch.record_attention);
+  ForwardContext fc = context(batch);
+  fc.attention_probe = &probe;
+  WEFT_RETURN_IF_ERROR(model_.run_layers(fc, kv_, hidden.view()));
+  std::vector<AttentionRecord> records = probe.records();
+  recorded_attention_.insert(recorded_attention_.end(), std::make_move_iterator(records.begin()),
+                             std::make_move_iterator(records.end()));
+  return absl::OkStatus();
+}
+
+std::vector<AttentionRecord> ModelRunner::take_recorded_attention() {
+  std::vector<AttentionRecord> records = std::move(recorded_attention_);
+  recorded_attention_.clear();
+  return records;
 }
 
 absl::StatusOr<Tensor> ModelRunner::logits(const ForwardBatch& batch, const Tensor& hidden) {
@@ -204,7 +222,9 @@ absl::StatusOr<StepOutput> ModelRunner::execute(const StepPlan& plan) {
   WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, prepare(plan));
   WEFT_ASSIGN_OR_RETURN(Tensor hidden, embed(batch));
   WEFT_RETURN_IF_ERROR(run_layers(batch, hidden));
-  return output(plan, batch, hidden);
+  WEFT_ASSIGN_OR_RETURN(StepOutput out, output(plan, batch, hidden));
+  out.attention = take_recorded_attention();
+  return out;
 }
 
 }  // namespace weft

@@ -46,7 +46,12 @@ class ModelRunner {
   // layers over the residual stream, the last stage computes logits.
   absl::StatusOr<ForwardBatch> prepare(const StepPlan& plan) const;
   absl::StatusOr<Tensor> embed(const ForwardBatch& batch);
+  // With batch.record_attention (and no probe of set_attention_probe), also records those
+  // sequences' attention rows, kept until take_recorded_attention().
   absl::Status run_layers(const ForwardBatch& batch, const Tensor& hidden);
+  // The rows run_layers recorded for StepPlan::record_attention since the last call (this rank's
+  // layers and heads).
+  std::vector<AttentionRecord> take_recorded_attention();
   absl::StatusOr<Tensor> logits(const ForwardBatch& batch, const Tensor& hidden);
   // The min(k, vocab) best (token, logit) pairs of each logits row, best first (ties to the lower
   // id): each rank selects them in its vocabulary shard, and the TP group merges k pairs per row
@@ -59,7 +64,7 @@ class ModelRunner {
 
   const DecoderModel& model() const { return model_; }
   // Set (weft inspect): every forward pass records attention weights into `probe` (borrowed;
-  // null turns it off).
+  // null turns it off). Plans' record_attention is then not recorded apart.
   void set_attention_probe(AttentionProbe* probe) { attention_probe_ = probe; }
 
  private:
@@ -70,6 +75,7 @@ class ModelRunner {
   Communicator& tp_;
   ThreadPool& pool_;
   AttentionProbe* attention_probe_ = nullptr;
+  std::vector<AttentionRecord> recorded_attention_;
   KvHostStore* kv_store_ = nullptr;
 };
 

@@ -1,8 +1,11 @@
 #include "engine/stage_worker.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "engine/step_plan_codec.h"
+#include "model/attention_selection.h"
 
 namespace weft {
 
@@ -18,6 +21,32 @@ absl::Status broadcast_bytes(Communicator& comm, std::string& bytes, int root) {
   if (n == 0) return absl::OkStatus();
   TensorView payload{bytes.data(), DType::kU8, Shape{n}, Device::kCpu};
   return comm.broadcast(payload, root);
+}
+
+absl::StatusOr<std::vector<std::string>> all_gather_bytes(Communicator& comm, const std::string& mine) {
+  const int n = comm.size();
+  Tensor size = Tensor::empty(DType::kI64, Shape{1});
+  size.data_as<int64_t>()[0] = static_cast<int64_t>(mine.size());
+  Tensor sizes = Tensor::empty(DType::kI64, Shape{n});
+  WEFT_RETURN_IF_ERROR(comm.all_gather(size.view(), sizes.view()));
+  int64_t longest = 0;
+  for (int r = 0; r < n; ++r) {
+    const int64_t len = sizes.data_as<int64_t>()[r];
+    if (len < 0 || len > (int64_t{1} << 34)) return absl::DataLossError(absl::StrCat("all-gather of an absurd size ", len));
+    longest = std::max(longest, len);
+  }
+  std::vector<std::string> out(static_cast<size_t>(n));
+  if (longest == 0) return out;
+  std::string padded = mine;
+  padded.resize(static_cast<size_t>(longest));
+  std::string all(static_cast<size_t>(longest * n), '\0');
+  TensorView in{padded.data(), DType::kU8, Shape{longest}, Device::kCpu};
+  TensorView gathered{all.data(), DType::kU8, Shape{n, longest}, Device::kCpu};
+  WEFT_RETURN_IF_ERROR(comm.all_gather(in, gathered));
+  for (int r = 0; r < n; ++r) {
+    out[r] = all.substr(static_cast<size_t>(r * longest), static_cast<size_t>(sizes.data_as<int64_t>()[r]));
+  }
+  return out;
 }
 
 StageWorker::StageWorker(const WorldConfig& world, ModelRunner& runner, Communicator& tp,
@@ -37,6 +66,25 @@ absl::StatusOr<std::string> StageWorker::receive_control() {
     return bytes;
   }
   return pipeline_.recv_control();
+}
+
+absl::StatusOr<std::vector<AttentionRecord>> StageWorker::recorded_attention() {
+  std::vector<AttentionRecord> records;
+  if (!world_.is_first_stage()) {  // the earlier stages', after the hidden states
+    WEFT_ASSIGN_OR_RETURN(std::string bytes, pipeline_.recv_control());
+    WEFT_ASSIGN_OR_RETURN(records, parse_attention_records(bytes));
+  }
+  std::vector<AttentionRecord> mine = runner_.take_recorded_attention();
+  if (tp_.size() == 1) {
+    records.insert(records.end(), std::make_move_iterator(mine.begin()), std::make_move_iterator(mine.end()));
+    return records;
+  }
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> parts, all_gather_bytes(tp_, serialize_attention_records(mine)));
+  for (const std::string& bytes : parts) {
+    WEFT_ASSIGN_OR_RETURN(std::vector<AttentionRecord> part, parse_attention_records(bytes));
+    records.insert(records.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+  }
+  return records;
 }
 
 absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepOutput* output) {
@@ -73,9 +121,16 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
     add_compute_time();
     WEFT_RETURN_IF_ERROR(pipeline_.send_control(control_bytes));
     WEFT_RETURN_IF_ERROR(pipeline_.send_hidden(hidden.view()));
+    if (!plan.record_attention.empty()) {
+      WEFT_ASSIGN_OR_RETURN(std::vector<AttentionRecord> attention, recorded_attention());
+      WEFT_RETURN_IF_ERROR(pipeline_.send_control(serialize_attention_records(attention)));
+    }
   } else {
     WEFT_ASSIGN_OR_RETURN(StepOutput step_output, runner_.output(plan, batch, hidden));
     add_compute_time();
+    if (!plan.record_attention.empty()) {
+      WEFT_ASSIGN_OR_RETURN(step_output.attention, recorded_attention());
+    }
     if (world_.is_coordinator()) {
       *output = std::move(step_output);
     } else if (pipeline_.returns_results()) {
@@ -83,6 +138,7 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
       result.step_id = plan.step_id;
       result.logits = std::move(step_output.logits);
       result.candidates = std::move(step_output.candidates);
+      result.attention = std::move(step_output.attention);
       // Greedy tokens travel as sampled tokens, one per logits row, tagged with the row's sequence.
       size_t row = 0;
       for (const PlannedChunk& chunk : plan.chunks) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/model_runner.h"
@@ -22,6 +23,8 @@ namespace weft {
 
 // Broadcasts bytes from `root` over a communicator (size, then payload).
 absl::Status broadcast_bytes(Communicator& comm, std::string& bytes, int root);
+// Every member's bytes, by rank, on every member (sizes, then the payloads padded to the longest).
+absl::StatusOr<std::vector<std::string>> all_gather_bytes(Communicator& comm, const std::string& mine);
 
 class StageWorker {
  public:
@@ -44,6 +47,9 @@ class StageWorker {
 
  private:
   absl::StatusOr<std::string> receive_control();
+  // The attention rows of the current plan so far: the earlier stages' (received after the
+  // hidden states) and this stage's, from every rank of its TP group.
+  absl::StatusOr<std::vector<AttentionRecord>> recorded_attention();
 
   WorldConfig world_;
   ModelRunner& runner_;

@@ -23,6 +23,8 @@ struct StepOutput {
   Tensor logits;                // F32 [rows, vocab]; undefined when one of the others is given
   std::vector<int32_t> tokens;  // [rows]
   SampleCandidates candidates;  // [rows * K]
+  // The attention rows StepPlan::record_attention asked for, from every rank.
+  std::vector<AttentionRecord> attention;
   int64_t rows() const {
     if (logits.defined()) return logits.dim(0);
     return candidates.empty() ? static_cast<int64_t>(tokens.size()) : candidates.rows();

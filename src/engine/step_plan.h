@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kv/kv_transfer.h"
+#include "model/attention_selection.h"
 
 namespace weft {
 
@@ -50,6 +51,10 @@ struct StepPlan {
   // its slice before this step's forward pass (kv/kv_tier_directory.h); a restored block is read
   // by this plan's chunks.
   std::vector<KvTransfer> kv_transfers;
+  // Sequences whose attention weights every rank records for the rows this plan wants logits of
+  // (a "weft_debug" request on weft serve): each rank its layers and its heads, returned with
+  // the step's output (StepOutput::attention). Empty: nothing is recorded.
+  std::vector<AttentionRecording> record_attention;
 
   int64_t num_tokens() const {
     int64_t n = 0;

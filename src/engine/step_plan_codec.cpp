@@ -3,11 +3,13 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "kv/block_manager.h"
+#include "model/attention_selection.h"
 #include "proto/step_plan.pb.h"
 
 namespace weft {
@@ -53,6 +55,12 @@ void to_proto(const StepPlan& plan, proto::StepPlan& out) {
     pc->set_num_draft_tokens(c.num_draft_tokens);
     pc->set_prompt_len(c.prompt_len);
   }
+  for (const AttentionRecording& r : plan.record_attention) {
+    proto::AttentionRecording* pr = out.add_record_attention();
+    pr->set_seq_id(r.seq_id);
+    pr->mutable_layers()->Add(r.selection.layers.begin(), r.selection.layers.end());
+    pr->mutable_heads()->Add(r.selection.heads.begin(), r.selection.heads.end());
+  }
   out.mutable_kv_transfers()->Reserve(static_cast<int>(plan.kv_transfers.size()));
   for (const KvTransfer& t : plan.kv_transfers) {
     proto::KvTransfer* pt = out.add_kv_transfers();
@@ -62,6 +70,34 @@ void to_proto(const StepPlan& plan, proto::StepPlan& out) {
     pt->set_parent(t.parent);
     pt->mutable_tokens()->Add(t.tokens.begin(), t.tokens.end());
   }
+}
+
+// The attention recordings of a decoded plan (its chunks already decoded): each names a sequence
+// of the plan once, with layers and heads >= 0 (their range is the model's).
+absl::Status record_attention_from_proto(const proto::StepPlan& in, const std::string& where, StepPlan& plan) {
+  std::set<int64_t> in_plan;
+  for (const PlannedChunk& c : plan.chunks) in_plan.insert(c.seq_id);
+  std::set<int64_t> seen;
+  for (int i = 0; i < in.record_attention_size(); ++i) {
+    const proto::AttentionRecording& pr = in.record_attention(i);
+    const std::string at = absl::StrCat(where, ", record_attention[", i, "]");
+    if (!in_plan.count(pr.seq_id()) || !seen.insert(pr.seq_id()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": seq_id ", pr.seq_id(),
+                                                     " is not a sequence of the plan, or is named twice"));
+    }
+    AttentionRecording r;
+    r.seq_id = pr.seq_id();
+    for (int32_t layer : pr.layers()) {
+      if (layer < 0) return absl::InvalidArgumentError(absl::StrCat(at, ": layer ", layer, ", expected >= 0"));
+      r.selection.layers.push_back(layer);
+    }
+    for (int32_t head : pr.heads()) {
+      if (head < 0) return absl::InvalidArgumentError(absl::StrCat(at, ": head ", head, ", expected >= 0"));
+      r.selection.heads.push_back(head);
+    }
+    plan.record_attention.push_back(std::move(r));
+  }
+  return absl::OkStatus();
 }
 
 // The tier instructions of a decoded plan: known kinds, block ids >= 0 where one is used, at most
@@ -202,6 +238,7 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
     plan.chunks.push_back(std::move(c));
   }
   WEFT_RETURN_IF_ERROR(kv_transfers_from_proto(in, where, plan));
+  WEFT_RETURN_IF_ERROR(record_attention_from_proto(in, where, plan));
   return plan;
 }
 
@@ -328,6 +365,7 @@ std::string encode_step_result(const StepResult& result) {
     msg.mutable_candidate_logits()->Add(c.logits.begin(), c.logits.end());
     msg.mutable_candidate_logsumexp()->Add(c.logsumexp.begin(), c.logsumexp.end());
   }
+  if (!result.attention.empty()) msg.set_attention(serialize_attention_records(result.attention));
   msg.set_error(result.error);
   return msg.SerializeAsString();
 }
@@ -381,6 +419,11 @@ absl::StatusOr<StepResult> decode_step_result(std::string_view bytes) {
     out.sampled.push_back(SampledTokenResult{t.seq_id(), t.token(), t.logprob()});
   }
   WEFT_ASSIGN_OR_RETURN(out.candidates, decode_candidates(msg, where));
+  if (!msg.attention().empty()) {
+    auto attention = parse_attention_records(msg.attention());
+    if (!attention.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", attention.status().message()));
+    out.attention = *std::move(attention);
+  }
   out.error = msg.error();
   return out;
 }

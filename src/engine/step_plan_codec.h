@@ -43,6 +43,7 @@ struct StepResult {
   Tensor logits;
   std::vector<SampledTokenResult> sampled;
   SampleCandidates candidates;  // StepPlan::sample_candidates > 1
+  std::vector<AttentionRecord> attention;  // StepPlan::record_attention's rows
   std::string error;
 };
 
@@ -58,8 +59,9 @@ std::string encode_step_plan(const StepPlan& plan);
 // Errors (InvalidArgument) on unparsable bytes, a negative step_id, no chunks or more than
 // kMaxPlanChunks, a chunk without tokens, a negative or duplicated seq_id, a negative
 // start_position / token id / block id, start_position + tokens past kMaxSequencePosition, more
-// than kMaxPlanTokens tokens in all, more blocks than positions, an unknown logits value, or
-// sample_candidates outside 0..kMaxSampleCandidates.
+// than kMaxPlanTokens tokens in all, more blocks than positions, an unknown logits value,
+// sample_candidates outside 0..kMaxSampleCandidates, or a record_attention entry naming a
+// sequence not in the plan (or twice), or a negative layer or head.
 absl::StatusOr<StepPlan> decode_step_plan(std::string_view bytes);
 
 // Model-dependent checks the receiver can add after decoding: token ids < vocab_size, block ids
@@ -77,7 +79,7 @@ std::string encode_step_result(const StepResult& result);
 // Errors on unparsable bytes, negative or absurd rows / vocab, logits.size() != rows * vocab,
 // sampled tokens with negative seq_id or token or a NaN / positive logprob, or candidates that
 // are not whole rows of candidates_per_row (0..kMaxSampleCandidates) with ids in -1..vocab and
-// logits below +inf.
+// logits below +inf, or attention rows that parse_attention_records refuses.
 absl::StatusOr<StepResult> decode_step_result(std::string_view bytes);
 
 std::string encode_control(const ControlMessage& message);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "model/attention_selection.h"
 #include "weft/kernels/attention.h"
 
 namespace weft {
@@ -28,6 +29,8 @@ struct ForwardBatch {
   int block_size = 0;
   // Rows of the batch whose logits are wanted (usually each sampling sequence's last token).
   std::vector<int32_t> logit_rows;
+  // The sequences whose attention weights this pass records (StepPlan::record_attention).
+  std::vector<AttentionRecording> record_attention;
 
   int num_seqs() const { return static_cast<int>(context_len.size()); }
   kernels::AttentionBatch attention() const {

@@ -83,6 +83,11 @@ struct ServedModel {
   std::optional<ToolCallFormat> tool_call_format;
   // --banned-phrases: every request's output is screened against it (null: no list).
   std::shared_ptr<const BannedPhraseSet> banned_phrases;
+  // For "weft_debug" attention selections: the model's layers and query heads, and whether the
+  // engine's executor records attention weights (the CPU one does; --device cuda does not).
+  int num_layers = 0;
+  int num_attention_heads = 0;
+  bool records_attention = false;
 };
 
 struct ApiError {

@@ -148,17 +148,19 @@ std::string ResponseBuilder::stream_events(const std::vector<StreamEvent>& event
   return out;
 }
 
+std::string ResponseBuilder::stream_member_chunk(const std::string& name, json value) const {
+  json chunk = {{"id", id_},
+                {"object", kind_ == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
+                {"created", created_},
+                {"model", model_},
+                {"choices", json::array()}};
+  chunk[name] = std::move(value);
+  return frame(chunk);
+}
+
 std::string ResponseBuilder::stream_end(bool include_usage) {
   std::string out;
-  if (include_usage) {
-    json u = {{"id", id_},
-              {"object", kind_ == ApiKind::kChat ? "chat.completion.chunk" : "text_completion"},
-              {"created", created_},
-              {"model", model_},
-              {"choices", json::array()},
-              {"usage", usage()}};
-    out += frame(u);
-  }
+  if (include_usage) out += stream_member_chunk("usage", usage());
   out += "data: [DONE]\n\n";
   return out;
 }

@@ -57,6 +57,8 @@ class ResponseBuilder {
 
   // SSE frames for `events`.
   std::string stream_events(const std::vector<StreamEvent>& events, bool include_usage);
+  // A chunk with no choices that carries `value` as its member `name` (the "weft_debug" report).
+  std::string stream_member_chunk(const std::string& name, nlohmann::json value) const;
   // The usage chunk (when include_usage) and the [DONE] frame.
   std::string stream_end(bool include_usage);
   // An error after the stream started: {"error": ...} as a data frame, then [DONE].

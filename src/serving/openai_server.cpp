@@ -252,15 +252,16 @@ void OpenAiServer::handle_generation(ConnectionId conn, HttpRequest request, Api
       *result = std::move(*e);
     } else {
       json& fields = std::get<json>(body);
-      auto debug = take_weft_debug_field(fields, options_.enable_debug_reports);
+      auto debug = take_weft_debug_field(fields, options_.enable_debug_reports, model_);
       if (auto* e = std::get_if<ApiError>(&debug)) {
         *result = std::move(*e);
       } else {
         const auto tools = tools_in_order(shared->body);
         *result = parse_generation_request(fields, kind, model_, tools ? &*tools : nullptr);
         auto* req = std::get_if<GenerationRequest>(&*result);
-        if (req != nullptr && std::get<bool>(debug)) {
-          if (auto refused = prepare_debug_request(*req)) {
+        const auto& attention = std::get<std::optional<AttentionSelection>>(debug);
+        if (req != nullptr && attention) {
+          if (auto refused = prepare_debug_request(*req, *attention)) {
             *result = std::move(*refused);
           } else {
             *debug_sampling = served_sampling_json(fields, kind, req->prompts.front().engine_request.params, model_);
@@ -354,6 +355,21 @@ void OpenAiServer::finish(ConnectionId conn, std::string_view reason) {
   --in_flight_;
 }
 
+void OpenAiServer::add_debug_events(Active& a, const std::vector<StreamEvent>& events) {
+  const EngineGauges gauges = engine_.gauges();
+  for (const StreamEvent& e : events) a.debug->add(e, gauges);
+}
+
+json OpenAiServer::finish_debug_report(Active& a) {
+  // The report rides in the response (or its stream) and stays fetchable (its page too) by the
+  // response id.
+  const ReportJson report = a.debug->finish(a.builder->id(), engine_.gauges());
+  // Bytes that are not UTF-8 (a piece may be part of a character) replaced, never thrown on.
+  const std::string report_text = report.dump(-1, ' ', false, json::error_handler_t::replace);
+  debug_reports_.put(a.builder->id(), {report_text, render_inspect_html(ReportJson::parse(report_text))});
+  return json::parse(report_text);
+}
+
 void OpenAiServer::pump(ConnectionId conn) {
   auto it = active_.find(conn);
   if (it == active_.end()) return;
@@ -409,6 +425,8 @@ void OpenAiServer::pump(ConnectionId conn) {
       http_.start_stream(conn, 200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}});
     }
     std::string data = a.builder->stream_events(events, a.include_usage);
+    if (a.debug) add_debug_events(a, events);
+    if (finished && a.debug) data += a.builder->stream_member_chunk("weft_debug", finish_debug_report(a));
     if (finished) data += a.builder->stream_end(a.include_usage);
     if (!data.empty()) http_.write_chunk(conn, data);
     if (finished) {
@@ -418,19 +436,10 @@ void OpenAiServer::pump(ConnectionId conn) {
     return;
   }
   a.builder->add_events(events);
-  if (a.debug) {
-    const EngineGauges gauges = engine_.gauges();
-    for (const StreamEvent& e : events) a.debug->add(e, gauges);
-  }
+  if (a.debug) add_debug_events(a, events);
   if (finished && a.debug) {
-    // The report rides in the response and stays fetchable (its page too) by the response id.
     json response = json::parse(a.builder->full_response());
-    const ReportJson report = a.debug->finish(a.builder->id(), engine_.gauges());
-    // Bytes that are not UTF-8 (a piece may be part of a character) replaced, never thrown on.
-    const std::string report_text = report.dump(-1, ' ', false, json::error_handler_t::replace);
-    const ReportJson clean = ReportJson::parse(report_text);
-    debug_reports_.put(a.builder->id(), {report_text, render_inspect_html(clean)});
-    response["weft_debug"] = json::parse(report_text);
+    response["weft_debug"] = finish_debug_report(a);
     send_json(conn, 200, dump(response));
     finish(conn, a.builder->finish_reason());
   } else if (finished) {

@@ -9,8 +9,8 @@
 //   GET  /v1/debug/reports/{response id}        the HTML page of a "weft_debug" request's report
 //   GET  /v1/debug/reports/{response id}.json   its JSON (as the response's "weft_debug" member)
 //        (with enable_debug_reports; the last `debug_report_capacity` reports; else 404)
-// "weft_debug": true (served_debug_report.h): the non-streamed response carries the report as
-// its "weft_debug" member; refused (400) unless enable_debug_reports.
+// "weft_debug" (served_debug_report.h): the response carries the report as its "weft_debug"
+// member (a stream: in a last chunk with no choices); refused (400) unless enable_debug_reports.
 // With an api key, /v1/* and /tokenize, /detokenize need "Authorization: Bearer <key>" (401).
 // Full waiting queue: 429 with Retry-After; draining or a stopped engine: 503 with Retry-After.
 // An engine failure after a request was admitted (a step error: say, a rank died) ends it with a
@@ -79,12 +79,16 @@ class OpenAiServer {
   void handle(ConnectionId conn, HttpRequest request);
   // Loop thread: hands the body to a worker, which parses it and posts start_generation().
   void handle_generation(ConnectionId conn, HttpRequest request, ApiKind kind);
-  // `debug_sampling`: the report's sampling section when the request carries "weft_debug": true.
+  // `debug_sampling`: the report's sampling section when the request asks for a "weft_debug" report.
   void start_generation(ConnectionId conn, ApiKind kind, std::variant<GenerationRequest, ApiError> parsed,
                         std::optional<ReportJson> debug_sampling);
   void handle_debug_report_route(ConnectionId conn, const HttpRequest& request);
   void handle_tokenizer_route(ConnectionId conn, HttpRequest request);
   void pump(ConnectionId conn);
+  // A "weft_debug" request: its stream's events into the report; the finished report (kept in
+  // the store by response id).
+  void add_debug_events(Active& a, const std::vector<StreamEvent>& events);
+  nlohmann::json finish_debug_report(Active& a);
   void finish(ConnectionId conn, std::string_view reason);
   void send_error(ConnectionId conn, const ApiError& error);
   void send_json(ConnectionId conn, int status, const std::string& body);

@@ -19,27 +19,68 @@ ApiError debug_error(std::string message) {
 
 }  // namespace
 
-std::variant<bool, ApiError> take_weft_debug_field(json& body, bool enabled) {
+namespace {
+
+// One "attention_layers" / "attention_heads" list: integers in [0, count), sorted, each once.
+std::variant<std::vector<int>, ApiError> index_list(const json& value, const std::string& member, int count) {
+  if (!value.is_array()) {
+    return debug_error(absl::StrCat("weft_debug.", member, ": expected an array of indices, got ", value.type_name()));
+  }
+  std::vector<int> out;
+  for (const json& v : value) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= count) {
+      return debug_error(absl::StrCat("weft_debug.", member, ": ", v.dump(), " is not an index in [0, ", count,
+                                      ") of this model"));
+    }
+    out.push_back(v.get<int>());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::variant<std::optional<AttentionSelection>, ApiError> take_weft_debug_field(json& body, bool enabled,
+                                                                               const ServedModel& model) {
   auto it = body.find("weft_debug");
-  if (it == body.end()) return false;
+  if (it == body.end()) return std::nullopt;
   if (!enabled) {
     return debug_error(
         "weft_debug: debugging reports are off on this server (start weft serve with "
         "--enable-debug-reports)");
   }
-  if (!it->is_boolean()) {
-    return debug_error(absl::StrCat("weft_debug: expected a boolean, got ", it->type_name(),
-                                    " (serve records no attention weights, so there are no options)"));
-  }
-  const bool on = it->get<bool>();
+  const json value = std::move(*it);
   body.erase(it);
-  return on;
+  AttentionSelection selection;
+  if (model.records_attention) selection = default_attention_selection(model.num_layers, model.num_attention_heads);
+  if (value.is_boolean()) {
+    if (!value.get<bool>()) return std::nullopt;
+    return selection;
+  }
+  if (!value.is_object()) {
+    return debug_error(absl::StrCat("weft_debug: expected true, false or an object {\"attention_layers\": [...], "
+                                    "\"attention_heads\": [...]}, got ", value.type_name()));
+  }
+  for (const auto& [member, v] : value.items()) {
+    const bool layers = member == "attention_layers";
+    if (!layers && member != "attention_heads") {
+      return debug_error(absl::StrCat("weft_debug.", member,
+                                      ": unknown member (expected attention_layers, attention_heads)"));
+    }
+    auto list = index_list(v, member, layers ? model.num_layers : model.num_attention_heads);
+    if (auto* e = std::get_if<ApiError>(&list)) return std::move(*e);
+    std::vector<int>& chosen = layers ? selection.layers : selection.heads;
+    chosen = std::get<std::vector<int>>(std::move(list));
+    if (!model.records_attention && !chosen.empty()) {
+      return debug_error(absl::StrCat("weft_debug.", member, ": this server's executor (--device cuda) records no ",
+                                      "attention weights; ask for none ([]) or use --device cpu"));
+    }
+  }
+  return selection;
 }
 
-std::optional<ApiError> prepare_debug_request(GenerationRequest& request) {
-  if (request.stream) {
-    return debug_error("weft_debug: not available with stream true (the report comes with the whole response)");
-  }
+std::optional<ApiError> prepare_debug_request(GenerationRequest& request, const AttentionSelection& attention) {
   if (request.prompts.size() != 1) {
     return debug_error(absl::StrCat("weft_debug: a report follows one prompt, the request has ",
                                     request.prompts.size()));
@@ -49,9 +90,11 @@ std::optional<ApiError> prepare_debug_request(GenerationRequest& request) {
                                     request.n()));
   }
   if (!request.generate) return debug_error("weft_debug: the request generates nothing (max_tokens 0)");
-  SamplingParams& p = request.prompts.front().engine_request.params;
+  Request& engine_request = request.prompts.front().engine_request;
+  SamplingParams& p = engine_request.params;
   p.diagnostics = true;
   if (!p.logprobs) p.logprobs = 5;
+  if (!attention.layers.empty() && !attention.heads.empty()) engine_request.record_attention = attention;
   return std::nullopt;
 }
 
@@ -75,26 +118,20 @@ ServedDebugReport::ServedDebugReport(const ServedModel& model, const Request& re
     : model_(model),
       prompt_ids_(request.prompt_ids),
       params_(request.params),
+      attention_(request.record_attention),
       sampling_(std::move(sampling)),
+      trace_(request.params, model.tokenizer.get()),
       major_faults_before_(ProcessUsage::now().major_faults) {}
 
 void ServedDebugReport::add(const StreamEvent& event, const EngineGauges& gauges) {
   kv_blocks_peak_ = std::max(kv_blocks_peak_, gauges.num_kv_blocks - gauges.num_free_kv_blocks);
-  const SequenceOutput& out = event.output;
-  const Tokenizer* tokenizer = model_.tokenizer.get();
-  for (size_t i = 0; i < out.token_ids.size() && i < out.samples.size(); ++i) {
-    steps_.push_back(step_json(static_cast<int64_t>(output_ids_.size()), out.samples[i], params_, tokenizer));
-    output_ids_.push_back(out.token_ids[i]);
-  }
-  text_ += out.text;
-  if (out.finished) last_ = out;
+  trace_.add(event.output);
 }
 
 ReportJson ServedDebugReport::finish(const std::string& response_id, const EngineGauges& gauges) {
   kv_blocks_peak_ = std::max(kv_blocks_peak_, gauges.num_kv_blocks - gauges.num_free_kv_blocks);
   const Tokenizer* tokenizer = model_.tokenizer.get();
   const int64_t prompt_len = static_cast<int64_t>(prompt_ids_.size());
-  const int64_t num_output = static_cast<int64_t>(output_ids_.size());
   ReportJson r;
   r["model"] = model_.name;
   r["response_id"] = response_id;
@@ -104,24 +141,30 @@ ReportJson ServedDebugReport::finish(const std::string& response_id, const Engin
                                                : ReportJson(nullptr)},
                  {"tokens", token_list_json(prompt_ids_, tokenizer)}};
   r["sampling"] = std::move(sampling_);
-  r["steps"] = std::move(steps_);
-  r["output_ids"] = output_ids_;
-  if (tokenizer != nullptr) r["text"] = text_;
-  r["stop"] = stop_json(last_, text_, prompt_len, num_output, params_, model_.eos_token_ids, model_.max_model_len);
+  trace_.write(r);
+  r["stop"] = stop_json(trace_.last(), trace_.text(), prompt_len, trace_.num_output(), params_, model_.eos_token_ids,
+                        model_.max_model_len);
   const ProcessUsage usage = ProcessUsage::now();
-  r["resources"] = {{"kv_blocks_peak_engine", kv_blocks_peak_},
+  r["resources"] = {{"kv_blocks_peak_request", trace_.kv_blocks_peak()},
+                    {"kv_blocks_peak_engine", kv_blocks_peak_},
                     {"kv_blocks_total", gauges.num_kv_blocks},
-                    {"kv_blocks_note", "the engine's blocks in use (every request of the batch), sampled "
-                                       "whenever this request had news"},
+                    {"kv_blocks_note", "request: the blocks this request's sequence held; engine: every request "
+                                       "of the batch, sampled whenever this request had news"},
                     {"banned_phrase_rolled_back_tokens_engine", gauges.banned_phrases.rolled_back_tokens},
                     {"ranks", ReportJson::array({{{"rank", 0},
                                                   {"peak_rss_bytes", usage.peak_rss_bytes},
                                                   {"major_page_faults", usage.major_faults}}})},
                     {"major_page_faults_during_generation", usage.major_faults - major_faults_before_}};
-  r["attention"] = {{"layers", ReportJson::array()},
-                    {"heads", ReportJson::array()},
-                    {"maps", ReportJson::array()},
-                    {"note", "not recorded on weft serve (use weft inspect for attention weights)"}};
+  if (attention_) {
+    r["attention"] = attention_json(*attention_, trace_.attention(), prompt_len, trace_.num_output(), 5);
+  } else {
+    r["attention"] = {{"layers", ReportJson::array()},
+                      {"heads", ReportJson::array()},
+                      {"maps", ReportJson::array()},
+                      {"note", model_.records_attention
+                                   ? "none asked for (weft_debug's attention_layers or attention_heads was empty)"
+                                   : "not recorded: this server's executor (--device cuda) records no attention weights"}};
+  }
   return r;
 }
 

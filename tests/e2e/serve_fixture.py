@@ -27,8 +27,9 @@ def configure(weft):
 class Server:
     """A `weft serve` child process on a free loopback port."""
 
-    def __init__(self, model_dir, *extra):
-        cmd = [WEFT, "serve", "--model", model_dir, "--host", "127.0.0.1", "--port", "0",
+    def __init__(self, model_dir, *extra, launcher=()):
+        """`launcher`: a command the server runs under (say mpirun ... -np 2), or none."""
+        cmd = [*launcher, WEFT, "serve", "--model", model_dir, "--host", "127.0.0.1", "--port", "0",
                "--served-model-name", MODEL, "--max-model-len", str(MAX_MODEL_LEN),
                "--kv-cache-blocks", "256", "--threads", "1", *extra]
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
@@ -167,12 +168,14 @@ def require(*modules):
         return [importlib.import_module(m) for m in modules]
 
 
-def parse_args(*flags):
-    """The test script's required flags (--weft and `flags`); configures the fixture with --weft.
-    Returns (args, the argv left for unittest.main)."""
+def parse_args(*flags, optional=()):
+    """The test script's required flags (--weft and `flags`) and `optional` ones (None when
+    absent); configures the fixture with --weft. Returns (args, the argv left for unittest.main)."""
     parser = argparse.ArgumentParser()
     for flag in ("--weft",) + flags:
         parser.add_argument(flag, required=True)
+    for flag in optional:
+        parser.add_argument(flag)
     args, rest = parser.parse_known_args()
     configure(args.weft)
     return args, [sys.argv[0]] + rest

@@ -112,10 +112,16 @@ if(Python3_Interpreter_FOUND)
 endif()
 
 if(Python3_Interpreter_FOUND)
-  # "weft_debug": true on weft serve: the report against tokenize and the response's logprobs, the
-  # stop kinds, the refusals (reports off, no key, stream, n 2) and the HTML page endpoint.
+  # "weft_debug" on weft serve: the report against tokenize, the response's logprobs and weft
+  # inspect's attention (also from TP2 and PP2 mpirun servers), the stop kinds, rollbacks, KV
+  # blocks, streams, the refusals (reports off, no key, bad values, n 2) and the HTML page endpoint.
+  set(weft_debug_report_mpirun)
+  if(WEFT_MPI)
+    set(weft_debug_report_mpirun --mpirun ${MPIEXEC_EXECUTABLE})
+  endif()
   add_test(NAME e2e_serve_debug_report
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_serve_debug_report.py
-                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
-  set_tests_properties(e2e_serve_debug_report PROPERTIES LABELS e2e TIMEOUT 300)
+                   --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model
+                   ${weft_debug_report_mpirun})
+  set_tests_properties(e2e_serve_debug_report PROPERTIES LABELS e2e TIMEOUT 600)
 endif()

@@ -234,6 +234,10 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
 absl::Status CudaExecutor::submit(const StepPlan& plan) {
   State& s = *s_;
   const int n = static_cast<int>(plan.chunks.size());
+  if (!plan.record_attention.empty()) {
+    return absl::UnimplementedError(
+        "CUDA executor: recording attention weights (weft_debug) is not implemented on the GPU; use --device cpu");
+  }
   if (plan.num_tokens() > s.max_tokens) {
     return absl::InvalidArgumentError(absl::StrCat("CUDA executor: step of ", plan.num_tokens(),
                                                    " tokens exceeds --max-num-batched-tokens ",

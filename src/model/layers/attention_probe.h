@@ -1,10 +1,13 @@
-// Opt-in recording of attention weights (weft inspect): for chosen layers and query heads, the
-// softmax weights that the rows whose logits a step wants (the rows tokens are sampled from) gave
-// every context position, as the engine's own attention kernel computed them
-// (kernels::AttentionWeightsOut). Each rank records its own layers (its pipeline stage) and its
-// own query heads (its TP slice) under their global indices; the coordinator gathers the records
-// (serialize / parse). A position recorded again (a recomputed or re-verified row) keeps the
-// newest weights. Not thread-safe: one forward pass at a time, as a rank runs them.
+// Opt-in recording of attention weights: for chosen layers and query heads, the softmax weights
+// that the rows whose logits a step wants (the rows tokens are sampled from) gave every context
+// position, as the engine's own attention kernel computed them (kernels::AttentionWeightsOut).
+// Two kinds: one selection for every sequence of every pass (weft inspect, for the whole run),
+// or a selection per sequence (one step plan's StepPlan::record_attention: weft serve's
+// "weft_debug" requests), where the other sequences of the batch cost nothing. Each rank records
+// its own layers (its pipeline stage) and its own query heads (its TP slice) under their global
+// indices; the coordinator gathers the records (serialize / parse). A position recorded again (a
+// recomputed or re-verified row) keeps the newest weights. Not thread-safe: one forward pass at
+// a time, as a rank runs them.
 #pragma once
 
 #include <cstdint>
@@ -14,30 +17,19 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "model/attention_selection.h"
 #include "model/forward_batch.h"
 #include "weft/kernels/attention.h"
 
 namespace weft {
 
-struct AttentionSelection {
-  std::vector<int> layers;  // global layer indices
-  std::vector<int> heads;   // global query-head indices
-};
-
-// One query row of one head: weights[p] for key positions p in [0, position].
-struct AttentionRecord {
-  int layer = 0;
-  int head = 0;
-  int32_t position = 0;  // the query row's position in its sequence
-  int64_t seq_id = 0;
-  std::vector<float> weights;
-};
-
 class AttentionProbe {
  public:
+  // Every sequence: `selection`.
   explicit AttentionProbe(AttentionSelection selection);
+  // Only the listed sequences, each with its own selection.
+  static AttentionProbe for_sequences(const std::vector<AttentionRecording>& per_sequence);
 
-  const AttentionSelection& selection() const { return selection_; }
   bool records_layer(int layer) const;
 
   // One layer's recording of one forward pass: begin() builds the kernel's output for the
@@ -62,12 +54,16 @@ class AttentionProbe {
   std::vector<AttentionRecord> records() const;
   void clear() { records_.clear(); }
 
-  // Bytes for the gather to rank 0, and back (InvalidArgument on malformed bytes).
-  static std::string serialize(const std::vector<AttentionRecord>& records);
-  static absl::StatusOr<std::vector<AttentionRecord>> parse(const std::string& bytes);
 
  private:
-  AttentionSelection selection_;
+  // The selection of a sequence; null when it is not recorded.
+  const AttentionSelection* selection_of(int64_t seq_id) const;
+  // The sequence of batch token `token`.
+  static int64_t seq_of(const ForwardBatch& batch, int32_t token);
+
+  AttentionSelection selection_;  // every sequence's, unless per_sequence_
+  bool for_every_sequence_ = true;
+  std::map<int64_t, AttentionSelection> per_sequence_;
   std::map<std::tuple<int64_t, int, int, int32_t>, std::vector<float>> records_;
 };
 

@@ -61,6 +61,31 @@ TEST(AttentionProbeTest, RecordsLogitRowsOfSelectedHeads) {
   EXPECT_EQ(probe.records()[0].weights, (std::vector<float>{0.5f, 0.5f, 0.5f}));
 }
 
+TEST(AttentionProbeTest, PerSequenceSelectionsRecordOnlyTheirSequences) {
+  // Sequence 9 alone, layer 1 head 0; sequence 7 (also in the batch) is not recorded.
+  AttentionProbe probe = AttentionProbe::for_sequences({{9, {{1}, {0}}}, {4, {{2}, {1}}}});
+  EXPECT_TRUE(probe.records_layer(1));
+  EXPECT_TRUE(probe.records_layer(2));  // sequence 4's layer (not in this batch)
+  EXPECT_FALSE(probe.records_layer(0));
+  const ForwardBatch batch = two_sequence_batch();
+  AttentionProbe::Pass pass = probe.begin(batch, 2);
+  ASSERT_NE(pass.out(), nullptr);
+  EXPECT_EQ(pass.out()->row[2], -1);  // sequence 7's logit row costs nothing
+  EXPECT_EQ(pass.out()->row[3], 0);
+  for (int h = 0; h < 2; ++h)
+    for (int p = 0; p < 5; ++p) pass.out()->weights[h * 5 + p] = static_cast<float>(10 * h + p);
+  probe.end(pass, batch, 1, 0, 2);
+  // Layer 2 is sequence 4's: sequence 9 records nothing there.
+  AttentionProbe::Pass other = probe.begin(batch, 2);
+  probe.end(other, batch, 2, 0, 2);
+  const std::vector<AttentionRecord> records = probe.records();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].seq_id, 9);
+  EXPECT_EQ(records[0].layer, 1);
+  EXPECT_EQ(records[0].head, 0);
+  EXPECT_EQ(records[0].weights, (std::vector<float>{0, 1, 2, 3, 4}));
+}
+
 TEST(AttentionProbeTest, NoLogitRowsRecordsNothing) {
   AttentionProbe probe({{0}, {0}});
   ForwardBatch batch = two_sequence_batch();
@@ -74,8 +99,8 @@ TEST(AttentionProbeTest, NoLogitRowsRecordsNothing) {
 TEST(AttentionProbeTest, BytesRoundTripAndTruncationIsAnError) {
   std::vector<AttentionRecord> records = {{3, 1, 2, 11, {0.25f, 0.5f, 0.25f}},
                                           {0, 0, 0, 12, {1.0f}}};
-  const std::string bytes = AttentionProbe::serialize(records);
-  auto back = AttentionProbe::parse(bytes);
+  const std::string bytes = serialize_attention_records(records);
+  auto back = parse_attention_records(bytes);
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->size(), 2u);
   EXPECT_EQ((*back)[0].layer, 3);
@@ -85,9 +110,16 @@ TEST(AttentionProbeTest, BytesRoundTripAndTruncationIsAnError) {
   EXPECT_EQ((*back)[0].weights, records[0].weights);
   EXPECT_EQ((*back)[1].weights, records[1].weights);
   for (size_t cut : {size_t{1}, size_t{20}, bytes.size() - 1}) {
-    EXPECT_FALSE(AttentionProbe::parse(bytes.substr(0, cut)).ok()) << cut;
+    EXPECT_FALSE(parse_attention_records(bytes.substr(0, cut)).ok()) << cut;
   }
-  EXPECT_TRUE(AttentionProbe::parse("").ok());
+  EXPECT_TRUE(parse_attention_records("").ok());
+  // Bytes from another rank that do not describe a row: refused, naming what is wrong.
+  std::vector<AttentionRecord> short_row = {{0, 0, 3, 1, {0.5f, 0.5f}}};  // position 3 needs 4 weights
+  auto refused = parse_attention_records(serialize_attention_records(short_row));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("position + 1"), std::string::npos) << refused.status();
+  std::vector<AttentionRecord> negative = {{-1, 0, 0, 1, {1.0f}}};
+  EXPECT_FALSE(parse_attention_records(serialize_attention_records(negative)).ok());
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ StepPlan sample_plan() {
   plan.kv_transfers = {KvTransfer::save(0xfedcba9876543210ULL, 3), KvTransfer::drop(5),
                        KvTransfer::restore(0xfedcba9876543210ULL, 21),
                        KvTransfer::persist(77, 4, 0x6a09e667f3bcc908ULL, {1, 2, 3, 50000})};
+  plan.record_attention = {{1LL << 40, {{0, 5}, {2}}}, {3, {{1}, {0, 7}}}};
   return plan;
 }
 
@@ -70,6 +71,12 @@ void expect_same(const StepPlan& a, const StepPlan& b) {
     EXPECT_EQ(a.chunks[i].prompt_len, b.chunks[i].prompt_len);
   }
   EXPECT_EQ(a.kv_transfers, b.kv_transfers);
+  ASSERT_EQ(a.record_attention.size(), b.record_attention.size());
+  for (size_t i = 0; i < a.record_attention.size(); ++i) {
+    EXPECT_EQ(a.record_attention[i].seq_id, b.record_attention[i].seq_id);
+    EXPECT_EQ(a.record_attention[i].selection.layers, b.record_attention[i].selection.layers);
+    EXPECT_EQ(a.record_attention[i].selection.heads, b.record_attention[i].selection.heads);
+  }
 }
 
 // The wire form of `plan` after `edit` changed its protobuf message.
@@ -99,6 +106,7 @@ TEST(StepPlanCodec, TokenIdsArePacked) {
   // Packed repeated int32: one tag + length, then one varint byte per small id (unpacked would
   // cost a tag byte more per id).
   StepPlan big = sample_plan();
+  big.record_attention.clear();
   big.chunks[0].token_ids.assign(1000, 5);
   const std::string bytes = encode_step_plan(big);
   EXPECT_LT(bytes.size(), 1200u);
@@ -197,6 +205,14 @@ TEST(StepPlanCodec, RejectsInvalidFields) {
                   "kv_transfers[1]: kind is 7");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_kv_transfers(2)->set_block(-4); }),
                   "kv_transfers[2]: block is -4");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_record_attention(1)->set_seq_id(8); }),
+                  "record_attention[1]: seq_id 8 is not a sequence of the plan");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_record_attention(1)->set_seq_id(1LL << 40); }),
+                  "record_attention[1]: seq_id 1099511627776 is not a sequence of the plan, or is named twice");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_record_attention(0)->set_layers(1, -2); }),
+                  "record_attention[0]: layer -2");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_record_attention(0)->add_heads(-1); }),
+                  "record_attention[0]: head -1");
 }
 
 TEST(StepPlanCodec, RejectsTooManyTokens) {
@@ -307,6 +323,29 @@ TEST(StepResultCodec, RoundTripErrorOnly) {
   EXPECT_FALSE(back->logits.defined());
   EXPECT_TRUE(back->sampled.empty());
   EXPECT_EQ(back->error, r.error);
+}
+
+TEST(StepResultCodec, RoundTripAttentionRows) {
+  StepResult r;
+  r.step_id = 4;
+  r.sampled = {{3, 1, -0.5f}};
+  r.attention = {{2, 1, 2, 3, {0.25f, 0.5f, 0.25f}}, {0, 7, 0, 3, {1.0f}}};
+  absl::StatusOr<StepResult> back = decode_step_result(encode_step_result(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->attention.size(), 2u);
+  EXPECT_EQ(back->attention[0].layer, 2);
+  EXPECT_EQ(back->attention[0].head, 1);
+  EXPECT_EQ(back->attention[0].position, 2);
+  EXPECT_EQ(back->attention[0].seq_id, 3);
+  EXPECT_EQ(back->attention[0].weights, r.attention[0].weights);
+  EXPECT_EQ(back->attention[1].head, 7);
+  // Rows that do not hold position + 1 weights are refused, naming the step.
+  proto::StepResult m;
+  ASSERT_TRUE(m.ParseFromString(encode_step_result(r)));
+  m.set_attention(m.attention().substr(0, m.attention().size() - 4));
+  absl::StatusOr<StepResult> cut = decode_step_result(m.SerializeAsString());
+  ASSERT_FALSE(cut.ok());
+  EXPECT_THAT(std::string(cut.status().message()), HasSubstr("step result 4: attention records"));
 }
 
 TEST(StepResultCodec, RejectsInconsistentResults) {
