@@ -74,12 +74,19 @@ constexpr int64_t kChunkKeys = 128;
 // Query heads of one row whose scores and outputs are computed together.
 constexpr int kHeadsPerPass = 4;
 
-// Where part of a chunk's keys and values are: `count` rows `stride` floats apart, the first of
-// them `begin` keys into the chunk.
+// Items of at most this many query rows read a 16-bit cache in place (each vector widened in its
+// register as it is loaded); longer ones widen each chunk once into the scratch, which many rows
+// then read. Both give the same bits (widening is exact).
+constexpr int64_t kMaxRowsReadingInPlace = 8;
+
+// Where part of a chunk's keys and values are: `count` rows `stride` elements apart, the first of
+// them `begin` keys into the chunk; F32 (k, v) or 16-bit (k16, v16, of the cache's dtype).
 struct KeyRun {
-  const float* k;
-  const float* v;
-  int64_t stride, begin, count;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t stride = 0, begin = 0, count = 0;
+  const uint16_t* k16 = nullptr;
+  const uint16_t* v16 = nullptr;
 };
 
 // Per-thread buffers, reused across the items one chunk processes.
@@ -124,6 +131,7 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
   const int64_t kv_stride = g.num_kv_heads * d;
   const size_t esize = dtype_size(k_cache.dtype);
   const bool direct = k_cache.dtype == DType::kF32;
+  const bool in_place_16 = !direct && scales.k == nullptr && it.q_end - it.q_begin <= kMaxRowsReadingInPlace;
   // Keys go through the online softmax a chunk of whole blocks at a time (one max, one exp pass
   // and one rescale per row and chunk rather than per block). Chunks start at multiples of
   // chunk_blocks from key 0, whatever the item, so a row's arithmetic is the same in every item
@@ -159,6 +167,16 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
         runs.push_back({k_cache.as<const float>() + base, v_cache.as<const float>() + base, kv_stride, begin, count});
         continue;
       }
+      if (in_place_16) {
+        KeyRun run;
+        run.stride = kv_stride;
+        run.begin = begin;
+        run.count = count;
+        run.k16 = static_cast<const uint16_t*>(k_cache.data) + base;
+        run.v16 = static_cast<const uint16_t*>(v_cache.data) + base;
+        runs.push_back(run);
+        continue;
+      }
       const char* kc = static_cast<const char*>(k_cache.data);
       const char* vc = static_cast<const char*>(v_cache.data);
       for (int64_t t = 0; t < count; ++t) {
@@ -175,7 +193,7 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
         }
       }
     }
-    if (!direct) runs.assign(1, KeyRun{sc.k.data(), sc.v.data(), d, 0, nt});  // widened: one run
+    if (!direct && !in_place_16) runs.assign(1, KeyRun{sc.k.data(), sc.v.data(), d, 0, nt});  // widened: one run
 
     for (int64_t j = it.q_begin; j < it.q_end; ++j) {
       // Causal: query j (position first_pos + j) sees keys up to and including its own.
@@ -201,8 +219,13 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
           if (a >= e) continue;
           float* outs[kHeadsPerPass];
           for (int t = 0; t < nh; ++t) outs[t] = ss[t] + a;
-          ops.dot_rows_multi(qs, nh, run.k + (a - run.begin) * run.stride, e - a, d, run.stride,
-                             scale, outs);
+          if (run.k16 != nullptr) {
+            ops.dot_rows_multi_16(k_cache.dtype, qs, nh, run.k16 + (a - run.begin) * run.stride, e - a, d,
+                                  run.stride, scale, outs);
+          } else {
+            ops.dot_rows_multi(qs, nh, run.k + (a - run.begin) * run.stride, e - a, d, run.stride,
+                               scale, outs);
+          }
         }
         for (int t = 0; t < nh; ++t) {
           const int64_t r = (j - it.q_begin) * heads + h0 + t;
@@ -230,8 +253,13 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
           if (a >= e) continue;
           const float* ps[kHeadsPerPass];
           for (int t = 0; t < nh; ++t) ps[t] = ss[t] + a;
-          ops.axpy_rows_multi(ps, nh, run.v + (a - run.begin) * run.stride, e - a, d, run.stride,
-                              accs);
+          if (run.v16 != nullptr) {
+            ops.axpy_rows_multi_16(v_cache.dtype, ps, nh, run.v16 + (a - run.begin) * run.stride, e - a, d,
+                                   run.stride, accs);
+          } else {
+            ops.axpy_rows_multi(ps, nh, run.v + (a - run.begin) * run.stride, e - a, d, run.stride,
+                                accs);
+          }
         }
       }
     }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/dtype.h"
 
@@ -49,6 +50,13 @@ struct VecOps {
   void (*gelu_tanh_mul)(const float* g, const float* u, float* out, int64_t n);
   // x[i] = cap * tanh(x[i] / cap) in place (soft-capping).
   void (*softcap)(float* x, int64_t n, float cap);
+  // dot_rows_multi / axpy_rows_multi over 16-bit key / value rows (`dtype` BF16 or F16, a KV
+  // cache's), bit for bit what widening the rows and the F32 routine give (the AVX-512 path
+  // widens each vector in its register as it loads it).
+  void (*dot_rows_multi_16)(DType dtype, const float* const* q, int nq, const uint16_t* k, int64_t rows,
+                            int64_t d, int64_t k_stride, float scale, float* const* out);
+  void (*axpy_rows_multi_16)(DType dtype, const float* const* p, int nq, const uint16_t* v, int64_t rows,
+                             int64_t d, int64_t v_stride, float* const* acc);
 };
 
 // dot_rows_multi / axpy_rows_multi as one call of the single-row routine per query.
@@ -61,6 +69,25 @@ template <auto AxpyRows>
 void axpy_rows_each(const float* const* p, int nq, const float* v, int64_t rows, int64_t d,
                     int64_t v_stride, float* const* acc) {
   for (int h = 0; h < nq; ++h) AxpyRows(p[h], v, rows, d, v_stride, acc[h]);
+}
+
+// dot_rows_multi_16 / axpy_rows_multi_16 as the widened rows (into a per-thread buffer) and the
+// F32 routine.
+template <auto Widen, auto DotRowsMulti>
+void dot_rows_multi_widened(DType dtype, const float* const* q, int nq, const uint16_t* k, int64_t rows,
+                            int64_t d, int64_t k_stride, float scale, float* const* out) {
+  thread_local std::vector<float> rows_f32;
+  rows_f32.resize(static_cast<size_t>(rows * d));
+  for (int64_t r = 0; r < rows; ++r) Widen(dtype, k + r * k_stride, rows_f32.data() + r * d, d);
+  DotRowsMulti(q, nq, rows_f32.data(), rows, d, d, scale, out);
+}
+template <auto Widen, auto AxpyRowsMulti>
+void axpy_rows_multi_widened(DType dtype, const float* const* p, int nq, const uint16_t* v, int64_t rows,
+                             int64_t d, int64_t v_stride, float* const* acc) {
+  thread_local std::vector<float> rows_f32;
+  rows_f32.resize(static_cast<size_t>(rows * d));
+  for (int64_t r = 0; r < rows; ++r) Widen(dtype, v + r * v_stride, rows_f32.data() + r * d, d);
+  AxpyRowsMulti(p, nq, rows_f32.data(), rows, d, d, acc);
 }
 
 const VecOps& vec_ops(Isa isa);

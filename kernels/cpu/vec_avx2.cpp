@@ -291,7 +291,9 @@ const VecOps kVecOpsAvx2 = {widen,
                               max,
                               exp_shift,
                               gelu_tanh_mul,
-                              softcap};
+                              softcap,
+                              dot_rows_multi_widened<widen, dot_rows_each<dot_rows>>,
+                              axpy_rows_multi_widened<widen, axpy_rows_each<axpy_rows>>};
 
 }  // namespace weft::kernels::cpu
 

@@ -70,6 +70,21 @@ void narrow(const float* src, DType dtype, void* dst, int64_t n) {
   }
 }
 
+// The key / value rows of the attention routines: F32, or 16-bit (BF16, F16) widened exactly in
+// the register as it is loaded, so the arithmetic after the load is the same for every type.
+struct F32Rows {
+  using T = float;
+  static __m512 load(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+};
+struct Bf16Rows {
+  using T = uint16_t;
+  static __m512 load(const uint16_t* p, __mmask16 m) { return load_bf16(p, m); }
+};
+struct F16Rows {
+  using T = uint16_t;
+  static __m512 load(const uint16_t* p, __mmask16 m) { return load_f16(p, m); }
+};
+
 // Sums of four vectors, as one __m128 {sum(a), sum(b), sum(c), sum(d)}.
 inline __m256 fold(__m512 v) {
   return _mm256_add_ps(_mm512_castps512_ps256(v),
@@ -83,47 +98,55 @@ inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-void dot_rows(const float* q, const float* k, int64_t rows, int64_t d, int64_t k_stride,
-              float scale, float* out) {
+template <class Rows>
+void dot_rows_t(const float* q, const typename Rows::T* k, int64_t rows, int64_t d, int64_t k_stride,
+                float scale, float* out) {
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
-    const float* k0 = k + r * k_stride;
+    const typename Rows::T* k0 = k + r * k_stride;
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     for (int64_t i = 0; i < d; i += kW) {
       const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
       const __m512 qv = _mm512_maskz_loadu_ps(m, q + i);
-      a0 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + i), a0);
-      a1 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + k_stride + i), a1);
-      a2 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + 2 * k_stride + i), a2);
-      a3 = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + 3 * k_stride + i), a3);
+      a0 = _mm512_fmadd_ps(qv, Rows::load(k0 + i, m), a0);
+      a1 = _mm512_fmadd_ps(qv, Rows::load(k0 + k_stride + i, m), a1);
+      a2 = _mm512_fmadd_ps(qv, Rows::load(k0 + 2 * k_stride + i, m), a2);
+      a3 = _mm512_fmadd_ps(qv, Rows::load(k0 + 3 * k_stride + i, m), a3);
     }
     _mm_storeu_ps(out + r, _mm_mul_ps(reduce4(a0, a1, a2, a3), _mm_set1_ps(scale)));
   }
   for (; r < rows; ++r) {
-    const float* kr = k + r * k_stride;
+    const typename Rows::T* kr = k + r * k_stride;
     __m512 a = _mm512_setzero_ps();
     for (int64_t i = 0; i < d; i += kW) {
       const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
-      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), _mm512_maskz_loadu_ps(m, kr + i), a);
+      a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), Rows::load(kr + i, m), a);
     }
     out[r] = scale * _mm512_reduce_add_ps(a);
   }
 }
 
-void axpy_rows(const float* p, const float* v, int64_t rows, int64_t d, int64_t v_stride,
-               float* acc) {
+void dot_rows(const float* q, const float* k, int64_t rows, int64_t d, int64_t k_stride,
+              float scale, float* out) {
+  dot_rows_t<F32Rows>(q, k, rows, d, k_stride, scale, out);
+}
+
+template <class Rows>
+void axpy_rows_t(const float* p, const typename Rows::T* v, int64_t rows, int64_t d, int64_t v_stride,
+                 float* acc) {
   // Four accumulator vectors stay in registers over all rows.
+  constexpr __mmask16 kAll = 0xffff;
   int64_t i = 0;
   for (; i + 4 * kW <= d; i += 4 * kW) {
     __m512 a0 = _mm512_loadu_ps(acc + i), a1 = _mm512_loadu_ps(acc + i + kW);
     __m512 a2 = _mm512_loadu_ps(acc + i + 2 * kW), a3 = _mm512_loadu_ps(acc + i + 3 * kW);
     for (int64_t r = 0; r < rows; ++r) {
       const __m512 pr = _mm512_set1_ps(p[r]);
-      const float* vr = v + r * v_stride + i;
-      a0 = _mm512_fmadd_ps(pr, _mm512_loadu_ps(vr), a0);
-      a1 = _mm512_fmadd_ps(pr, _mm512_loadu_ps(vr + kW), a1);
-      a2 = _mm512_fmadd_ps(pr, _mm512_loadu_ps(vr + 2 * kW), a2);
-      a3 = _mm512_fmadd_ps(pr, _mm512_loadu_ps(vr + 3 * kW), a3);
+      const typename Rows::T* vr = v + r * v_stride + i;
+      a0 = _mm512_fmadd_ps(pr, Rows::load(vr, kAll), a0);
+      a1 = _mm512_fmadd_ps(pr, Rows::load(vr + kW, kAll), a1);
+      a2 = _mm512_fmadd_ps(pr, Rows::load(vr + 2 * kW, kAll), a2);
+      a3 = _mm512_fmadd_ps(pr, Rows::load(vr + 3 * kW, kAll), a3);
     }
     _mm512_storeu_ps(acc + i, a0);
     _mm512_storeu_ps(acc + i + kW, a1);
@@ -134,31 +157,36 @@ void axpy_rows(const float* p, const float* v, int64_t rows, int64_t d, int64_t 
     const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
     __m512 a = _mm512_maskz_loadu_ps(m, acc + i);
     for (int64_t r = 0; r < rows; ++r) {
-      a = _mm512_fmadd_ps(_mm512_set1_ps(p[r]), _mm512_maskz_loadu_ps(m, v + r * v_stride + i), a);
+      a = _mm512_fmadd_ps(_mm512_set1_ps(p[r]), Rows::load(v + r * v_stride + i, m), a);
     }
     _mm512_mask_storeu_ps(acc + i, m, a);
   }
+}
+
+void axpy_rows(const float* p, const float* v, int64_t rows, int64_t d, int64_t v_stride,
+               float* acc) {
+  axpy_rows_t<F32Rows>(p, v, rows, d, v_stride, acc);
 }
 
 // dot_rows for nq query rows sharing the keys: each K vector loaded once feeds every query. Every
 // (query, key) score takes exactly dot_rows' operations (the same lanes over d, reduce4 for keys
 // in whole groups of four from the first, the full reduction for the rest), so a query's scores
 // do not depend on the queries beside it.
-template <int NQ>
-void dot_rows_multi_n(const float* const* q, const float* k, int64_t rows, int64_t d,
+template <class Rows, int NQ>
+void dot_rows_multi_n(const float* const* q, const typename Rows::T* k, int64_t rows, int64_t d,
                       int64_t k_stride, float scale, float* const* out) {
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
-    const float* k0 = k + r * k_stride;
+    const typename Rows::T* k0 = k + r * k_stride;
     __m512 a[NQ][4];
 #pragma GCC unroll 4
     for (int h = 0; h < NQ; ++h) a[h][0] = a[h][1] = a[h][2] = a[h][3] = _mm512_setzero_ps();
     for (int64_t i = 0; i < d; i += kW) {
       const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
-      const __m512 k0v = _mm512_maskz_loadu_ps(m, k0 + i);
-      const __m512 k1v = _mm512_maskz_loadu_ps(m, k0 + k_stride + i);
-      const __m512 k2v = _mm512_maskz_loadu_ps(m, k0 + 2 * k_stride + i);
-      const __m512 k3v = _mm512_maskz_loadu_ps(m, k0 + 3 * k_stride + i);
+      const __m512 k0v = Rows::load(k0 + i, m);
+      const __m512 k1v = Rows::load(k0 + k_stride + i, m);
+      const __m512 k2v = Rows::load(k0 + 2 * k_stride + i, m);
+      const __m512 k3v = Rows::load(k0 + 3 * k_stride + i, m);
 #pragma GCC unroll 4
       for (int h = 0; h < NQ; ++h) {
         const __m512 qv = _mm512_maskz_loadu_ps(m, q[h] + i);
@@ -173,25 +201,41 @@ void dot_rows_multi_n(const float* const* q, const float* k, int64_t rows, int64
       _mm_storeu_ps(out[h] + r, _mm_mul_ps(reduce4(a[h][0], a[h][1], a[h][2], a[h][3]), _mm_set1_ps(scale)));
     }
   }
-  for (int h = 0; h < NQ; ++h) dot_rows(q[h], k + r * k_stride, rows - r, d, k_stride, scale, out[h] + r);
+  for (int h = 0; h < NQ; ++h) dot_rows_t<Rows>(q[h], k + r * k_stride, rows - r, d, k_stride, scale, out[h] + r);
+}
+
+template <class Rows>
+void dot_rows_multi_t(const float* const* q, int nq, const typename Rows::T* k, int64_t rows, int64_t d,
+                      int64_t k_stride, float scale, float* const* out) {
+  for (; nq >= 4; nq -= 4, q += 4, out += 4) dot_rows_multi_n<Rows, 4>(q, k, rows, d, k_stride, scale, out);
+  switch (nq) {
+    case 3: dot_rows_multi_n<Rows, 3>(q, k, rows, d, k_stride, scale, out); break;
+    case 2: dot_rows_multi_n<Rows, 2>(q, k, rows, d, k_stride, scale, out); break;
+    case 1: dot_rows_t<Rows>(q[0], k, rows, d, k_stride, scale, out[0]); break;
+    default: break;
+  }
 }
 
 void dot_rows_multi(const float* const* q, int nq, const float* k, int64_t rows, int64_t d,
                     int64_t k_stride, float scale, float* const* out) {
-  for (; nq >= 4; nq -= 4, q += 4, out += 4) dot_rows_multi_n<4>(q, k, rows, d, k_stride, scale, out);
-  switch (nq) {
-    case 3: dot_rows_multi_n<3>(q, k, rows, d, k_stride, scale, out); break;
-    case 2: dot_rows_multi_n<2>(q, k, rows, d, k_stride, scale, out); break;
-    case 1: dot_rows(q[0], k, rows, d, k_stride, scale, out[0]); break;
-    default: break;
+  dot_rows_multi_t<F32Rows>(q, nq, k, rows, d, k_stride, scale, out);
+}
+
+void dot_rows_multi_16(DType dtype, const float* const* q, int nq, const uint16_t* k, int64_t rows, int64_t d,
+                       int64_t k_stride, float scale, float* const* out) {
+  if (dtype == DType::kBF16) {
+    dot_rows_multi_t<Bf16Rows>(q, nq, k, rows, d, k_stride, scale, out);
+  } else {
+    dot_rows_multi_t<F16Rows>(q, nq, k, rows, d, k_stride, scale, out);
   }
 }
 
 // axpy_rows for nq accumulators over the same value rows: each V vector loaded once feeds every
 // accumulator; each accumulator element sums its rows in axpy_rows' order.
-template <int NQ>
-void axpy_rows_multi_n(const float* const* p, const float* v, int64_t rows, int64_t d,
+template <class Rows, int NQ>
+void axpy_rows_multi_n(const float* const* p, const typename Rows::T* v, int64_t rows, int64_t d,
                        int64_t v_stride, float* const* acc) {
+  constexpr __mmask16 kAll = 0xffff;
   int64_t i = 0;
   for (; i + 4 * kW <= d; i += 4 * kW) {
     __m512 a[NQ][4];
@@ -201,9 +245,9 @@ void axpy_rows_multi_n(const float* const* p, const float* v, int64_t rows, int6
       for (int c = 0; c < 4; ++c) a[h][c] = _mm512_loadu_ps(acc[h] + i + c * kW);
     }
     for (int64_t r = 0; r < rows; ++r) {
-      const float* vr = v + r * v_stride + i;
-      const __m512 v0 = _mm512_loadu_ps(vr), v1 = _mm512_loadu_ps(vr + kW);
-      const __m512 v2 = _mm512_loadu_ps(vr + 2 * kW), v3 = _mm512_loadu_ps(vr + 3 * kW);
+      const typename Rows::T* vr = v + r * v_stride + i;
+      const __m512 v0 = Rows::load(vr, kAll), v1 = Rows::load(vr + kW, kAll);
+      const __m512 v2 = Rows::load(vr + 2 * kW, kAll), v3 = Rows::load(vr + 3 * kW, kAll);
 #pragma GCC unroll 4
       for (int h = 0; h < NQ; ++h) {
         const __m512 pr = _mm512_set1_ps(p[h][r]);
@@ -220,18 +264,33 @@ void axpy_rows_multi_n(const float* const* p, const float* v, int64_t rows, int6
     }
   }
   if (i < d) {
-    for (int h = 0; h < NQ; ++h) axpy_rows(p[h], v + i, rows, d - i, v_stride, acc[h] + i);
+    for (int h = 0; h < NQ; ++h) axpy_rows_t<Rows>(p[h], v + i, rows, d - i, v_stride, acc[h] + i);
+  }
+}
+
+template <class Rows>
+void axpy_rows_multi_t(const float* const* p, int nq, const typename Rows::T* v, int64_t rows, int64_t d,
+                       int64_t v_stride, float* const* acc) {
+  for (; nq >= 4; nq -= 4, p += 4, acc += 4) axpy_rows_multi_n<Rows, 4>(p, v, rows, d, v_stride, acc);
+  switch (nq) {
+    case 3: axpy_rows_multi_n<Rows, 3>(p, v, rows, d, v_stride, acc); break;
+    case 2: axpy_rows_multi_n<Rows, 2>(p, v, rows, d, v_stride, acc); break;
+    case 1: axpy_rows_t<Rows>(p[0], v, rows, d, v_stride, acc[0]); break;
+    default: break;
   }
 }
 
 void axpy_rows_multi(const float* const* p, int nq, const float* v, int64_t rows, int64_t d,
                      int64_t v_stride, float* const* acc) {
-  for (; nq >= 4; nq -= 4, p += 4, acc += 4) axpy_rows_multi_n<4>(p, v, rows, d, v_stride, acc);
-  switch (nq) {
-    case 3: axpy_rows_multi_n<3>(p, v, rows, d, v_stride, acc); break;
-    case 2: axpy_rows_multi_n<2>(p, v, rows, d, v_stride, acc); break;
-    case 1: axpy_rows(p[0], v, rows, d, v_stride, acc[0]); break;
-    default: break;
+  axpy_rows_multi_t<F32Rows>(p, nq, v, rows, d, v_stride, acc);
+}
+
+void axpy_rows_multi_16(DType dtype, const float* const* p, int nq, const uint16_t* v, int64_t rows, int64_t d,
+                        int64_t v_stride, float* const* acc) {
+  if (dtype == DType::kBF16) {
+    axpy_rows_multi_t<Bf16Rows>(p, nq, v, rows, d, v_stride, acc);
+  } else {
+    axpy_rows_multi_t<F16Rows>(p, nq, v, rows, d, v_stride, acc);
   }
 }
 
@@ -350,7 +409,8 @@ void softcap(float* x, int64_t n, float cap) {
 const VecOps kVecOpsAvx512 = {widen,          narrow,          dot_rows,  axpy_rows,
                               dot_rows_multi, axpy_rows_multi, sum_squares, silu_mul,
                               max,
-                              exp_shift,      gelu_tanh_mul,   softcap};
+                              exp_shift,      gelu_tanh_mul,   softcap,
+                              dot_rows_multi_16, axpy_rows_multi_16};
 
 }  // namespace weft::kernels::cpu
 

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <tuple>
 
 #include "kernel_test_util.h"
 
@@ -230,13 +231,18 @@ TEST_P(AttentionTest, SoftCappedScores) {
 // count (a lone decode row has its heads split over work items, a prefill keeps a group
 // together, so heads go through the multi-head routines in different company).
 TEST_P(AttentionTest, DecodeRowEqualsItsPrefillRowBitForBit) {
-  constexpr int64_t kHeads = 12, kD = 64, kBlock = 16, kLen = 150;
-  for (int64_t kv_heads : {1, 3}) {
+  // A decode row reads a 16-bit cache in place; a prefill's query tiles of 16 rows widen it chunk by
+  // chunk first (with 160 tokens the last row is in such a tile; with 150, in a tile of 6, read in
+  // place too).
+  constexpr int64_t kHeads = 12, kD = 64, kBlock = 16;
+  for (const auto& [kv_heads, cache_dtype, kLen] :
+       {std::tuple<int64_t, DType, int32_t>{1, DType::kBF16, 160}, {3, DType::kBF16, 160}, {3, DType::kBF16, 150},
+        {3, DType::kF16, 160}, {3, DType::kF32, 150}}) {
     const int64_t blocks = (kLen + kBlock - 1) / kBlock;
     std::vector<float> k = random_floats(static_cast<size_t>(blocks * kBlock * kv_heads * kD), 7);
     std::vector<float> v = random_floats(k.size(), 8);
-    const Tensor k_cache = make_stored(k, DType::kBF16, {blocks, kBlock, kv_heads, kD});
-    const Tensor v_cache = make_stored(v, DType::kBF16, {blocks, kBlock, kv_heads, kD});
+    const Tensor k_cache = make_stored(k, cache_dtype, {blocks, kBlock, kv_heads, kD});
+    const Tensor v_cache = make_stored(v, cache_dtype, {blocks, kBlock, kv_heads, kD});
     const std::vector<float> qv = random_floats(static_cast<size_t>(kLen * kHeads * kD), 9, -2, 2);
     std::vector<int32_t> table(static_cast<size_t>(blocks));
     std::iota(table.begin(), table.end(), 0);
@@ -260,8 +266,10 @@ TEST_P(AttentionTest, DecodeRowEqualsItsPrefillRowBitForBit) {
     };
     const std::vector<float> prefill = run(kLen, 1);
     for (int threads : {1, 3, 8}) {
-      EXPECT_EQ(run(1, threads), prefill) << "kv heads " << kv_heads << ", threads " << threads;
-      EXPECT_EQ(run(kLen, threads), prefill) << "kv heads " << kv_heads << ", threads " << threads;
+      EXPECT_EQ(run(1, threads), prefill) << "kv heads " << kv_heads << ", threads " << threads << ", "
+                                          << dtype_name(cache_dtype) << ", " << kLen;
+      EXPECT_EQ(run(kLen, threads), prefill) << "kv heads " << kv_heads << ", threads " << threads << ", "
+                                             << dtype_name(cache_dtype);
     }
   }
 }
