@@ -1,6 +1,6 @@
 // CPU kernel benchmarks (Google Benchmark): linear as GEMV (m = 1, bound by reading the weights)
-// and GEMM (m = 16, 128, bound by arithmetic) at Llama-100M-like shapes, and paged attention
-// decode. Counters: bytes_per_second counts weight bytes (+ x and y), FLOP/s counts 2*m*n*k.
+// and GEMM (m = 16, 128, bound by arithmetic) at Llama-100M-like shapes, paged attention
+// decode, and the sampler's rows (a decode step's batch drawn at a temperature). Counters: bytes_per_second counts weight bytes (+ x and y), FLOP/s counts 2*m*n*k.
 //   kernels_bench [--threads=N] [--isa=native|avx512-noamx|avx512-novnni|avx2|portable] [google benchmark flags]
 #include <benchmark/benchmark.h>
 
@@ -20,6 +20,7 @@
 #include "core/half.h"
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "sampling/sampler.h"
 #include "weft/kernels/attention.h"
 #include "weft/kernels/block_quant.h"
 #include "weft/kernels/cpu_isa.h"
@@ -246,6 +247,33 @@ void BM_ParallelForHandoff(benchmark::State& state) {
   state.SetLabel(std::to_string(handoff_pool.num_threads()) + " threads");
 }
 BENCHMARK(BM_ParallelForHandoff)->ArgName("spin_us")->Arg(0)->Arg(200)->UseRealTime();
+
+// Args: rows, vocab. Temperature 0.8 and nothing else: the dense path (every token weighed, the
+// draw scans the row) that a chat client's default sampling takes.
+void BM_SampleRows(benchmark::State& state) {
+  const int64_t rows = state.range(0), vocab = state.range(1);
+  Tensor logits = Tensor::empty(DType::kF32, Shape{rows, vocab});
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 3.0f);
+  for (int64_t i = 0; i < logits.numel(); ++i) logits.data_as<float>()[i] = dist(rng);
+  SamplingParams params;
+  params.temperature = 0.8f;
+  std::vector<std::vector<int32_t>> outputs(static_cast<size_t>(rows));
+  std::vector<SequenceSamplingState> states(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    states[r].params = &params;
+    states[r].seed = 7;
+    states[r].seq_index = static_cast<uint32_t>(r);
+    states[r].output_ids = outputs[r];
+  }
+  Sampler sampler;
+  for (auto _ : state) {
+    auto drawn = sampler.sample(logits.view(), states, pool());
+    benchmark::DoNotOptimize(drawn);
+  }
+  state.SetItemsProcessed(state.iterations() * rows);
+}
+BENCHMARK(BM_SampleRows)->ArgNames({"rows", "vocab"})->Args({64, 49152})->Args({1, 151936})->UseRealTime();
 
 }  // namespace
 }  // namespace weft::kernels

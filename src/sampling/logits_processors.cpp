@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "sampling/row_math.h"
+
 namespace weft {
 namespace {
 
@@ -61,7 +63,7 @@ void apply_presence_frequency_penalties(std::span<float> logits, float presence_
 
 void apply_temperature(std::span<float> logits, float temperature) {
   if (temperature == 1.0f) return;
-  for (float& l : logits) l /= temperature;
+  divide_row(logits.data(), static_cast<int64_t>(logits.size()), temperature);
 }
 
 void apply_logits_processors(std::span<float> logits, const SequenceSamplingState& state,

@@ -10,6 +10,7 @@
 #include "core/status_macros.h"
 #include "sampling/logits_processors.h"
 #include "sampling/rng.h"
+#include "sampling/row_math.h"
 
 namespace weft {
 namespace {
@@ -64,42 +65,6 @@ absl::Status check_state(const SequenceSamplingState& s, int64_t vocab, size_t s
     }
   }
   return absl::OkStatus();
-}
-
-// exp(x) for x <= 0 to about 1 ulp (Cephes expf), written so the loops below vectorise;
-// x below -87 (including -inf) gives exactly 0: such tokens weigh < 1e-38 of the most probable.
-inline float exp_nonpositive(float x) {
-  const bool underflow = !(x >= -87.0f);
-  x = underflow ? -87.0f : x;
-  const float fx = x * 1.44269504088896341f + 0.5f;
-  int n = static_cast<int>(fx);
-  n -= fx < static_cast<float>(n);  // floor for negative values
-  const float nf = static_cast<float>(n);
-  const float r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return underflow ? 0.0f : y * scale;
-}
-
-// w[i] = exp(x[i] - max) over the whole row; returns sum(w) in double.
-double exp_row(const float* x, float max, float* w, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) w[i] = exp_nonpositive(x[i] - max);
-  // Independent accumulators: the sum is latency-bound otherwise.
-  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += w[i + j];
-  }
-  for (; i < n; ++i) acc[0] += w[i];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
 // Descending logit, ties to the lower id.
@@ -215,7 +180,7 @@ int32_t draw_from(const std::vector<int32_t>& ids, const float* w, double u) {
 bool filter_survivors(const SamplingParams& p, RowScratch& s) {
   const int64_t vocab = static_cast<int64_t>(s.logits.size());
   const float* x = s.logits.data();
-  const float max_logit = *std::max_element(s.logits.begin(), s.logits.end());
+  const float max_logit = row_max(s.logits.data(), static_cast<int64_t>(s.logits.size()));
   if (!(max_logit > kNegInf)) return false;
   s.weights.resize(vocab);
   float* w = s.weights.data();
@@ -258,7 +223,7 @@ int32_t draw(const SamplingParams& p, double u, RowScratch& s) {
   // Dense path (no id list): survivors are the tokens at or above the min_p threshold, in id
   // order; the same set filter_survivors lists.
   const float* x = s.logits.data();
-  const float max_logit = *std::max_element(s.logits.begin(), s.logits.end());
+  const float max_logit = row_max(s.logits.data(), static_cast<int64_t>(s.logits.size()));
   if (!(max_logit > kNegInf)) return -1;
   s.weights.resize(vocab);
   float* w = s.weights.data();
@@ -285,7 +250,7 @@ void fill_logprobs(std::span<const float> raw, int n_top, float given_lse, RowSc
   const int64_t vocab = static_cast<int64_t>(raw.size());
   double lse = given_lse;
   if (std::isnan(given_lse)) {
-    const float max_raw = *std::max_element(raw.begin(), raw.end());
+    const float max_raw = row_max(raw.data(), static_cast<int64_t>(raw.size()));
     s.weights.resize(vocab);
     lse = max_raw + std::log(exp_row(raw.data(), max_raw, s.weights.data(), vocab));
   }
@@ -338,7 +303,7 @@ TokenDistribution distribution_row(std::span<const float> raw, const SequenceSam
 SampleDiagnostics diagnose_row(std::span<const float> raw, const SequenceSamplingState& state, int32_t token) {
   SampleDiagnostics d;
   RowScratch s;
-  const float max_raw = *std::max_element(raw.begin(), raw.end());
+  const float max_raw = row_max(raw.data(), static_cast<int64_t>(raw.size()));
   s.weights.resize(raw.size());
   const double total = exp_row(raw.data(), max_raw, s.weights.data(), static_cast<int64_t>(raw.size()));
   double entropy = 0.0;
