@@ -18,7 +18,7 @@ std::vector<FlagSpec> engine_flag_specs() {
        "started on this host without binding them)"},
       {"thread-spin-us", "N",
        "microseconds idle kernel threads spin for the next operation before sleeping (default "
-       "200; 0 sleeps at once, kinder to a machine shared with other work)"},
+       "200, weft serve 5000; 0 sleeps at once, kinder to a machine shared with other work)"},
       {"block-size", "N", "tokens per KV block (default 16)"},
       {"kv-cache-memory", "SIZE", "KV cache budget, e.g. 512MiB (default 1GiB)"},
       {"kv-cache-memory-fraction", "F",
@@ -128,8 +128,8 @@ absl::Status speculative_options_from(const CliArgs& args, LocalEngineOptions& o
   return absl::OkStatus();
 }
 
-absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
-                                                       const std::string& default_model) {
+absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args, const std::string& default_model,
+                                                       std::chrono::microseconds default_spin) {
   LocalEngineOptions o;
   o.model_dir = args.get_or("model", default_model);
   if (o.model_dir.empty()) o.model_dir = default_model_dir();
@@ -152,7 +152,7 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
   WEFT_ASSIGN_OR_RETURN(int64_t threads, args.get_int("threads", 0));
   o.num_threads = static_cast<int>(threads);
   WEFT_ASSIGN_OR_RETURN(int64_t spin_us,
-                        args.get_int("thread-spin-us", ThreadPool::kDefaultSpin.count()));
+                        args.get_int("thread-spin-us", default_spin.count()));
   if (spin_us < 0 || spin_us > 1000000) {
     return absl::InvalidArgumentError("--thread-spin-us: must be in [0, 1000000]");
   }

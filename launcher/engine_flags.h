@@ -2,10 +2,12 @@
 // their translation into LocalEngineOptions.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/thread_pool.h"
 #include "engine/local_engine.h"
 #include "launcher/cli_args.h"
 #include "launcher/flag_table.h"
@@ -18,8 +20,9 @@ namespace weft {
 std::vector<FlagSpec> engine_flag_specs();
 
 // Reads the shared flags; applies --cpu-isa at once. `default_model` is used when --model is
-// absent (empty: --model is required).
-absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args,
-                                                       const std::string& default_model = "");
+// absent (empty: --model is required); `default_spin` when --thread-spin-us is.
+absl::StatusOr<LocalEngineOptions> engine_options_from(
+    const CliArgs& args, const std::string& default_model = "",
+    std::chrono::microseconds default_spin = ThreadPool::kDefaultSpin);
 
 }  // namespace weft

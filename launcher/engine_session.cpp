@@ -26,9 +26,10 @@ bool launched_by_mpi() {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArgs& args,
-                                                                    const std::string& default_model) {
+                                                                    const std::string& default_model,
+                                                                    std::chrono::microseconds default_spin) {
   std::unique_ptr<EngineSession> s(new EngineSession());
-  WEFT_ASSIGN_OR_RETURN(s->options_, engine_options_from(args, default_model));
+  WEFT_ASSIGN_OR_RETURN(s->options_, engine_options_from(args, default_model, default_spin));
   WEFT_ASSIGN_OR_RETURN(int64_t tp, args.get_int("tp", 1));
   WEFT_ASSIGN_OR_RETURN(int64_t pp, args.get_int("pp", 1));
   if (tp < 1 || pp < 1) return absl::InvalidArgumentError("--tp and --pp must be at least 1");

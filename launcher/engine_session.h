@@ -21,9 +21,11 @@ namespace weft {
 class EngineSession {
  public:
   // Reads --tp / --pp / --layers-per-stage / --step-timeout and the shared engine flags; starts
-  // MPI when the process was launched by mpirun or srun, or when tp * pp > 1.
-  static absl::StatusOr<std::unique_ptr<EngineSession>> start(const CliArgs& args,
-                                                             const std::string& default_model = "");
+  // MPI when the process was launched by mpirun or srun, or when tp * pp > 1. The defaults are
+  // engine_options_from's.
+  static absl::StatusOr<std::unique_ptr<EngineSession>> start(
+      const CliArgs& args, const std::string& default_model = "",
+      std::chrono::microseconds default_spin = ThreadPool::kDefaultSpin);
   ~EngineSession();
 
   int rank() const;

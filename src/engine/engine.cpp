@@ -200,6 +200,12 @@ Tensor Engine::picked_rows(const StepOutput& output, const std::vector<int64_t>&
   if (output.logits.defined()) {
     sampled_from_.full_logits += num_rows;
     const int64_t vocab = output.logits.dim(1);
+    bool consecutive = num_rows > 0;
+    for (int64_t i = 1; i < num_rows && consecutive; ++i) consecutive = rows[i] == rows[0] + i;
+    if (consecutive) {  // (every row of a decode batch) the rows as they are, no copy
+      return Tensor::wrap(output.logits.data_as<float>() + rows[0] * vocab, DType::kF32, Shape{num_rows, vocab},
+                          std::make_shared<Tensor>(output.logits));
+    }
     Tensor picked = Tensor::empty(DType::kF32, Shape{num_rows, vocab});
     for (int64_t i = 0; i < num_rows; ++i) {
       std::memcpy(picked.data_as<float>() + i * vocab,

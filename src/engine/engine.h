@@ -378,8 +378,9 @@ class Engine {
   // mask_words(vocab) words per state) and points each such state's `allowed` at its row.
   absl::Status apply_constraints(std::vector<SequenceSamplingState>& states,
                                  const std::vector<int64_t>& seq_ids, std::vector<uint32_t>& masks);
-  // Output rows `rows` as F32 [rows.size(), vocab] to sample from (candidates expanded to
-  // -inf rows); counts them in sampled_from_.
+  // Output rows `rows` as F32 [rows.size(), vocab] to sample from, read only (candidates
+  // expanded to -inf rows; consecutive logits rows seen where they are, without a copy); counts
+  // them in sampled_from_.
   Tensor picked_rows(const StepOutput& output, const std::vector<int64_t>& rows);
   // The sampling state of `seq` with `extra` tokens taken as generated after its output
   // (`storage` keeps the concatenation alive).
