@@ -34,21 +34,7 @@ namespace {
 [[gnu::always_inline]] inline float exp_nonpositive_by_floor(float x) {
   const bool underflow = !(x >= -87.0f);
   x = underflow ? -87.0f : x;
-  const float fx = x * 1.44269504088896341f + 0.5f;
-  const float nf = std::floor(fx);
-  const int n = static_cast<int>(nf);
-  const float r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return underflow ? 0.0f : y * scale;
+  return underflow ? 0.0f : exp_given_floor(x, std::floor(x * 1.44269504088896341f + 0.5f));
 }
 
 template <float (*Exp)(float)>

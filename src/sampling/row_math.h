@@ -10,15 +10,9 @@
 
 namespace weft {
 
-// exp(x) for x <= 0 to about 1 ulp (Cephes expf), written so loops over it vectorise; x below
-// -87 (including -inf) gives exactly 0: such tokens weigh < 1e-38 of the most probable.
-inline float exp_nonpositive(float x) {
-  const bool underflow = !(x >= -87.0f);
-  x = underflow ? -87.0f : x;
-  const float fx = x * 1.44269504088896341f + 0.5f;
-  int n = static_cast<int>(fx);
-  n -= fx < static_cast<float>(n);  // floor for negative values
-  const float nf = static_cast<float>(n);
+// Cephes expf's polynomial and exponent for x in [-87, 0], given nf = floor(x * log2(e) + 0.5).
+inline float exp_given_floor(float x, float nf) {
+  const int n = static_cast<int>(nf);
   const float r = x - nf * 0.693359375f + nf * 2.12194440e-4f;
   float y = 1.9875691500e-4f;
   y = y * r + 1.3981999507e-3f;
@@ -30,7 +24,19 @@ inline float exp_nonpositive(float x) {
   const uint32_t bits = static_cast<uint32_t>(n + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof(scale));
-  return underflow ? 0.0f : y * scale;
+  return y * scale;
+}
+
+// exp(x) for x <= 0 to about 1 ulp (Cephes expf), written so loops over it vectorise on baseline
+// x86-64; x below -87 (including -inf) gives exactly 0: such tokens weigh < 1e-38 of the most
+// probable.
+inline float exp_nonpositive(float x) {
+  const bool underflow = !(x >= -87.0f);
+  x = underflow ? -87.0f : x;
+  const float fx = x * 1.44269504088896341f + 0.5f;
+  int n = static_cast<int>(fx);
+  n -= fx < static_cast<float>(n);  // floor for negative values
+  return underflow ? 0.0f : exp_given_floor(x, static_cast<float>(n));
 }
 
 // exp_nonpositive as the AVX-512 path computes it (another floor, the same bits): for tests.
