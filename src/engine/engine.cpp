@@ -567,24 +567,6 @@ void Engine::record_step_costs(const StepPlan& plan, double seconds) {
   if (tokens >= 2 * blocks_.block_size() && 2 * prefill >= tokens) preemption_costs_.record_prefill(tokens, seconds);
 }
 
-void Engine::plan_attention_recording(StepPlan& plan) const {
-  for (const PlannedChunk& chunk : plan.chunks) {
-    if (chunk.logits == LogitsWanted::kNone) continue;
-    auto seq = sequences_.find(chunk.seq_id);
-    if (seq == sequences_.end()) continue;
-    const RequestInfo& request = requests_.at(seq->second.request_id);
-    if (request.record_attention) plan.record_attention.push_back({chunk.seq_id, *request.record_attention});
-  }
-}
-
-void Engine::take_recorded_attention(std::vector<AttentionRecord>& records) {
-  for (AttentionRecord& r : records) {
-    auto seq = sequences_.find(r.seq_id);
-    if (seq != sequences_.end()) seq->second.diagnostics.attention.push_back(std::move(r));
-  }
-  records.clear();
-}
-
 absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   const auto started = std::chrono::steady_clock::now();
   std::vector<SequenceOutput> outputs = std::move(pending_);
