@@ -1,30 +1,51 @@
 #!/usr/bin/env bash
-# One command for a GPU machine (issue 7): configure (WEFT_CUDA=ON, Release, Ninja), build in
-# parallel, run the `gpu` tests, compute-sanitizer memcheck on a slice of the CUDA op tests, the
-# default model's perplexity on the GPU, then bench/gpu_bench. Every step has a timeout; the
-# whole run is meant to stay well within 8 minutes on one H200. Ends with a summary block to
-# paste into the issue note.
+# The GPU check, run from a bundle made by scripts/gpu-bundle.sh (issue 17) on a GPU machine that
+# has the CUDA 13 toolkit or NVIDIA's CUDA wheels and nothing of our build dependencies:
 #
-#   scripts/gpu-check.sh [BUILD_DIR]        (default: build-gpu)
+#   scripts/gpu-bundle.sh /tmp/bundle && /tmp/bundle/gpu-check.sh       (here, to try it)
+#   tar -xJf bundle.tar.xz -C /tmp && /tmp/bundle/gpu-check.sh           (on the GPU machine)
 #
-# Exit codes: 0 everything passed; 1 a step failed; 3 built fine but no GPU is visible (the gpu
-# tests would all be skipped, so nothing was checked).
+# Probes what the machine has first (GPU, driver, CUDA runtime / cuBLAS / NCCL libraries, python
+# with torch + transformers), then runs: the gpu test binaries (CUDA kernels against their CPU
+# twins, the CUDA executor against the CPU engine and the transformers dumps), compute-sanitizer
+# memcheck on a slice of the kernel tests, the default model's perplexity on the GPU against
+# transformers', bin/gpu_bench and bench/gpu_baseline.py (transformers generate on the same model).
+# One global deadline (GPU_CHECK_DEADLINE_S, default 480 s) bounds everything: each step's limit
+# is cut to what is left, and a step that cannot start in time is recorded as skipped. The summary
+# is printed whatever happened; with $OUT set, gpu-check.log and results.json are written there.
+#
+# Exit codes: 0 everything passed; 1 a step failed or timed out; 3 no GPU visible.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-BUILD="${1:-build-gpu}"
-export PATH="/usr/local/cuda/bin:${PATH}"
-JOBS="$(nproc)"
+ROOT="$(cd "$(dirname "$0")" && pwd)"
+if [[ ! -d "${ROOT}/bin" ]]; then
+  echo "gpu-check: run me from a bundle: scripts/gpu-bundle.sh OUT && OUT/gpu-check.sh" >&2
+  exit 1
+fi
+cd "${ROOT}"
 T0=$(date +%s)
+DEADLINE=$(( T0 + ${GPU_CHECK_DEADLINE_S:-480} ))
+RESULTS_DIR="${OUT:-${ROOT}/results}"
+mkdir -p "${RESULTS_DIR}"
+LOG="${RESULTS_DIR}/gpu-check.log"
+exec > >(tee -a "${LOG}") 2>&1
 SUMMARY=()
 FAILED=0
+declare -A JSON_PARTS
 
-# step NAME TIMEOUT_S COMMAND...: runs with a timeout, records "NAME: ok|FAILED (rc) in Ns".
+# step NAME LIMIT_S COMMAND...: runs under min(LIMIT, time left), records ok / FAILED / timeout.
 step() {
   local name="$1" limit="$2"
   shift 2
+  local left=$(( DEADLINE - $(date +%s) ))
+  if (( left < 10 )); then
+    SUMMARY+=("${name}: skipped (global deadline reached)")
+    FAILED=1
+    return 0
+  fi
+  (( limit > left )) && limit=${left}
   local t=$(date +%s)
   echo "=== ${name} (limit ${limit}s): $*"
-  timeout --kill-after=10 "${limit}" "$@"
+  timeout --kill-after=5 "${limit}" "$@"
   local rc=$?
   local took=$(( $(date +%s) - t ))
   if [[ ${rc} -eq 0 ]]; then
@@ -34,63 +55,132 @@ step() {
     SUMMARY+=("${name}: FAILED (${rc}) in ${took}s")
     FAILED=1
   fi
-  return 0
 }
 
-print_summary() {
+finish() {
   echo
-  echo "===== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD 2>/dev/null || echo '?')) ====="
-  if command -v nvidia-smi >/dev/null 2>&1; then
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
-  fi
-  echo "nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)"
+  echo "===== gpu-check summary ($(date -u +%Y-%m-%dT%H:%MZ), bundle $(tr '\n' ' ' < COMMIT)) ====="
+  for line in "${PROBE[@]}"; do echo "${line}"; done
   for line in "${SUMMARY[@]}"; do echo "${line}"; done
-  [[ -n "${BENCH_JSON:-}" ]] && echo "bench: ${BENCH_JSON}"
+  for key in "${!JSON_PARTS[@]}"; do echo "${key}: ${JSON_PARTS[${key}]}"; done
   echo "total: $(( $(date +%s) - T0 ))s"
   echo "====="
+  {
+    echo "{\"total_s\": $(( $(date +%s) - T0 )), \"failed\": ${FAILED},"
+    echo " \"steps\": ["
+    local first=1
+    for line in "${SUMMARY[@]}"; do
+      (( first )) || echo ","
+      first=0
+      printf '  "%s"' "${line//\"/\'}"
+    done
+    echo "],"
+    for key in "${!JSON_PARTS[@]}"; do echo " \"${key}\": ${JSON_PARTS[${key}]},"; done
+    echo " \"probe\": \"$(printf '%s; ' "${PROBE[@]}" | tr '"' "'")\"}"
+  } > "${RESULTS_DIR}/results.json"
 }
+trap finish EXIT
 
-step configure 180 cmake -S . -B "${BUILD}" -G Ninja -DCMAKE_BUILD_TYPE=Release -DWEFT_CUDA=ON \
-  -DWEFT_BUILD_TESTS=ON -DWEFT_BUILD_BENCH=ON
-if [[ ${FAILED} -ne 0 ]]; then print_summary; exit 1; fi
-# The GPU test binaries (every target under tests/gpu), the benchmark and the weft binary.
-step build 420 ninja -C "${BUILD}" -j"${JOBS}" tests/gpu/all tests/unit/device_plan/all gpu_bench weft
-if [[ ${FAILED} -ne 0 ]]; then print_summary; exit 1; fi
-
-GPUS=0
+# --- Probe: what the machine has. ---
+PROBE=()
+export PATH="/usr/local/cuda/bin:${PATH}"
 if command -v nvidia-smi >/dev/null 2>&1; then
+  PROBE+=("gpu: $(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | head -n 1)")
   GPUS=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+else
+  PROBE+=("gpu: nvidia-smi not found")
+  GPUS=0
 fi
+PROBE+=("nvcc: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo none)")
+PYTHON=""
+for p in python3 /opt/torch/.venv/bin/python3; do
+  if command -v "${p}" >/dev/null 2>&1 && "${p}" -c 'import torch, transformers' 2>/dev/null; then
+    PYTHON="${p}"
+    break
+  fi
+done
+PROBE+=("python with torch+transformers: ${PYTHON:-none}")
+# CUDA runtime and cuBLAS: the toolkit's, else NVIDIA's wheels beside torch; NCCL from its wheel.
+LIBDIRS=("${ROOT}/lib")
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [[ -d "${d}" ]] && LIBDIRS+=("${d}")
+done
+if [[ -n "${PYTHON}" ]]; then
+  while read -r d; do [[ -n "${d}" ]] && LIBDIRS+=("${d}"); done < <("${PYTHON}" - <<'EOF' 2>/dev/null
+import glob, os
+import nvidia
+for root in nvidia.__path__:
+    for lib in sorted(set(os.path.dirname(p) for p in glob.glob(os.path.join(root, "**", "lib*.so*"), recursive=True))):
+        print(lib)
+EOF
+)
+fi
+export LD_LIBRARY_PATH="$(IFS=:; echo "${LIBDIRS[*]}")${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
+  found=""
+  for d in "${LIBDIRS[@]}"; do [[ -e "${d}/${lib}" ]] && { found="${d}"; break; }; done
+  PROBE+=("${lib}: ${found:-not found}")
+done
+missing=$(LD_LIBRARY_PATH="${LD_LIBRARY_PATH}" ldd bin/weft bin/gpu_bench bin/cuda_*_test 2>&1 | grep 'not found' | sort -u | tr -s ' \t\n' ' ')
+PROBE+=("unresolved libraries: ${missing:-none}")
+for line in "${PROBE[@]}"; do echo "probe: ${line}"; done
 if [[ "${GPUS}" -eq 0 ]]; then
-  SUMMARY+=("gpu: none visible (nvidia-smi -L lists no GPU): tests, sanitizer and bench not run")
-  ctest --test-dir "${BUILD}" -L gpu -N | tail -n 1
-  echo "gpu-check: no GPU visible; built everything, checked nothing on a device"
-  print_summary
+  SUMMARY+=("gpu: none visible: nothing checked on a device")
+  FAILED=3
   exit 3
 fi
 
-step "ctest -L gpu" 240 ctest --test-dir "${BUILD}" -L gpu --output-on-failure --timeout 180 -j4
+# --- The gpu tests: the four binaries at once (their CPU twins use the host's cores). ---
+export WEFT_SOURCE_DIR="${ROOT}"
+TEST_LOGS="${RESULTS_DIR}/tests"
+mkdir -p "${TEST_LOGS}"
+run_test() { "bin/$1" --gtest_brief=1 > "${TEST_LOGS}/$1.log" 2>&1; }
+pids=()
+for t in cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test; do
+  step "${t}" 240 bash -c "$(declare -f run_test); run_test ${t}" &
+  pids+=($!)
+done
+# step runs in the subshells above, so their SUMMARY lines are rebuilt here from the logs.
+for i in "${!pids[@]}"; do wait "${pids[${i}]}"; done
+for t in cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test; do
+  log="${TEST_LOGS}/${t}.log"
+  echo "--- ${t}"
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) |^\[==========\]|Failure|error|Expected|Which is|actual' "${log}" | head -n 60
+  if grep -q '^\[  PASSED  \]' "${log}" && ! grep -q '^\[  FAILED  \]' "${log}"; then
+    SUMMARY+=("${t}: ok ($(grep -o '[0-9]* tests\?' "${log}" | head -n 1) passed, $(grep -c '^\[  SKIPPED \]' "${log}") skipped)")
+  else
+    SUMMARY+=("${t}: FAILED ($(grep -c '^\[  FAILED  \]' "${log}") failure lines; see tests/${t}.log)")
+    FAILED=1
+  fi
+done
 
-# memcheck on one tenth of each op test binary's cases (gtest sharding spreads the slice over
-# every suite); the full suites already ran above without the sanitizer's ~10-50x slowdown.
+# --- The default model end to end: held-out perplexity within 1% of transformers'. ---
+if [[ -n "${PYTHON}" ]]; then
+  step "default model perplexity --device cuda" 90 \
+    "${PYTHON}" tests/golden/default_model/perplexity_check.py bin/weft --device cuda
+fi
+
+# --- Throughput: weft's CUDA executor, then transformers generate on the same model. ---
+MODEL_DIR="${TMPDIR:-/tmp}/weft_gpu_bench_model"
+BENCH_LOG="${RESULTS_DIR}/gpu_bench.log"
+step gpu_bench 150 bash -c "bin/gpu_bench '${MODEL_DIR}' 2>&1 | tee '${BENCH_LOG}'; exit \${PIPESTATUS[0]}"
+json="$(grep '^{' "${BENCH_LOG}" 2>/dev/null | tail -n 1)"
+[[ -n "${json}" ]] && JSON_PARTS[weft_bench]="${json}"
+if [[ -n "${PYTHON}" && -f "${MODEL_DIR}/model.safetensors" ]]; then
+  BASE_LOG="${RESULTS_DIR}/gpu_baseline.log"
+  step "transformers baseline" 120 bash -c \
+    "PYTHONUNBUFFERED=1 '${PYTHON}' bench/gpu_baseline.py '${MODEL_DIR}' 2>&1 | tee '${BASE_LOG}'; exit \${PIPESTATUS[0]}"
+  json="$(grep '^{' "${BASE_LOG}" 2>/dev/null | tail -n 1)"
+  [[ -n "${json}" ]] && JSON_PARTS[transformers_baseline]="${json}"
+fi
+
+# --- memcheck on one tenth of each kernel test binary's cases, with what time is left. ---
 if command -v compute-sanitizer >/dev/null 2>&1; then
-  for bin in cuda_ops_test cuda_attention_test cuda_gemm_test; do
-    path="${BUILD}/tests/gpu/${bin}"
-    [[ -x "${path}" ]] || { SUMMARY+=("memcheck ${bin}: binary missing"); FAILED=1; continue; }
-    step "memcheck ${bin}" 120 env GTEST_TOTAL_SHARDS=10 GTEST_SHARD_INDEX=0 \
-      compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 "${path}" --gtest_brief=1
+  for t in cuda_ops_test cuda_attention_test cuda_gemm_test; do
+    step "memcheck ${t}" 60 env GTEST_TOTAL_SHARDS=10 GTEST_SHARD_INDEX=0 \
+      compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 "bin/${t}" --gtest_brief=1
   done
 else
   SUMMARY+=("memcheck: skipped (compute-sanitizer not found)")
 fi
-
-# The shipped default model end to end on the GPU: its held-out perplexity within 1% of
-# transformers' (BF16 compute moves it by about 0.01% in transformers itself).
-step "default model perplexity --device cuda" 120 \
-  python3 tests/golden/default_model/perplexity_check.py "${BUILD}/launcher/weft" --device cuda
-
-BENCH_LOG="${BUILD}/gpu_bench.log"
-step gpu_bench 240 bash -c "'${BUILD}/bench/gpu_bench' 2>&1 | tee '${BENCH_LOG}'; exit \${PIPESTATUS[0]}"
-BENCH_JSON="$(grep '^{' "${BENCH_LOG}" 2>/dev/null | tail -n 1)"
-print_summary
 exit "${FAILED}"

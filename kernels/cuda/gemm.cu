@@ -163,6 +163,13 @@ struct CublasGemm::Impl {
         status = cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
       }
     }
+    // Split-K partial sums are reduced in the F32 compute type (or not split at all), never in the
+    // BF16/F16 output type, so the result is accumulated in F32 end to end as gemm.h promises.
+    const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    if (status == CUBLAS_STATUS_SUCCESS) {
+      status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                                    &reduction, sizeof(reduction));
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
     if (status == CUBLAS_STATUS_SUCCESS) {

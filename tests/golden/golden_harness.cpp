@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -28,8 +29,14 @@ Tensor copy_of(const Tensor& t) {
 
 }  // namespace
 
+std::filesystem::path source_dir() {
+  // A relocated test binary (scripts/gpu-bundle.sh) reads its data from the bundle instead.
+  if (const char* dir = std::getenv("WEFT_SOURCE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  return WEFT_SOURCE_DIR;
+}
+
 std::filesystem::path model_dir(const std::string& name) {
-  return std::filesystem::path(WEFT_SOURCE_DIR) / "tests/golden/models" / name;
+  return source_dir() / "tests/golden/models" / name;
 }
 
 Reference load_reference(const std::string& name) {

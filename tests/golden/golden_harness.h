@@ -15,6 +15,10 @@ namespace weft::golden {
 inline constexpr int kNumPrompts = 4;
 inline constexpr int kGreedyTokens = 32;
 
+// The source tree the golden data is read from: $WEFT_SOURCE_DIR when set (a relocated binary),
+// else the tree this binary was built from.
+std::filesystem::path source_dir();
+
 std::filesystem::path model_dir(const std::string& name);
 
 // The reference dump of a model: prompt_{i}.ids / .logits / .greedy_ids / .greedy_logits.

@@ -57,6 +57,28 @@ int batch_bucket(int n) {
 
 }  // namespace
 
+absl::StatusOr<cudaGraphExec_t> CudaExecutor::State::capture_graph(const StepShape& shape,
+                                                                   int64_t rows) {
+  cudaGraph_t graph = nullptr;
+  WEFT_RETURN_IF_ERROR(
+      cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "graph capture begin"));
+  absl::Status captured = enqueue_layers(shape);
+  if (captured.ok()) captured = enqueue_head(shape, 0, rows, /*greedy=*/true);
+  // End the capture whatever happened, so the stream is usable again, and clear the error the
+  // failed capture left (it is not sticky) so the eager run that follows starts clean.
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  if (captured.ok()) captured = cuda_check(end, "graph capture end");
+  cudaGraphExec_t exec = nullptr;
+  if (captured.ok()) captured = cuda_check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  if (!captured.ok()) {
+    cudaGetLastError();
+    if (exec != nullptr) cudaGraphExecDestroy(exec);
+    return captured;
+  }
+  return exec;
+}
+
 CudaExecutor::State::~State() {
   for (auto& [key, exec] : graphs) cudaGraphExecDestroy(exec);
   if (host_metadata != nullptr) cudaFreeHost(host_metadata);
@@ -149,9 +171,13 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   // Sizes of the largest step: decode graphs pad up to their bucket, so those must fit too.
   const int64_t max_model_len =
       options.max_model_len > 0 ? options.max_model_len : default_max_model_len(config);
-  s->max_seqs = std::max(options.max_num_seqs, options.cuda_graphs ? kLargestGraphBatch : 1);
+  // Only the buckets up to --max-num-seqs' own bucket are ever replayed, so the workspace (the
+  // decode attention's partials above all) is sized for that bucket, not for the largest one.
+  const int largest_bucket =
+      options.cuda_graphs ? batch_bucket(std::min(options.max_num_seqs, kLargestGraphBatch)) : 1;
+  s->max_seqs = std::max(options.max_num_seqs, largest_bucket);
   s->max_tokens = std::max<int64_t>(options.max_num_batched_tokens, s->max_seqs);
-  s->max_logit_rows = std::max<int64_t>(kLogitChunkRows, options.cuda_graphs ? kLargestGraphBatch : 1);
+  s->max_logit_rows = std::max<int64_t>(kLogitChunkRows, largest_bucket);
   // +1: a block table may hold one block past max_model_len when a sequence ends on a boundary.
   s->table_stride = static_cast<int>(ceil_div(max_model_len, options.block_size) + 1);
   const int max_context = s->table_stride * options.block_size;
@@ -342,26 +368,28 @@ absl::Status CudaExecutor::submit(const StepPlan& plan) {
     return cuda_check(cudaStreamSynchronize(s.stream), "step (cudaStreamSynchronize)");
   };
 
-  if (use_graph && s.seen[key]) {
+  // Captures the bucket's graph on its second run. A capture or instantiation that fails leaves
+  // no graph behind: the bucket runs eagerly from then on (logged once), the step is not lost.
+  cudaGraphExec_t exec = nullptr;
+  if (use_graph && s.seen[key] && !s.graph_failed[key]) {
     auto it = s.graphs.find(key);
     if (it == s.graphs.end()) {
-      cudaGraph_t graph = nullptr;
-      WEFT_RETURN_IF_ERROR(cuda_check(
-          cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeThreadLocal), "graph capture begin"));
-      absl::Status captured = s.enqueue_layers(shape);
-      if (captured.ok()) captured = s.enqueue_head(shape, 0, rows, /*greedy=*/true);
-      // End the capture whatever happened, so the stream is usable again.
-      const cudaError_t end = cudaStreamEndCapture(s.stream, &graph);
-      WEFT_RETURN_IF_ERROR(captured);
-      WEFT_RETURN_IF_ERROR(cuda_check(end, "graph capture end"));
-      cudaGraphExec_t exec = nullptr;
-      const cudaError_t inst = cudaGraphInstantiate(&exec, graph, 0);
-      cudaGraphDestroy(graph);
-      WEFT_RETURN_IF_ERROR(cuda_check(inst, "cudaGraphInstantiate"));
-      it = s.graphs.emplace(key, exec).first;
-      ++s.stats.graphs_captured;
+      absl::StatusOr<cudaGraphExec_t> captured = s.capture_graph(shape, rows);
+      if (captured.ok()) {
+        it = s.graphs.emplace(key, *captured).first;
+        ++s.stats.graphs_captured;
+      } else {
+        s.graph_failed[key] = true;
+        ++s.stats.graph_failures;
+        std::cerr << "weft: CUDA graph for " << key.first << " sequences, context " << key.second
+                  << " not captured (" << captured.status().message()
+                  << "); that bucket runs eagerly\n";
+      }
     }
-    WEFT_RETURN_IF_ERROR(cuda_check(cudaGraphLaunch(it->second, s.stream), "cudaGraphLaunch"));
+    if (it != s.graphs.end()) exec = it->second;
+  }
+  if (exec != nullptr) {
+    WEFT_RETURN_IF_ERROR(cuda_check(cudaGraphLaunch(exec, s.stream), "cudaGraphLaunch"));
     ++s.stats.graph_replays;
     WEFT_RETURN_IF_ERROR(copy_out(0, logit_rows));
   } else {

@@ -57,6 +57,7 @@ struct CudaExecutorStats {
   int64_t eager_steps = 0;
   int64_t graph_replays = 0;
   int64_t graphs_captured = 0;
+  int64_t graph_failures = 0;  // buckets whose capture failed; they run eagerly
 };
 
 class CudaExecutor final : public StepExecutor {

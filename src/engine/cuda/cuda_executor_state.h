@@ -76,6 +76,8 @@ struct CudaExecutor::State {
   // CUDA graphs by (batch bucket, context bucket); `seen` marks buckets already run eagerly.
   std::map<std::pair<int, int>, cudaGraphExec_t> graphs;
   std::map<std::pair<int, int>, bool> seen;
+  // Buckets whose capture or instantiation failed once: they run eagerly from then on.
+  std::map<std::pair<int, int>, bool> graph_failed;
   CudaExecutorStats stats;
   std::deque<StepOutput> done;
 
@@ -94,6 +96,9 @@ struct CudaExecutor::State {
   // rows named by the metadata's logit_rows, or token rows directly when identity_rows), leaving
   // F32 logits [rows, vocab] in `logits` and, when `greedy`, the argmax ids in `tokens_out`.
   absl::Status enqueue_head(const StepShape& shape, int64_t row_begin, int64_t rows, bool greedy);
+  // Captures enqueue_layers + a greedy enqueue_head of `rows` rows into an instantiated graph.
+  // On failure nothing is left behind (no graph, no pending CUDA error). (cuda_executor.cpp)
+  absl::StatusOr<cudaGraphExec_t> capture_graph(const StepShape& shape, int64_t rows);
 };
 
 }  // namespace weft

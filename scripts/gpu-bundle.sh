@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the GPU check's programs here (the CUDA toolkit is on this machine) and copies them, with
+# their non-CUDA shared-library closure and the data they read, into a self-contained bundle for
+# a GPU machine that has none of our Debian build dependencies (issue 17):
+#
+#   scripts/gpu-bundle.sh OUT [BUILD_DIR]      (default build dir: build)
+#
+# OUT/bin      weft, gpu_bench and the gpu test binaries (stripped)
+# OUT/lib      their shared libraries except glibc's and CUDA's own (libcudart, cuBLAS and NCCL
+#              come from the GPU machine: its CUDA 13 toolkit and the nvidia-nccl-cu13 wheel)
+# OUT/tests/golden/...  the golden models the CUDA golden test reads, the default model's
+#              perplexity check; OUT/configs/default-model; OUT/bench/gpu_baseline.py
+# OUT/gpu-check.sh     the check itself (scripts/gpu-check.sh), run as OUT/gpu-check.sh
+# and OUT.tar.xz beside OUT, which is what travels (the device tool carries at most 64 MiB).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:?usage: scripts/gpu-bundle.sh OUT [BUILD_DIR]}"
+BUILD="${2:-build}"
+GPU_TESTS=(cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test)
+# The golden models cuda_golden_test compares against (tests/gpu/cuda_golden_test.cpp).
+GOLDEN_MODELS=(llama_gqa llama3_tied mistral qwen2_bias qwen3_qknorm llama_linear_rope llama_bf16
+               llama_4layers gemma2_softcap gemma3_text)
+
+grep -q '^WEFT_CUDA:BOOL=ON' "${BUILD}/CMakeCache.txt" 2>/dev/null ||
+  { echo "gpu-bundle: ${BUILD} is not configured with WEFT_CUDA=ON (run scripts/build.sh)" >&2; exit 1; }
+ninja -C "${BUILD}" "${GPU_TESTS[@]}" gpu_bench weft
+
+rm -rf "${OUT}"
+mkdir -p "${OUT}/bin" "${OUT}/lib"
+binaries=("${BUILD}/launcher/weft" "${BUILD}/bench/gpu_bench")
+for t in "${GPU_TESTS[@]}"; do binaries+=("${BUILD}/tests/gpu/${t}"); done
+for b in "${binaries[@]}"; do strip --strip-unneeded -o "${OUT}/bin/$(basename "${b}")" "${b}"; done
+
+# The shared-library closure, minus what every Linux machine has (glibc, the loader) and what the
+# GPU machine must supply matched to its driver (the CUDA runtime and libraries).
+is_system_or_cuda() {
+  case "$1" in
+    linux-vdso.so* | ld-linux* | libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | \
+      libresolv.so* | libcuda.so* | libcudart.so* | libcublas*.so* | libnccl.so* | libnvidia*) return 0 ;;
+  esac
+  return 1
+}
+for b in "${OUT}"/bin/*; do
+  ldd "${b}" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
+    is_system_or_cuda "${name}" && continue
+    [[ -e "${OUT}/lib/${name}" ]] || cp -L "${path}" "${OUT}/lib/${name}"
+  done
+done
+strip --strip-unneeded "${OUT}"/lib/*.so* 2>/dev/null || true
+
+for m in "${GOLDEN_MODELS[@]}"; do
+  mkdir -p "${OUT}/tests/golden/models/${m}"
+  cp -r "tests/golden/models/${m}/." "${OUT}/tests/golden/models/${m}/"
+done
+mkdir -p "${OUT}/tests/golden/default_model" "${OUT}/configs" "${OUT}/bench"
+cp tests/golden/default_model/perplexity_check.py tests/golden/default_model/reference.json \
+   tests/golden/default_model/heldout.txt "${OUT}/tests/golden/default_model/"
+cp -r configs/default-model "${OUT}/configs/"
+cp bench/gpu_baseline.py "${OUT}/bench/"
+cp scripts/gpu-check.sh "${OUT}/gpu-check.sh"
+git rev-parse --short HEAD > "${OUT}/COMMIT" 2>/dev/null || echo unknown > "${OUT}/COMMIT"
+git diff --quiet HEAD 2>/dev/null || echo "(with uncommitted changes)" >> "${OUT}/COMMIT"
+
+tar -C "$(dirname "${OUT}")" -cJf "${OUT}.tar.xz" "$(basename "${OUT}")"
+echo "gpu-bundle: ${OUT} ($(du -sh "${OUT}" | cut -f1)), ${OUT}.tar.xz ($(du -h "${OUT}.tar.xz" | cut -f1))"
