@@ -101,7 +101,21 @@ int run(int argc, char** argv) {
     return 3;
   }
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "weft_gpu_bench_model";
-  if (argc > 1) dir = argv[1];
+  // --only b1 | prefill: just that phase, briefly (for a profiler such as ncu to attribute time
+  // to kernels); no numbers printed.
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--only" && i + 1 < argc) {
+      only = argv[++i];
+    } else {
+      dir = arg;
+    }
+  }
+  if (!only.empty() && only != "b1" && only != "prefill") {
+    std::fprintf(stderr, "gpu_bench: --only takes b1 or prefill, not %s\n", only.c_str());
+    return 1;
+  }
   std::printf("device: %s\n", kernels::cuda_device_description(0).c_str());
 
   RandomModelSpec spec;
@@ -167,6 +181,18 @@ int run(int argc, char** argv) {
     return 1;
   }
 
+  if (only == "b1") {
+    BENCH_CHECK(prefill(ex, 1, 128, vocab, 8192));
+    return decode(ex, 1, 128, 24, 4, vocab).ok() ? 0 : 1;
+  }
+  if (only == "prefill") {
+    StepPlan pre;
+    pre.sample_candidates = 1;
+    for (int s = 0; s < 8; ++s) pre.chunks.push_back(chunk(s, 0, 1024, vocab, LogitsWanted::kLast));
+    for (int r = 0; r < 2; ++r) BENCH_CHECK(ex.execute(pre).status());
+    return 0;
+  }
+
   // Batch-1 decode.
   BENCH_CHECK(prefill(ex, 1, 128, vocab, 8192));
   const int b1_steps = 256, b1_warmup = 16;
@@ -200,9 +226,9 @@ int run(int argc, char** argv) {
     std::printf("decode_b%d_tok_s: %.0f\n", batches[i], batch_tok_s[i]);
   }
   const CudaExecutorStats st = ex.stats();
-  std::printf("executor: %lld eager steps, %lld graph replays, %lld graphs captured\n",
+  std::printf("executor: %lld eager steps, %lld graph replays, %lld graphs captured, %lld failed\n",
               static_cast<long long>(st.eager_steps), static_cast<long long>(st.graph_replays),
-              static_cast<long long>(st.graphs_captured));
+              static_cast<long long>(st.graphs_captured), static_cast<long long>(st.graph_failures));
   std::printf(
       "{\"device\": \"%s\", \"model_params\": %lld, \"model_bytes\": %.0f, \"d2d_copy_GBps\": %.1f, "
       "\"decode_b1_tok_s\": %.1f, \"decode_b1_bw_fraction\": %.3f, \"prefill_tok_s\": %.0f, "

@@ -134,10 +134,9 @@ fi
 export WEFT_SOURCE_DIR="${ROOT}"
 TEST_LOGS="${RESULTS_DIR}/tests"
 mkdir -p "${TEST_LOGS}"
-run_test() { "bin/$1" --gtest_brief=1 > "${TEST_LOGS}/$1.log" 2>&1; }
 pids=()
 for t in cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test; do
-  step "${t}" 240 bash -c "$(declare -f run_test); run_test ${t}" &
+  step "${t}" 240 bash -c 'bin/$0 --gtest_brief=1 > "$1" 2>&1' "${t}" "${TEST_LOGS}/${t}.log" &
   pids+=($!)
 done
 # step runs in the subshells above, so their SUMMARY lines are rebuilt here from the logs.
@@ -162,16 +161,33 @@ fi
 
 # --- Throughput: weft's CUDA executor, then transformers generate on the same model. ---
 MODEL_DIR="${TMPDIR:-/tmp}/weft_gpu_bench_model"
-BENCH_LOG="${RESULTS_DIR}/gpu_bench.log"
+SCRATCH="$(mktemp -d)"  # bench logs: their lines are in gpu-check.log already
+BENCH_LOG="${SCRATCH}/gpu_bench.log"
 step gpu_bench 150 bash -c "bin/gpu_bench '${MODEL_DIR}' 2>&1 | tee '${BENCH_LOG}'; exit \${PIPESTATUS[0]}"
 json="$(grep '^{' "${BENCH_LOG}" 2>/dev/null | tail -n 1)"
 [[ -n "${json}" ]] && JSON_PARTS[weft_bench]="${json}"
 if [[ -n "${PYTHON}" && -f "${MODEL_DIR}/model.safetensors" ]]; then
-  BASE_LOG="${RESULTS_DIR}/gpu_baseline.log"
+  BASE_LOG="${SCRATCH}/gpu_baseline.log"
   step "transformers baseline" 120 bash -c \
     "PYTHONUNBUFFERED=1 '${PYTHON}' bench/gpu_baseline.py '${MODEL_DIR}' 2>&1 | tee '${BASE_LOG}'; exit \${PIPESTATUS[0]}"
   json="$(grep '^{' "${BASE_LOG}" 2>/dev/null | tail -n 1)"
   [[ -n "${json}" ]] && JSON_PARTS[transformers_baseline]="${json}"
+fi
+
+# --- Where the time goes: Nsight Compute's per-kernel summary of a few batch-1 decode steps and
+# of one 8 x 1024-token prefill step (graph kernels are profiled node by node). ---
+NCU="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | tail -n 1)"
+if [[ -n "${NCU}" && -f "${MODEL_DIR}/model.safetensors" ]]; then
+  step "ncu b1 decode" 60 bash -c "'${NCU}' --clock-control none --print-summary per-kernel \
+    --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+    --launch-skip 400 --launch-count 400 bin/gpu_bench '${MODEL_DIR}' --only b1 \
+    > '${RESULTS_DIR}/ncu_b1.log' 2>&1"
+  step "ncu prefill" 60 bash -c "'${NCU}' --clock-control none --print-summary per-kernel \
+    --metrics gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed \
+    --launch-skip 200 --launch-count 200 bin/gpu_bench '${MODEL_DIR}' --only prefill \
+    > '${RESULTS_DIR}/ncu_prefill.log' 2>&1"
+else
+  SUMMARY+=("ncu: skipped (${NCU:-ncu not found})")
 fi
 
 # --- memcheck on one tenth of each kernel test binary's cases, with what time is left. ---

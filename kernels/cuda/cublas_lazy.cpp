@@ -168,6 +168,11 @@ cublasStatus_t CUBLASWINAPI cublasSetWorkspace(cublasHandle_t handle, void* work
   return real(handle, workspace, workspaceSizeInBytes);
 }
 
+cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  WEFT_REAL(cublas_library, cublasSetMathMode);
+  return real(handle, mode);
+}
+
 cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                                          cublasOperation_t transb, int m, int n, int k,
                                          const void* alpha, const void* A, cudaDataType Atype,

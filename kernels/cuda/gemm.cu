@@ -101,6 +101,7 @@ struct CublasGemm::Impl {
   cublasHandle_t blas = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  bool last_lt = false;  // the path of the last linear() call
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
 
   ~Impl() {
@@ -192,6 +193,7 @@ CublasGemm::CublasGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CublasGemm::~CublasGemm() = default;
 
 cudaStream_t CublasGemm::stream() const { return impl_->stream; }
+const char* CublasGemm::last_path() const { return impl_->last_lt ? "cublasLt" : "cublasGemmEx"; }
 
 absl::StatusOr<std::unique_ptr<CublasGemm>> CublasGemm::create(cudaStream_t stream,
                                                                size_t workspace_bytes) {
@@ -200,6 +202,12 @@ absl::StatusOr<std::unique_ptr<CublasGemm>> CublasGemm::create(cudaStream_t stre
   WEFT_RETURN_IF_ERROR(cublas_check(cublasLtCreate(&impl->lt), "cublasLtCreate"));
   WEFT_RETURN_IF_ERROR(cublas_check(cublasCreate(&impl->blas), "cublasCreate"));
   WEFT_RETURN_IF_ERROR(cublas_check(cublasSetStream(impl->blas, stream), "cublasSetStream"));
+  // GemmEx's split-K partials are reduced in F32 too, not in the BF16/F16 output type.
+  WEFT_RETURN_IF_ERROR(cublas_check(
+      cublasSetMathMode(impl->blas, static_cast<cublasMath_t>(
+                                        CUBLAS_DEFAULT_MATH |
+                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+      "cublasSetMathMode"));
   if (workspace_bytes > 0) {
     WEFT_RETURN_IF_ERROR(
         cuda_call_check(cudaMalloc(&impl->workspace, workspace_bytes), "cudaMalloc(workspace)"));
@@ -244,6 +252,7 @@ absl::Status CublasGemm::linear(const void* x, const void* w, const void* bias, 
   }
   Plan& plan = *it->second;
   const float alpha = 1.0f;
+  s.last_lt = plan.use_lt;
 
   if (plan.use_lt) {
     const float beta = 0.0f;

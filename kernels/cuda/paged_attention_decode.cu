@@ -330,7 +330,10 @@ struct DecodeLaunch {
         static_cast<T*>(a.out), part_out, part_max, part_sum);
     absl::Status st = launch_status(kOp);
     if (!st.ok() || parts == 1) return st;
-    const size_t smem = static_cast<size_t>(parts) * sizeof(float);
+    // Padded past `parts`: compute-sanitizer saw the merge's unrolled weight loop read 12 bytes
+    // beyond a 10-partition array on sm_90 (its tail loads issued ahead of their guards); the
+    // padding keeps every such read inside the allocation, and its values are never used.
+    const size_t smem = static_cast<size_t>((parts + 3) / 4 * 4 + 4) * sizeof(float);
     decode_reduce_kernel<T>
         <<<dim3(a.num_heads, a.batch.num_seqs), kReduceThreads, smem, a.stream>>>(
             part_out, part_max, part_sum, a.batch.query_start, a.batch.context_len, a.num_heads, D,

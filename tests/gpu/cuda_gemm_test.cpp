@@ -134,7 +134,8 @@ class CudaGemmTest : public gpu_test::GpuTest {
         ++bad;
       }
     }
-    EXPECT_EQ(bad, 0u) << bad << " of " << ref.y.size() << " outputs off; worst at row "
+    EXPECT_EQ(bad, 0u) << gemm_->last_path() << ": " << bad << " of " << ref.y.size()
+                       << " outputs off; worst at row "
                        << worst / c.n << " col " << worst % c.n << ": gpu "
                        << from_bits(bits[static_cast<size_t>(c.offset) + worst], c.dtype) << " cpu "
                        << ref.y[worst];

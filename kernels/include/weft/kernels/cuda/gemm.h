@@ -41,6 +41,9 @@ class CublasGemm {
                       int64_t k, DType dtype);
 
   cudaStream_t stream() const;
+  // Which cuBLAS entry point served the last linear() call ("cublasLt" or "cublasGemmEx"), for
+  // test and benchmark reports.
+  const char* last_path() const;
 
  private:
   struct Impl;
