@@ -3,8 +3,10 @@
 # their non-CUDA shared-library closure and the data they read, into a self-contained bundle for
 # a GPU machine that has none of our Debian build dependencies (issue 17):
 #
-#   scripts/gpu-bundle.sh OUT [BUILD_DIR]      (default build dir: build)
+#   scripts/gpu-bundle.sh [--no-build] [--no-tar] OUT [BUILD_DIR]      (default build dir: build)
 #
+# --no-build takes the binaries as they are in BUILD_DIR; --no-tar skips OUT.tar.xz (the ctest
+# gpu_bundle, scripts/gpu-bundle-test.sh, uses both).
 # OUT/bin      weft, gpu_bench and the gpu test binaries (stripped)
 # OUT/lib      their shared libraries except glibc's and CUDA's own (libcudart, cuBLAS and NCCL
 #              come from the GPU machine: its CUDA 13 toolkit and the nvidia-nccl-cu13 wheel)
@@ -14,7 +16,17 @@
 # and OUT.tar.xz beside OUT, which is what travels (the device tool carries at most 64 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT="${1:?usage: scripts/gpu-bundle.sh OUT [BUILD_DIR]}"
+BUILD_FIRST=1
+MAKE_TAR=1
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --no-build) BUILD_FIRST=0 ;;
+    --no-tar) MAKE_TAR=0 ;;
+    *) echo "gpu-bundle: unknown flag $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+OUT="${1:?usage: scripts/gpu-bundle.sh [--no-build] [--no-tar] OUT [BUILD_DIR]}"
 BUILD="${2:-build}"
 GPU_TESTS=(cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test)
 # The golden models cuda_golden_test compares against (tests/gpu/cuda_golden_test.cpp).
@@ -23,7 +35,7 @@ GOLDEN_MODELS=(llama_gqa llama3_tied mistral qwen2_bias qwen3_qknorm llama_linea
 
 grep -q '^WEFT_CUDA:BOOL=ON' "${BUILD}/CMakeCache.txt" 2>/dev/null ||
   { echo "gpu-bundle: ${BUILD} is not configured with WEFT_CUDA=ON (run scripts/build.sh)" >&2; exit 1; }
-ninja -C "${BUILD}" "${GPU_TESTS[@]}" gpu_bench weft
+(( BUILD_FIRST )) && ninja -C "${BUILD}" "${GPU_TESTS[@]}" gpu_bench weft
 
 rm -rf "${OUT}"
 mkdir -p "${OUT}/bin" "${OUT}/lib"
@@ -61,5 +73,9 @@ cp scripts/gpu-check.sh "${OUT}/gpu-check.sh"
 git rev-parse --short HEAD > "${OUT}/COMMIT" 2>/dev/null || echo unknown > "${OUT}/COMMIT"
 git diff --quiet HEAD 2>/dev/null || echo "(with uncommitted changes)" >> "${OUT}/COMMIT"
 
-tar -C "$(dirname "${OUT}")" -cJf "${OUT}.tar.xz" "$(basename "${OUT}")"
-echo "gpu-bundle: ${OUT} ($(du -sh "${OUT}" | cut -f1)), ${OUT}.tar.xz ($(du -h "${OUT}.tar.xz" | cut -f1))"
+if (( MAKE_TAR )); then
+  tar -C "$(dirname "${OUT}")" -cJf "${OUT}.tar.xz" "$(basename "${OUT}")"
+  echo "gpu-bundle: ${OUT} ($(du -sh "${OUT}" | cut -f1)), ${OUT}.tar.xz ($(du -h "${OUT}.tar.xz" | cut -f1))"
+else
+  echo "gpu-bundle: ${OUT} ($(du -sh "${OUT}" | cut -f1))"
+fi

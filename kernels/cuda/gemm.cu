@@ -6,8 +6,8 @@
 //   w (row-major [n, k])  is  w^T, a k x n matrix with ld k,
 //   y (row-major [m, n])  is  y^T, an n x m matrix with ld n,
 // and y = x w^T  <=>  y^T = w x^T = op_T(w^T) * x^T. The library therefore computes the n x m
-// product D = op(A) * B with A = w (transposed, "T"), B = x (as is, "N"), D = y, and the bias
-// epilogue adds bias[i] to row i of D (length n), i.e. to column i of y, as wanted. No data moves.
+// product D = op(A) * B + beta * C with A = w (transposed, "T"), B = x (as is, "N"), C = D = y;
+// a bias is broadcast into y first (row i of D gets bias[i], i.e. column i of y) and beta = 1.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -16,8 +16,12 @@
 #include <memory>
 #include <unordered_map>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "weft/kernels/cuda/gemv.h"
 #include "weft/kernels/cuda/gemm.h"
 
 namespace weft::kernels::cuda {
@@ -62,11 +66,9 @@ struct Plan {
 struct PlanKey {
   int64_t m, n, k;
   DType dtype;
-  bool bias;
   bool aligned;
   bool operator==(const PlanKey& o) const {
-    return m == o.m && n == o.n && k == o.k && dtype == o.dtype && bias == o.bias &&
-           aligned == o.aligned;
+    return m == o.m && n == o.n && k == o.k && dtype == o.dtype && aligned == o.aligned;
   }
 };
 
@@ -75,13 +77,13 @@ struct PlanKeyHash {
     uint64_t h = static_cast<uint64_t>(key.m) * 0x9e3779b97f4a7c15ull;
     h ^= static_cast<uint64_t>(key.n) + 0x7f4a7c159e3779b9ull + (h << 6) + (h >> 2);
     h ^= static_cast<uint64_t>(key.k) + 0x94d049bb133111ebull + (h << 6) + (h >> 2);
-    h ^= (static_cast<uint64_t>(key.dtype) << 2) | (key.bias ? 2u : 0u) | (key.aligned ? 1u : 0u);
+    h ^= (static_cast<uint64_t>(key.dtype) << 2) | (key.aligned ? 1u : 0u);
     return static_cast<size_t>(h);
   }
 };
 
-// y[r, :] = bias for every row r (16-bit elements copied as bits): the fallback path's bias,
-// which GemmEx then accumulates into with beta = 1.
+// y[r, :] = bias for every row r (16-bit elements copied as bits), which the GEMM then
+// accumulates into with beta = 1.
 __global__ void broadcast_bias_kernel(const uint16_t* __restrict__ bias, uint16_t* __restrict__ y,
                                       int64_t m, int64_t n) {
   const int64_t total = m * n;
@@ -93,6 +95,15 @@ __global__ void broadcast_bias_kernel(const uint16_t* __restrict__ bias, uint16_
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// WEFT_CUDA_GEMV=off sends decode-shaped products to cuBLAS too (to compare, or as a fallback).
+bool gemv_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("WEFT_CUDA_GEMV");
+    return v == nullptr || std::strcmp(v, "off") != 0;
+  }();
+  return enabled;
+}
+
 }  // namespace
 
 struct CublasGemm::Impl {
@@ -101,7 +112,7 @@ struct CublasGemm::Impl {
   cublasHandle_t blas = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
-  bool last_lt = false;  // the path of the last linear() call
+  const char* last_path = "none";  // the path of the last linear() call
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
 
   ~Impl() {
@@ -128,18 +139,6 @@ struct CublasGemm::Impl {
         cublas_check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_b,
                                                     sizeof(trans_b)),
                      "cublasLtMatmulDescSetAttribute(TRANSB)"));
-    if (key.bias) {
-      const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      WEFT_RETURN_IF_ERROR(
-          cublas_check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                      &epilogue, sizeof(epilogue)),
-                       "cublasLtMatmulDescSetAttribute(EPILOGUE)"));
-      const cudaDataType_t bias_type = type;
-      WEFT_RETURN_IF_ERROR(
-          cublas_check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                      &bias_type, sizeof(bias_type)),
-                       "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)"));
-    }
     const uint64_t m = static_cast<uint64_t>(key.m), n = static_cast<uint64_t>(key.n),
                    k = static_cast<uint64_t>(key.k);
     WEFT_RETURN_IF_ERROR(cublas_check(cublasLtMatrixLayoutCreate(&plan.a, type, k, n, key.k),
@@ -193,7 +192,7 @@ CublasGemm::CublasGemm(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CublasGemm::~CublasGemm() = default;
 
 cudaStream_t CublasGemm::stream() const { return impl_->stream; }
-const char* CublasGemm::last_path() const { return impl_->last_lt ? "cublasLt" : "cublasGemmEx"; }
+const char* CublasGemm::last_path() const { return impl_->last_path; }
 
 absl::StatusOr<std::unique_ptr<CublasGemm>> CublasGemm::create(cudaStream_t stream,
                                                                size_t workspace_bytes) {
@@ -237,13 +236,12 @@ absl::Status CublasGemm::linear(const void* x, const void* w, const void* bias, 
     return absl::InvalidArgumentError("CublasGemm::linear: x, w and y must be non-null");
   }
   Impl& s = *impl_;
-  const PlanKey key{
-      m,
-      n,
-      k,
-      dtype,
-      bias != nullptr,
-      aligned16(x) && aligned16(w) && aligned16(y) && (bias == nullptr || aligned16(bias))};
+  if (gemv_enabled() && gemv_supported(m, k, x, w, y)) {
+    s.last_path = "gemv";
+    return gemv(x, w, bias, y, m, n, k, dtype, s.stream);
+  }
+  // The bias is read only by the broadcast kernel, so its alignment does not matter here.
+  const PlanKey key{m, n, k, dtype, aligned16(x) && aligned16(w) && aligned16(y)};
   auto it = s.plans.find(key);
   if (it == s.plans.end()) {
     auto plan = std::make_unique<Plan>();
@@ -252,22 +250,11 @@ absl::Status CublasGemm::linear(const void* x, const void* w, const void* bias, 
   }
   Plan& plan = *it->second;
   const float alpha = 1.0f;
-  s.last_lt = plan.use_lt;
+  s.last_path = plan.use_lt ? "cublasLt" : "cublasGemmEx";
 
-  if (plan.use_lt) {
-    const float beta = 0.0f;
-    if (bias != nullptr) {
-      WEFT_RETURN_IF_ERROR(
-          cublas_check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                      &bias, sizeof(bias)),
-                       "cublasLtMatmulDescSetAttribute(BIAS_POINTER)"));
-    }
-    return cublas_check(
-        cublasLtMatmul(s.lt, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y, plan.d, y, plan.d,
-                       &plan.algo, s.workspace, s.workspace_bytes, s.stream),
-        "cublasLtMatmul");
-  }
-
+  // The bias goes in as C with beta = 1 (y pre-filled with it), so it is added to the F32
+  // accumulator before the one rounding to dtype. cuBLASLt's BIAS epilogue was not: on an H200
+  // it gave BF16 results off by half an ulp of x W^T for n = 17 and 127 (double rounding).
   float beta = 0.0f;
   if (bias != nullptr) {
     const int64_t total = m * n;
@@ -276,6 +263,12 @@ absl::Status CublasGemm::linear(const void* x, const void* w, const void* bias, 
                                                         static_cast<uint16_t*>(y), m, n);
     WEFT_RETURN_IF_ERROR(cuda_call_check(cudaGetLastError(), "broadcast_bias_kernel"));
     beta = 1.0f;
+  }
+  if (plan.use_lt) {
+    return cublas_check(
+        cublasLtMatmul(s.lt, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y, plan.d, y, plan.d,
+                       &plan.algo, s.workspace, s.workspace_bytes, s.stream),
+        "cublasLtMatmul");
   }
   const cudaDataType_t type = dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_16BF;
   return cublas_check(

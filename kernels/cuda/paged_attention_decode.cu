@@ -2,8 +2,10 @@
 //
 // Kernel 1, grid (num_heads / heads_per_block, num_seqs, partitions), 128 threads (4 warps):
 // one block computes attention of `heads_per_block` query heads that share one kv head over one
-// partition of kDecodePartitionSize (256) cached tokens. Heads of a GQA group share the block so
-// each K/V row is read from memory once per group, not once per head.
+// partition of `part_size` cached tokens (16..256, see decode_partition_size: a batch-1 step
+// with a short context would otherwise run on a handful of blocks, each walking its tokens with
+// one dependent load after another). Heads of a GQA group share the block (up to 8, the
+// largest divisor of the group that fits) so each K/V row is read once per block, not per head.
 //   - The 128 threads form token groups of L = min(8, head_dim / 8) lanes (8 lanes for head_dim
 //     >= 64; 4, 2 and 1 for head_dim 32, 16 and 8, so every lane still issues whole 8-element
 //     vector loads and no lane idles on a short row). A token group reads one cached K row with
@@ -56,8 +58,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
                   const float* __restrict__ v_scale, const int32_t* __restrict__ query_start,
                   const int32_t* __restrict__ context_len, const int32_t* __restrict__ block_tables,
                   int max_blocks_per_seq, int block_size, int num_heads, int num_kv_heads,
-                  int heads_per_block, float scale_log2, int max_partitions, T* __restrict__ out,
-                  float* __restrict__ part_out, float* __restrict__ part_max,
+                  int heads_per_block, float scale_log2, int part_size, int max_partitions,
+                  T* __restrict__ out, float* __restrict__ part_out, float* __restrict__ part_max,
                   float* __restrict__ part_sum) {
   constexpr int kNV = D / kVec;
   constexpr int kLanesPerToken = lanes_per_token(D);
@@ -77,7 +79,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int seq = blockIdx.y;
   const int part = blockIdx.z;
   const int ctx = context_len[seq];
-  const int num_parts = max(1, (ctx + P - 1) / P);
+  const int num_parts = max(1, (ctx + part_size - 1) / part_size);
   if (part >= num_parts) return;  // uniform over the block
 
   const int tid = threadIdx.x;
@@ -88,8 +90,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int hpb = heads_per_block;
   const int head0 = blockIdx.x * hpb;
   const int kvh = head0 / (num_heads / num_kv_heads);
-  const int t_begin = part * P;
-  const int n = max(0, min(P, ctx - t_begin));
+  const int t_begin = part * part_size;
+  const int n = max(0, min(part_size, ctx - t_begin));  // part_size <= P
   const int64_t q_row = query_start[seq];
   const int64_t slot_stride = static_cast<int64_t>(num_kv_heads) * D;
   const int32_t* table = block_tables + static_cast<int64_t>(seq) * max_blocks_per_seq;
@@ -256,13 +258,12 @@ __global__ void __launch_bounds__(kReduceThreads)
                          const float* __restrict__ part_sum,
                          const int32_t* __restrict__ query_start,
                          const int32_t* __restrict__ context_len, int num_heads, int head_dim,
-                         int max_partitions, T* __restrict__ out) {
+                         int part_size, int max_partitions, T* __restrict__ out) {
   extern __shared__ float weight_s[];  // [max_partitions]
   __shared__ float red_s[kReduceThreads / 32];
-  constexpr int P = kDecodePartitionSize;
   const int head = blockIdx.x;
   const int seq = blockIdx.y;
-  const int num_parts = max(1, (context_len[seq] + P - 1) / P);
+  const int num_parts = max(1, (context_len[seq] + part_size - 1) / part_size);
   if (num_parts == 1) return;  // the decode kernel wrote this sequence directly
   const int tid = threadIdx.x;
   const int lane = tid & 31;
@@ -300,8 +301,16 @@ __global__ void __launch_bounds__(kReduceThreads)
   }
 }
 
-int num_partitions(int max_context_len) {
-  return std::max(1, ceil_div(max_context_len, kDecodePartitionSize));
+int num_partitions(int max_context_len, int part_size) {
+  return std::max(1, ceil_div(max_context_len, part_size));
+}
+
+size_t workspace_bytes_for(int num_seqs, int num_heads, int head_dim, int parts) {
+  if (parts == 1 || num_seqs <= 0 || num_heads <= 0) return 0;
+  // part_out [seqs, heads, partitions, head_dim], then part_max and part_sum
+  // [seqs, heads, partitions], all F32.
+  const size_t rows = static_cast<size_t>(num_seqs) * num_heads * parts;
+  return rows * (static_cast<size_t>(head_dim) + 2) * sizeof(float);
 }
 
 struct DecodeLaunch {
@@ -309,9 +318,21 @@ struct DecodeLaunch {
   static absl::Status run(const Args& a) {
     constexpr const char* kOp = "paged_attention_decode";
     const int group = a.num_heads / a.cache.num_kv_heads;
-    int hpb = max_heads_per_block(D);
-    while (group % hpb != 0) hpb /= 2;  // a power of two that divides the group (at least 1)
-    const int parts = num_partitions(a.batch.max_context_len);
+    // The largest divisor of the group that fits a block, so groups of 7, 5 or 3 heads share
+    // their K/V reads too (a power-of-two rule would give them one head per block).
+    int hpb = std::min(max_heads_per_block(D), group);
+    while (group % hpb != 0) --hpb;
+    // The preferred partition size, doubled while its partials do not fit the workspace (at
+    // kDecodePartitionSize they always do: the caller checked that size's need).
+    int part_size = decode_partition_size(a.batch.num_seqs, a.num_heads / hpb,
+                                          a.batch.max_context_len);
+    while (part_size < kDecodePartitionSize &&
+           workspace_bytes_for(a.batch.num_seqs, a.num_heads, D,
+                               num_partitions(a.batch.max_context_len, part_size)) >
+               a.workspace_bytes) {
+      part_size *= 2;
+    }
+    const int parts = num_partitions(a.batch.max_context_len, part_size);
     float* part_out = nullptr;
     float* part_max = nullptr;
     float* part_sum = nullptr;
@@ -326,7 +347,7 @@ struct DecodeLaunch {
         static_cast<const T*>(a.q), static_cast<const CacheT*>(a.cache.k),
         static_cast<const CacheT*>(a.cache.v), a.cache.k_scale, a.cache.v_scale,
         a.batch.query_start, a.batch.context_len, a.batch.block_tables, a.batch.max_blocks_per_seq,
-        a.cache.block_size, a.num_heads, a.cache.num_kv_heads, hpb, a.scale_log2, parts,
+        a.cache.block_size, a.num_heads, a.cache.num_kv_heads, hpb, a.scale_log2, part_size, parts,
         static_cast<T*>(a.out), part_out, part_max, part_sum);
     absl::Status st = launch_status(kOp);
     if (!st.ok() || parts == 1) return st;
@@ -337,7 +358,7 @@ struct DecodeLaunch {
     decode_reduce_kernel<T>
         <<<dim3(a.num_heads, a.batch.num_seqs), kReduceThreads, smem, a.stream>>>(
             part_out, part_max, part_sum, a.batch.query_start, a.batch.context_len, a.num_heads, D,
-            parts, static_cast<T*>(a.out));
+            part_size, parts, static_cast<T*>(a.out));
     return launch_status(kOp);
   }
 };
@@ -345,14 +366,31 @@ struct DecodeLaunch {
 }  // namespace
 }  // namespace attn
 
+int decode_partition_size(int num_seqs, int head_blocks, int max_context_len) {
+  constexpr int64_t kTargetBlocks = 256;
+  for (int size = kDecodePartitionSize; size > kMinDecodePartitionSize; size /= 2) {
+    const int64_t blocks = static_cast<int64_t>(num_seqs) * std::max(1, head_blocks) *
+                           attn::num_partitions(max_context_len, size);
+    if (blocks >= kTargetBlocks) return size;
+  }
+  return kMinDecodePartitionSize;
+}
+
 size_t paged_attention_decode_workspace_bytes(int num_seqs, int num_heads, int head_dim,
                                               int max_context_len) {
-  const int parts = attn::num_partitions(max_context_len);
-  if (parts == 1 || num_seqs <= 0 || num_heads <= 0) return 0;
-  // part_out [seqs, heads, partitions, head_dim], then part_max and part_sum
-  // [seqs, heads, partitions], all F32.
-  const size_t rows = static_cast<size_t>(num_seqs) * num_heads * parts;
-  return rows * (static_cast<size_t>(head_dim) + 2) * sizeof(float);
+  if (num_seqs <= 0 || num_heads <= 0 || head_dim <= 0) return 0;
+  // The fewest blocks per sequence a launch can have (the most heads a block takes) gives the
+  // smallest partitions, hence the largest need; any smaller batch is covered too.
+  const int fewest_head_blocks =
+      std::max(1, num_heads / attn::max_heads_per_block(std::min(head_dim, 256)));
+  size_t need = attn::workspace_bytes_for(
+      num_seqs, num_heads, head_dim, attn::num_partitions(max_context_len, kDecodePartitionSize));
+  for (int seqs = 1; seqs <= num_seqs; ++seqs) {
+    const int size = decode_partition_size(seqs, fewest_head_blocks, max_context_len);
+    need = std::max(need, attn::workspace_bytes_for(seqs, num_heads, head_dim,
+                                                    attn::num_partitions(max_context_len, size)));
+  }
+  return need;
 }
 
 absl::Status paged_attention_decode(const void* q, DType dtype, int num_heads,
@@ -362,20 +400,22 @@ absl::Status paged_attention_decode(const void* q, DType dtype, int num_heads,
   constexpr const char* kOp = "paged_attention_decode";
   absl::Status st = attn::validate(kOp, q, dtype, num_heads, cache, batch, out);
   if (!st.ok() || batch.num_seqs == 0) return st;
-  const size_t need = paged_attention_decode_workspace_bytes(batch.num_seqs, num_heads,
-                                                             cache.head_dim, batch.max_context_len);
+  // What the largest partitions need; smaller ones are used where the workspace holds them.
+  const size_t need = attn::workspace_bytes_for(
+      batch.num_seqs, num_heads, cache.head_dim,
+      attn::num_partitions(batch.max_context_len, kDecodePartitionSize));
   if (workspace_bytes < need || (need > 0 && workspace == nullptr)) {
     return absl::InvalidArgumentError(absl::StrCat(kOp, ": workspace of ", workspace_bytes,
                                                    " bytes is smaller than the ", need,
                                                    " bytes this batch needs"));
   }
-  if (need > 0 && !attn::aligned(workspace, 16)) {
+  if (workspace != nullptr && !attn::aligned(workspace, 16)) {
     return absl::InvalidArgumentError(absl::StrCat(kOp, ": workspace must be 16-byte aligned"));
   }
   // The merge kernel keeps one weight per partition in shared memory (48 KiB without opt-in,
   // less its few static bytes).
   constexpr int kMaxPartitions = 12000;
-  if (attn::num_partitions(batch.max_context_len) > kMaxPartitions) {
+  if (attn::num_partitions(batch.max_context_len, kDecodePartitionSize) > kMaxPartitions) {
     return absl::InvalidArgumentError(
         absl::StrCat(kOp, ": max_context_len ", batch.max_context_len, " exceeds the supported ",
                      kMaxPartitions * kDecodePartitionSize, " tokens"));

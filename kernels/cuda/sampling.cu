@@ -200,6 +200,17 @@ __device__ int32_t draw(const float* x, int64_t n, float mx, float min_p, double
   return sh.token;
 }
 
+__global__ void __launch_bounds__(kSampleThreads)
+    argmax_kernel(const float* __restrict__ logits, int64_t vocab, int32_t* __restrict__ tokens) {
+  __shared__ ArgMax scratch[kSampleWarps + 1];
+  const float* row = logits + blockIdx.x * vocab;
+  ArgMax best;
+  best.init();
+  for (int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) best.add(row[i], static_cast<int32_t>(i));
+  best = block_reduce(best, scratch, [](const ArgMax& a, const ArgMax& c) { return better(a, c); });
+  if (threadIdx.x == 0) tokens[blockIdx.x] = best.valid() ? best.index : -1;
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kSampleThreads)
     sample_kernel(SamplingBatch b, double scale) {
@@ -359,6 +370,20 @@ absl::Status sample_tokens(const SamplingBatch& b, cudaStream_t stream) {
     sample_kernel<T><<<static_cast<unsigned>(b.num_seqs), kSampleThreads, 0, stream>>>(b, scale);
     return detail::launch_status("sample_tokens");
   });
+}
+
+absl::Status argmax_rows(const float* logits, int64_t rows, int64_t vocab, int32_t* tokens,
+                         cudaStream_t stream) {
+  if (rows < 0 || rows > 0x7fffffff || vocab <= 0 || vocab > 0x7fffffff) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("argmax_rows: bad sizes rows=", rows, " vocab=", vocab));
+  }
+  if (rows == 0) return absl::OkStatus();
+  if (logits == nullptr || tokens == nullptr) {
+    return absl::InvalidArgumentError("argmax_rows: logits and tokens must be non-null");
+  }
+  argmax_kernel<<<static_cast<unsigned>(rows), kSampleThreads, 0, stream>>>(logits, vocab, tokens);
+  return detail::launch_status("argmax_rows");
 }
 
 absl::Status count_output_tokens(int32_t* counts, int64_t vocab, const int32_t* tokens,

@@ -160,6 +160,21 @@ TEST_F(CudaGemmTest, MatchesCpuOverShapes) {
   }
 }
 
+// Decode shapes take the gemv kernel (m <= 8, k a multiple of 8), m = 9 cuBLAS: row counts
+// around the limit, k from one 8-element vector to a tail that leaves lanes without a full group
+// of in-flight loads (8200 = 1025 vectors), n not a multiple of the block's 8 warps.
+TEST_F(CudaGemmTest, DecodeShapesMatchCpu) {
+  uint32_t seed = 300;
+  const NK shapes[] = {{64, 8}, {1000, 64}, {2048, 2048}, {13, 8200}, {3, 4096}};
+  for (DType dt : {DType::kF16, DType::kBF16}) {
+    for (int64_t m : {1, 2, 3, 5, 8, 9}) {
+      for (const NK& s : shapes) {
+        for (bool bias : {false, true}) check({m, s.n, s.k, dt, bias, 0, seed++});
+      }
+    }
+  }
+}
+
 // Operands only 2-byte aligned: cuBLASLt is not asked, GemmEx (and the bias broadcast) run.
 TEST_F(CudaGemmTest, MisalignedOperandsMatchCpu) {
   uint32_t seed = 500;

@@ -193,7 +193,14 @@ void check_greedy(const RandomModelSpec& spec, const std::string& name) {
   }
 }
 
-TEST_F(CudaGoldenTest, GreedyMatchesCpuGqaHeadDim64) { check_greedy(gqa_hd64(), "gqa64_greedy"); }
+// Tied embeddings here: with an untied random head this model's top-2 logits lie within the
+// near-tie margin within the first 3 steps for every prompt, in each of 13 seeds tried (0-3 tokens
+// judged per prompt); the untied head is checked by the prompt-logits test.
+TEST_F(CudaGoldenTest, GreedyMatchesCpuGqaHeadDim64) {
+  RandomModelSpec spec = gqa_hd64();
+  spec.tie_word_embeddings = true;
+  check_greedy(spec, "gqa64_tied_greedy");
+}
 TEST_F(CudaGoldenTest, GreedyMatchesCpuMqaHeadDim128Tied) {
   check_greedy(mqa_hd128_tied(), "mqa128_greedy");
 }

@@ -365,5 +365,43 @@ TEST_F(CudaSamplingTest, CountOutputTokens) {
   EXPECT_EQ(out, expected);
 }
 
+// argmax_rows against a scalar argmax: ties to the lowest id (a row of equal maxima at both
+// ends), NaN skipped, -inf everywhere gives -1, +inf wins; rows longer than one block's stride.
+TEST_F(CudaSamplingTest, ArgmaxRowsMatchesScalarArgmax) {
+  std::mt19937 rng(9);
+  const int64_t vocab = 32003;
+  const int n = 7;
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  std::vector<float> logits(n * vocab);
+  for (float& v : logits) v = normal(rng);
+  float* row = logits.data();
+  row[5] = row[vocab - 2] = 100.0f;                                       // row 0: tie, id 5
+  row = logits.data() + 1 * vocab;
+  for (int64_t i = 0; i < vocab; i += 3) row[i] = std::nanf("");         // row 1: NaNs
+  row = logits.data() + 2 * vocab;
+  for (int64_t i = 0; i < vocab; ++i) row[i] = -INFINITY;                  // row 2: -1
+  row = logits.data() + 3 * vocab;
+  row[vocab - 1] = INFINITY;                                               // row 3: +inf last
+  std::vector<int32_t> expected(n);
+  for (int r = 0; r < n; ++r) {
+    int32_t best = -1;
+    for (int64_t i = 0; i < vocab; ++i) {
+      const float v = logits[r * vocab + i];
+      if (v > -INFINITY && (best < 0 || v > logits[r * vocab + best])) best = static_cast<int32_t>(i);
+    }
+    expected[r] = best;
+  }
+  EXPECT_EQ(expected[0], 5);
+  EXPECT_EQ(expected[2], -1);
+  EXPECT_EQ(expected[3], vocab - 1);
+  DeviceBuffer d_logits = test::upload(logits);
+  DeviceBuffer d_tokens = test::device_zeros(n * sizeof(int32_t));
+  ASSERT_TRUE(kernels::cuda::argmax_rows(d_logits.as<float>(), n, vocab, d_tokens.as<int32_t>(),
+                                         nullptr)
+                  .ok());
+  test::sync_device();
+  EXPECT_EQ(test::download<int32_t>(d_tokens, n), expected);
+}
+
 }  // namespace
 }  // namespace weft

@@ -248,12 +248,6 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   WEFT_ASSIGN_OR_RETURN(s->inv_freq, kc::DeviceBuffer::allocate(inv_freq.size() * sizeof(float)));
   WEFT_RETURN_IF_ERROR(s->inv_freq.copy_from_host(inv_freq.data(), inv_freq.size() * sizeof(float),
                                                   s->stream));
-  std::vector<kc::SamplingRowParams> greedy(static_cast<size_t>(s->max_logit_rows));
-  for (kc::SamplingRowParams& p : greedy) p.temperature = 0.0f;
-  WEFT_ASSIGN_OR_RETURN(s->greedy_params,
-                        kc::DeviceBuffer::allocate(greedy.size() * sizeof(kc::SamplingRowParams)));
-  WEFT_RETURN_IF_ERROR(s->greedy_params.copy_from_host(
-      greedy.data(), greedy.size() * sizeof(kc::SamplingRowParams), s->stream));
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(s)));
 }
 

@@ -67,7 +67,6 @@ struct CudaExecutor::State {
   kernels::cuda::DeviceBuffer kv_pool;
   kernels::cuda::DeviceBuffer cublas_workspace;
   kernels::cuda::DeviceBuffer inv_freq;  // F32 [head_dim / 2]
-  kernels::cuda::DeviceBuffer greedy_params;  // SamplingRowParams [max_logit_rows], temperature 0
   void* host_metadata = nullptr;  // pinned, meta.total_bytes
   int64_t kv_layer_bytes = 0;     // one layer's K (or V) tensor
   int64_t decode_workspace_bytes = 0;  // at act.decode_attention

@@ -157,16 +157,8 @@ absl::Status CudaExecutor::State::enqueue_head(const StepShape& sh, int64_t row_
                                             static_cast<int>(st)));
   }
   if (greedy) {
-    kc::SamplingBatch s;
-    s.num_seqs = static_cast<int>(rows);
-    s.vocab = vocab;
-    s.logits = ws(act.logits);
-    s.logits_dtype = DType::kF32;
-    s.logits_stride = vocab;
-    s.params = greedy_params.as<kc::SamplingRowParams>();
-    s.workspace = reinterpret_cast<float*>(ws(act.sample_scratch));
-    s.tokens = reinterpret_cast<int32_t*>(ws(act.tokens_out));
-    WEFT_RETURN_IF_ERROR(kc::sample_tokens(s, stream));
+    WEFT_RETURN_IF_ERROR(kc::argmax_rows(reinterpret_cast<const float*>(ws(act.logits)), rows, vocab,
+                                         reinterpret_cast<int32_t*>(ws(act.tokens_out)), stream));
   }
   return absl::OkStatus();
 }

@@ -61,7 +61,6 @@ absl::StatusOr<ActivationLayout> plan_activation_layout(const ActivationShape& s
   l.mlp_act = take(t * s.intermediate * a);
   l.selected = take(s.max_logit_rows * s.hidden * a);
   l.logits = take(s.max_logit_rows * s.vocab * 4);
-  l.sample_scratch = take(s.max_logit_rows * s.vocab * 4);
   l.tokens_out = take(s.max_logit_rows * 4);
   l.decode_attention = take(std::max<int64_t>(s.decode_attention_bytes, 1));
   l.total_bytes = at;

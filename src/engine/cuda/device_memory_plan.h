@@ -45,7 +45,6 @@ struct ActivationLayout {
   int64_t mlp_act = 0;        // [max_tokens, intermediate] act
   int64_t selected = 0;       // [max_logit_rows, hidden] act (final-normed logit rows)
   int64_t logits = 0;         // [max_logit_rows, vocab] F32
-  int64_t sample_scratch = 0; // [max_logit_rows, vocab] F32 (GPU argmax / sampling workspace)
   int64_t tokens_out = 0;     // [max_logit_rows] I32
   int64_t decode_attention = 0;
   int64_t total_bytes = 0;

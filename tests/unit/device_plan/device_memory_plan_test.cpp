@@ -107,7 +107,7 @@ TEST(ActivationLayoutTest, BuffersAreAlignedDisjointAndSizedForTheLargestStep) {
       {l->attn_out, 2048 * 32 * 64 * 2},     {l->delta, 2048 * 2048 * 2},
       {l->gate_up, 2048 * 2 * 8192 * 2},     {l->mlp_act, 2048 * 8192 * 2},
       {l->selected, 256 * 2048 * 2},         {l->logits, 256 * 32000 * 4},
-      {l->sample_scratch, 256 * 32000 * 4},  {l->tokens_out, 256 * 4},
+      {l->tokens_out, 256 * 4},
       {l->decode_attention, 1000}};
   int64_t expected_end = 0;
   for (const auto& [offset, size] : buffers) {

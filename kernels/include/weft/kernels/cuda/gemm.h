@@ -34,15 +34,17 @@ class CublasGemm {
   // y[m, n] = x[m, k] @ w[n, k]^T (+ bias[n]), all device memory of `dtype` (F16 or BF16),
   // row-major and contiguous: x [m, k], w [n, k] (the Hugging Face [out_features, in_features]
   // layout), bias [n] or null, y [m, n] (must not alias x or w). Products are accumulated in F32
-  // and y is rounded once to `dtype` (bias added before that rounding).
+  // and y is rounded once to `dtype` (bias added before that rounding). Decode shapes
+  // (gemv_supported) go through weft's gemv kernel unless the environment sets
+  // WEFT_CUDA_GEMV=off; everything else through cuBLASLt, or cuBLAS GemmEx where it has no plan.
   // m == 0 is a no-op. InvalidArgument for another dtype, negative or over-2^31 sizes, or a null
   // pointer; Internal (naming the cuBLAS call and its status) when cuBLAS fails.
   absl::Status linear(const void* x, const void* w, const void* bias, void* y, int64_t m, int64_t n,
                       int64_t k, DType dtype);
 
   cudaStream_t stream() const;
-  // Which cuBLAS entry point served the last linear() call ("cublasLt" or "cublasGemmEx"), for
-  // test and benchmark reports.
+  // What served the last linear() call ("gemv", "cublasLt" or "cublasGemmEx"), for test and
+  // benchmark reports.
   const char* last_path() const;
 
  private:

@@ -57,12 +57,22 @@ struct CudaAttentionBatch {
   int max_context_len = 0;
 };
 
-// Decode (flash-decoding) splits each sequence's context into partitions of this many tokens,
-// each handled by its own thread block; a second kernel merges the partial softmax results.
+// Decode (flash-decoding) splits each sequence's context into partitions of at most this many
+// tokens, each handled by its own thread block; a second kernel merges the partial softmax
+// results. Small batches use smaller partitions (down to kMinDecodePartitionSize) so that the
+// launch still has enough blocks to keep the GPU's memory system busy.
 inline constexpr int kDecodePartitionSize = 256;
+inline constexpr int kMinDecodePartitionSize = 16;
 
-// Device workspace paged_attention_decode needs for `batch` (0 when every context fits in one
-// partition): partial outputs, maxima and sums, F32.
+// The partition size paged_attention_decode picks when the workspace allows: the largest power of
+// two in [kMinDecodePartitionSize, kDecodePartitionSize] whose launch has at least 256 blocks
+// (about two per SM of an H100 / H200), else the smallest. `head_blocks` is the number of blocks
+// per sequence and partition (query heads / heads sharing a block).
+int decode_partition_size(int num_seqs, int head_blocks, int max_context_len);
+
+// Device workspace paged_attention_decode needs for any batch of at most `num_seqs` sequences of
+// at most `max_context_len` tokens (0 when nothing can need more than one partition): partial
+// outputs, maxima and sums, F32, under the partition sizes above.
 size_t paged_attention_decode_workspace_bytes(int num_seqs, int num_heads, int head_dim,
                                               int max_context_len);
 

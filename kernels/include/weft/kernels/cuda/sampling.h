@@ -86,6 +86,12 @@ struct SamplingBatch {
 // launch.
 absl::Status sample_tokens(const SamplingBatch& batch, cudaStream_t stream);
 
+// tokens[r] = argmax of F32 logits row r ([rows, vocab], row stride vocab), ties to the lowest
+// id, NaN and -inf skipped, -1 for a row with no finite or +inf value: what sample_tokens gives a
+// greedy row with no penalties, bias or bans, in one pass without its scratch. One block per row.
+absl::Status argmax_rows(const float* logits, int64_t rows, int64_t vocab, int32_t* tokens,
+                         cudaStream_t stream);
+
 // counts[s * vocab + tokens[s]] += 1 for each s with 0 <= tokens[s] < vocab: keeps
 // SamplingBatch::output_counts current after each step without leaving the device.
 absl::Status count_output_tokens(int32_t* counts, int64_t vocab, const int32_t* tokens,

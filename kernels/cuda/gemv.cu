@@ -1,0 +1,155 @@
+// gemv: y[m, n] = x[m, k] @ w[n, k]^T (+ bias) for m <= kGemvMaxRows (see gemv.h).
+//
+// Grid ceil(n / 8), 256 threads: warp j of block b owns output feature f = 8 b + j. Its 32 lanes
+// walk w's row f in 16-byte vectors (8 elements), lane l taking vectors l, l + 32, ..., four
+// vectors at a time so four loads are in flight per lane before any is used. For each w vector the
+// lane reads the matching 8 elements of all M rows of x (small, L1 / L2 resident) and keeps M F32
+// partial sums; a warp shuffle reduction then gives y[r, f] for every row r, written (with the
+// bias) by lane 0 after one rounding to T. Weights are read with ld.global.nc, once.
+#include "weft/kernels/cuda/gemv.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "absl/strings/str_cat.h"
+#include "ops_common.cuh"
+
+namespace weft::kernels::cuda {
+namespace {
+
+using detail::from_float;
+using detail::to_float;
+using detail::warp_sum;
+
+constexpr int kThreads = 256;
+constexpr int kWarpsPerBlock = kThreads / 32;
+constexpr int kInFlight = 4;  // 16-byte weight vectors each lane loads before using them
+
+__device__ __forceinline__ void to_floats(const uint4& u, const __half*, float (&f)[8]) {
+  const __half2* h = reinterpret_cast<const __half2*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 t = __half22float2(h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+
+__device__ __forceinline__ void to_floats(const uint4& u, const __nv_bfloat16*, float (&f)[8]) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 t = __bfloat1622float2(h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+
+template <typename T, int M>
+__global__ void __launch_bounds__(kThreads)
+    gemv_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                T* __restrict__ y, int n, int k) {
+  const int feature = blockIdx.x * kWarpsPerBlock + static_cast<int>(threadIdx.x >> 5);
+  if (feature >= n) return;  // uniform over the warp
+  const int lane = threadIdx.x & 31;
+  const int vectors = k / 8;
+  const uint4* wrow = reinterpret_cast<const uint4*>(w + static_cast<int64_t>(feature) * k);
+  const uint4* xv = reinterpret_cast<const uint4*>(x);
+
+  float acc[M];
+#pragma unroll
+  for (int r = 0; r < M; ++r) acc[r] = 0.0f;
+
+  for (int v0 = lane; v0 < vectors; v0 += 32 * kInFlight) {
+    uint4 wv[kInFlight];
+#pragma unroll
+    for (int i = 0; i < kInFlight; ++i) {
+      const int v = v0 + 32 * i;
+      wv[i] = v < vectors ? __ldg(wrow + v) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kInFlight; ++i) {
+      const int v = v0 + 32 * i;
+      if (v < vectors) {
+        float wf[8];
+        to_floats(wv[i], static_cast<const T*>(nullptr), wf);
+#pragma unroll
+        for (int r = 0; r < M; ++r) {
+          float xf[8];
+          to_floats(__ldg(xv + static_cast<int64_t>(r) * vectors + v), static_cast<const T*>(nullptr),
+                    xf);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[r] = fmaf(xf[e], wf[e], acc[r]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < M; ++r) acc[r] = warp_sum(acc[r]);
+  if (lane == 0) {
+    const float b = bias != nullptr ? to_float(bias[feature]) : 0.0f;
+#pragma unroll
+    for (int r = 0; r < M; ++r) y[static_cast<int64_t>(r) * n + feature] = from_float<T>(acc[r] + b);
+  }
+}
+
+template <typename T, int M>
+void launch(const void* x, const void* w, const void* bias, void* y, int n, int k,
+            cudaStream_t stream) {
+  const unsigned blocks = static_cast<unsigned>((n + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  gemv_kernel<T, M><<<blocks, kThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                    static_cast<const T*>(w),
+                                                    static_cast<const T*>(bias), static_cast<T*>(y),
+                                                    n, k);
+}
+
+template <typename T>
+void launch_rows(int64_t m, const void* x, const void* w, const void* bias, void* y, int n, int k,
+                 cudaStream_t stream) {
+  switch (m) {
+    case 1: return launch<T, 1>(x, w, bias, y, n, k, stream);
+    case 2: return launch<T, 2>(x, w, bias, y, n, k, stream);
+    case 3: return launch<T, 3>(x, w, bias, y, n, k, stream);
+    case 4: return launch<T, 4>(x, w, bias, y, n, k, stream);
+    case 5: return launch<T, 5>(x, w, bias, y, n, k, stream);
+    case 6: return launch<T, 6>(x, w, bias, y, n, k, stream);
+    case 7: return launch<T, 7>(x, w, bias, y, n, k, stream);
+    default: return launch<T, 8>(x, w, bias, y, n, k, stream);
+  }
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+}  // namespace
+
+static_assert(kGemvMaxRows == 8, "launch_rows instantiates M = 1..8");
+
+bool gemv_supported(int64_t m, int64_t k, const void* x, const void* w, const void* y) {
+  return m >= 1 && m <= kGemvMaxRows && k > 0 && k % 8 == 0 && aligned16(x) && aligned16(w) &&
+         aligned16(y);
+}
+
+absl::Status gemv(const void* x, const void* w, const void* bias, void* y, int64_t m, int64_t n,
+                  int64_t k, DType dtype, cudaStream_t stream) {
+  if (!gemv_supported(m, k, x, w, y) || n <= 0 || n > 0x7fffffff || k > 0x7fffffff) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gemv: unsupported problem m=", m, " n=", n, " k=", k,
+        " (expected 1 <= m <= ", kGemvMaxRows, ", k a multiple of 8, 16-byte aligned x, w, y)"));
+  }
+  const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+  if (dtype == DType::kBF16) {
+    launch_rows<__nv_bfloat16>(m, x, w, bias, y, ni, ki, stream);
+  } else if (dtype == DType::kF16) {
+    launch_rows<__half>(m, x, w, bias, y, ni, ki, stream);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gemv: dtype ", dtype_name(dtype), " unsupported (expected f16 or bf16)"));
+  }
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("gemv: launch failed: ", cudaGetErrorString(err)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace weft::kernels::cuda

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Proves the GPU bundle here, on a machine without a GPU (ctest gpu_bundle; issue 17): builds it
+# from BUILD_DIR's binaries into a scratch directory, moves it to an empty directory, and there,
+# with a bare environment whose library path holds only the bundle's lib/ and the CUDA runtime
+# directory (what the GPU machine provides), checks that
+#   - every shared library the binaries load comes from the bundle, glibc or the CUDA directory;
+#   - bin/weft generates on the CPU exactly the tokens the build tree's weft generates;
+#   - every gpu test binary starts and skips its cases (no GPU), exit 0;
+#   - gpu-check.sh probes, reports "no GPU" (exit 3) and writes results.json.
+#
+#   scripts/gpu-bundle-test.sh BUILD_DIR [CUDA_LIB_DIR]     (default /usr/local/cuda/lib64)
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BUILD="$(cd "${1:?usage: gpu-bundle-test.sh BUILD_DIR [CUDA_LIB_DIR]}" && pwd)"
+CUDA_LIB="${2:-/usr/local/cuda/lib64}"
+SCRATCH="$(mktemp -d)"
+trap 'rm -rf "${SCRATCH}"' EXIT
+
+"${ROOT}/scripts/gpu-bundle.sh" --no-build --no-tar "${SCRATCH}/made/bundle" "${BUILD}"
+mkdir "${SCRATCH}/empty"
+mv "${SCRATCH}/made/bundle" "${SCRATCH}/empty/bundle"
+cd "${SCRATCH}/empty/bundle"
+B="$(pwd)"
+bare() { env -i PATH=/usr/bin:/bin HOME="${SCRATCH}" LD_LIBRARY_PATH="${B}/lib:${CUDA_LIB}" "$@"; }
+
+fail() { echo "gpu-bundle-test: $*" >&2; exit 1; }
+
+# Libraries actually loaded (LD_DEBUG reports each init), outside the bundle, glibc and CUDA.
+for exe in bin/*; do
+  # (gpu_bench exits 3 here, with no GPU, after its libraries are loaded: enough for this.)
+  loaded="$( (bare env LD_DEBUG=libs "${exe}" --help 2>&1 >/dev/null || true) |
+            awk '/calling init:/ {print $NF}' | sort -u)"
+  while read -r lib; do
+    [[ -z "${lib}" ]] && continue
+    case "${lib}" in
+      "${B}"/lib/* | "${CUDA_LIB}"/*) ;;
+      */libc.so.* | */libm.so.* | */libdl.so.* | */libpthread.so.* | */librt.so.* | */ld-linux*) ;;
+      *) fail "${exe} loaded ${lib} from outside the bundle" ;;
+    esac
+  done <<< "${loaded}"
+done
+
+prompt="The capital of France is"
+want="$("${BUILD}/launcher/weft" generate --model "${ROOT}/configs/default-model" --prompt "${prompt}" \
+        --max-tokens 12 --temperature 0 2>/dev/null)"
+got="$(bare bin/weft generate --model configs/default-model --prompt "${prompt}" --max-tokens 12 \
+       --temperature 0 2>/dev/null)"
+[[ -n "${got}" && "${got}" == "${want}" ]] || fail "bundle weft generated '${got}', the build tree's '${want}'"
+
+for t in bin/cuda_*_test; do
+  out="$(bare env WEFT_SOURCE_DIR="${B}" "${t}" --gtest_brief=1 2>&1)" || fail "${t} failed: ${out}"
+  grep -q 'SKIPPED' <<< "${out}" || fail "${t} skipped nothing without a GPU: ${out}"
+done
+
+set +e
+bare env OUT="${SCRATCH}/out" PATH="/usr/bin:/bin" ./gpu-check.sh > "${SCRATCH}/check.log" 2>&1
+rc=$?
+set -e
+[[ ${rc} -eq 3 ]] || fail "gpu-check.sh exited ${rc}, expected 3 (no GPU): $(cat "${SCRATCH}/check.log")"
+grep -q '"failed": 3' "${SCRATCH}/out/results.json" || fail "results.json: $(cat "${SCRATCH}/out/results.json")"
+grep -q 'unresolved libraries: none' "${SCRATCH}/check.log" || fail "unresolved libraries: $(cat "${SCRATCH}/check.log")"
+echo "gpu-bundle-test: ok ($(du -sh "${B}" | cut -f1) bundle, run from ${B})"
