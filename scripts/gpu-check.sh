@@ -130,25 +130,32 @@ if [[ "${GPUS}" -eq 0 ]]; then
   exit 3
 fi
 
-# --- The gpu tests: the four binaries at once (their CPU twins use the host's cores). ---
+# --- The gpu tests, all at once (their CPU twins use the host's cores). Attention and GEMM run
+# twice: with weft's default kernels and with the alternatives their variables select (the SIMT
+# prefill attention, cuBLAS for decode-shaped products), so both stay checked. ---
 export WEFT_SOURCE_DIR="${ROOT}"
-TEST_LOGS="${RESULTS_DIR}/tests"
-mkdir -p "${TEST_LOGS}"
+TEST_DIR="$(mktemp -d)"
+RUNS=("cuda_ops_test" "cuda_attention_test" "cuda_gemm_test" "cuda_golden_test"
+      "cuda_attention_test WEFT_CUDA_PREFILL_ATTENTION=simt" "cuda_gemm_test WEFT_CUDA_GEMV=off")
 pids=()
-for t in cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test; do
-  step "${t}" 240 bash -c 'bin/$0 --gtest_brief=1 > "$1" 2>&1' "${t}" "${TEST_LOGS}/${t}.log" &
+for i in "${!RUNS[@]}"; do
+  read -r t setting <<< "${RUNS[${i}]}"
+  step "${RUNS[${i}]}" 240 env ${setting} bash -c 'bin/$0 --gtest_brief=1 > "$1" 2>&1' "${t}" \
+    "${TEST_DIR}/${i}.log" &
   pids+=($!)
 done
-# step runs in the subshells above, so their SUMMARY lines are rebuilt here from the logs.
-for i in "${!pids[@]}"; do wait "${pids[${i}]}"; done
-for t in cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test; do
-  log="${TEST_LOGS}/${t}.log"
-  echo "--- ${t}"
-  grep -E '^\[  (FAILED|PASSED|SKIPPED) |^\[==========\]|Failure|error|Expected|Which is|actual' "${log}" | head -n 60
+# step runs in the subshells above, so their SUMMARY lines are rebuilt here from the logs, and
+# the logs go into one file (the device tool returns few files).
+for pid in "${pids[@]}"; do wait "${pid}"; done
+for i in "${!RUNS[@]}"; do
+  log="${TEST_DIR}/${i}.log"
+  { echo "===== ${RUNS[${i}]}"; cat "${log}"; } >> "${RESULTS_DIR}/tests.log"
+  echo "--- ${RUNS[${i}]}"
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) |^\[==========\]|Failure|error|Expected|Which is|actual' "${log}" | head -n 40
   if grep -q '^\[  PASSED  \]' "${log}" && ! grep -q '^\[  FAILED  \]' "${log}"; then
-    SUMMARY+=("${t}: ok ($(grep -o '[0-9]* tests\?' "${log}" | head -n 1) passed, $(grep -c '^\[  SKIPPED \]' "${log}") skipped)")
+    SUMMARY+=("${RUNS[${i}]}: ok ($(grep -o '[0-9]* tests\?' "${log}" | head -n 1) run, $(grep -c '^\[  SKIPPED \]' "${log}") skipped)")
   else
-    SUMMARY+=("${t}: FAILED ($(grep -c '^\[  FAILED  \]' "${log}") failure lines; see tests/${t}.log)")
+    SUMMARY+=("${RUNS[${i}]}: FAILED ($(grep -c '^\[  FAILED  \]' "${log}") failure lines; see tests.log)")
     FAILED=1
   fi
 done
@@ -166,6 +173,14 @@ BENCH_LOG="${SCRATCH}/gpu_bench.log"
 step gpu_bench 150 bash -c "bin/gpu_bench '${MODEL_DIR}' 2>&1 | tee '${BENCH_LOG}'; exit \${PIPESTATUS[0]}"
 json="$(grep '^{' "${BENCH_LOG}" 2>/dev/null | tail -n 1)"
 [[ -n "${json}" ]] && JSON_PARTS[weft_bench]="${json}"
+# The same with each of weft's own decode / prefill kernels swapped for the alternative, to
+# attribute the difference.
+for setting in WEFT_CUDA_GEMV=off WEFT_CUDA_PREFILL_ATTENTION=simt; do
+  step "gpu_bench ${setting}" 90 env "${setting}" bash -c \
+    "bin/gpu_bench '${MODEL_DIR}' > '${SCRATCH}/ab.log' 2>&1; rc=\$?; grep -E '^(decode|prefill)' '${SCRATCH}/ab.log'; exit \${rc}"
+  json="$(grep '^{' "${SCRATCH}/ab.log" 2>/dev/null | tail -n 1)"
+  [[ -n "${json}" ]] && JSON_PARTS["weft_bench_${setting//=/_}"]="${json}"
+done
 if [[ -n "${PYTHON}" && -f "${MODEL_DIR}/model.safetensors" ]]; then
   BASE_LOG="${SCRATCH}/gpu_baseline.log"
   step "transformers baseline" 120 bash -c \
