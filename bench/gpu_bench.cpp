@@ -102,12 +102,17 @@ int run(int argc, char** argv) {
   }
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "weft_gpu_bench_model";
   // --only b1 | prefill: just that phase, briefly (for a profiler such as ncu to attribute time
-  // to kernels); no numbers printed.
+  // to kernels); no numbers printed. --simt-prefill / --no-gemv: the alternative kernels.
   std::string only;
+  bool tensor_core_prefill = true, decode_gemv = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
+    } else if (arg == "--simt-prefill") {
+      tensor_core_prefill = false;
+    } else if (arg == "--no-gemv") {
+      decode_gemv = false;
     } else {
       dir = arg;
     }
@@ -172,6 +177,8 @@ int run(int argc, char** argv) {
   // Half the free memory for the KV pool, except under --only: a profiler replaying kernels
   // saves and restores the memory they may touch, and a 68 GiB pool made that take minutes.
   options.kv_memory_fraction = only.empty() ? 0.5 : 0.02;
+  options.tensor_core_prefill = tensor_core_prefill;
+  options.decode_gemv = decode_gemv;
   auto ex_or = CudaExecutor::create(*config, *weights, options);
   BENCH_CHECK(ex_or.status());
   CudaExecutor& ex = **ex_or;

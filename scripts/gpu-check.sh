@@ -130,17 +130,13 @@ if [[ "${GPUS}" -eq 0 ]]; then
   exit 3
 fi
 
-# --- The gpu tests, all at once (their CPU twins use the host's cores). Attention and GEMM run
-# twice: with weft's default kernels and with the alternatives their variables select (the SIMT
-# prefill attention, cuBLAS for decode-shaped products), so both stay checked. ---
+# --- The gpu tests, all at once (their CPU twins use the host's cores). ---
 export WEFT_SOURCE_DIR="${ROOT}"
 TEST_DIR="$(mktemp -d)"
-RUNS=("cuda_ops_test" "cuda_attention_test" "cuda_gemm_test" "cuda_golden_test"
-      "cuda_attention_test WEFT_CUDA_PREFILL_ATTENTION=simt" "cuda_gemm_test WEFT_CUDA_GEMV=off")
+RUNS=(cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test)
 pids=()
 for i in "${!RUNS[@]}"; do
-  read -r t setting <<< "${RUNS[${i}]}"
-  step "${RUNS[${i}]}" 240 env ${setting} bash -c 'bin/$0 --gtest_brief=1 > "$1" 2>&1' "${t}" \
+  step "${RUNS[${i}]}" 150 bash -c 'bin/$0 --gtest_brief=1 > "$1" 2>&1' "${RUNS[${i}]}" \
     "${TEST_DIR}/${i}.log" &
   pids+=($!)
 done
@@ -173,14 +169,6 @@ BENCH_LOG="${SCRATCH}/gpu_bench.log"
 step gpu_bench 150 bash -c "bin/gpu_bench '${MODEL_DIR}' 2>&1 | tee '${BENCH_LOG}'; exit \${PIPESTATUS[0]}"
 json="$(grep '^{' "${BENCH_LOG}" 2>/dev/null | tail -n 1)"
 [[ -n "${json}" ]] && JSON_PARTS[weft_bench]="${json}"
-# The same with each of weft's own decode / prefill kernels swapped for the alternative, to
-# attribute the difference.
-for setting in WEFT_CUDA_GEMV=off WEFT_CUDA_PREFILL_ATTENTION=simt; do
-  step "gpu_bench ${setting}" 90 env "${setting}" bash -c \
-    "bin/gpu_bench '${MODEL_DIR}' > '${SCRATCH}/ab.log' 2>&1; rc=\$?; grep -E '^(decode|prefill)' '${SCRATCH}/ab.log'; exit \${rc}"
-  json="$(grep '^{' "${SCRATCH}/ab.log" 2>/dev/null | tail -n 1)"
-  [[ -n "${json}" ]] && JSON_PARTS["weft_bench_${setting//=/_}"]="${json}"
-done
 if [[ -n "${PYTHON}" && -f "${MODEL_DIR}/model.safetensors" ]]; then
   BASE_LOG="${SCRATCH}/gpu_baseline.log"
   step "transformers baseline" 120 bash -c \
@@ -205,11 +193,25 @@ else
   SUMMARY+=("ncu: skipped (${NCU:-ncu not found})")
 fi
 
-# --- memcheck on one tenth of each kernel test binary's cases, with what time is left. ---
+# --- A/B: the same benchmark with each of weft's own decode / prefill kernels swapped for the
+# alternative, to attribute the difference. ---
+for flag in --no-gemv --simt-prefill; do
+  step "gpu_bench ${flag}" 90 bash -c \
+    "bin/gpu_bench '${MODEL_DIR}' ${flag} > '${SCRATCH}/ab.log' 2>&1; rc=\$?; grep -E '^(decode|prefill)' '${SCRATCH}/ab.log'; exit \${rc}"
+  json="$(grep '^{' "${SCRATCH}/ab.log" 2>/dev/null | tail -n 1)"
+  key="${flag#--}"
+  [[ -n "${json}" ]] && JSON_PARTS["weft_bench_${key//-/_}"]="${json}"
+done
+
+# --- compute-sanitizer memcheck on the kernels this work added or changed, with what time is
+# left: greedy argmax, gemv, decode attention (partitions of 16..256 tokens), tensor-core
+# prefill attention. ---
 if command -v compute-sanitizer >/dev/null 2>&1; then
-  for t in cuda_ops_test cuda_attention_test cuda_gemm_test; do
-    step "memcheck ${t}" 60 env GTEST_TOTAL_SHARDS=10 GTEST_SHARD_INDEX=0 \
-      compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 "bin/${t}" --gtest_brief=1
+  for target in "cuda_ops_test *Argmax*" "cuda_gemm_test *DecodeShapes*" \
+                "cuda_attention_test *PrefillTileEdges*" "cuda_attention_test *DecodeMatchesCpu*"; do
+    read -r t filter <<< "${target}"
+    step "memcheck ${target}" 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
+      --print-limit 20 "bin/${t}" --gtest_brief=1 "--gtest_filter=${filter}"
   done
 else
   SUMMARY+=("memcheck: skipped (compute-sanitizer not found)")

@@ -16,9 +16,6 @@
 #include <memory>
 #include <unordered_map>
 
-#include <cstdlib>
-#include <cstring>
-
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "weft/kernels/cuda/gemv.h"
@@ -95,15 +92,6 @@ __global__ void broadcast_bias_kernel(const uint16_t* __restrict__ bias, uint16_
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// WEFT_CUDA_GEMV=off sends decode-shaped products to cuBLAS too (to compare, or as a fallback).
-bool gemv_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("WEFT_CUDA_GEMV");
-    return v == nullptr || std::strcmp(v, "off") != 0;
-  }();
-  return enabled;
-}
-
 }  // namespace
 
 struct CublasGemm::Impl {
@@ -113,6 +101,7 @@ struct CublasGemm::Impl {
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
   const char* last_path = "none";  // the path of the last linear() call
+  bool use_gemv = true;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
 
   ~Impl() {
@@ -193,6 +182,7 @@ CublasGemm::~CublasGemm() = default;
 
 cudaStream_t CublasGemm::stream() const { return impl_->stream; }
 const char* CublasGemm::last_path() const { return impl_->last_path; }
+void CublasGemm::set_use_gemv(bool use) { impl_->use_gemv = use; }
 
 absl::StatusOr<std::unique_ptr<CublasGemm>> CublasGemm::create(cudaStream_t stream,
                                                                size_t workspace_bytes) {
@@ -236,7 +226,7 @@ absl::Status CublasGemm::linear(const void* x, const void* w, const void* bias, 
     return absl::InvalidArgumentError("CublasGemm::linear: x, w and y must be non-null");
   }
   Impl& s = *impl_;
-  if (gemv_enabled() && gemv_supported(m, k, x, w, y)) {
+  if (s.use_gemv && gemv_supported(m, k, x, w, y)) {
     s.last_path = "gemv";
     return gemv(x, w, bias, y, m, n, k, dtype, s.stream);
   }

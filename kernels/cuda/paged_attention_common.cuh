@@ -189,6 +189,12 @@ absl::Status dispatch_head_dim(const Args& a) {
   }
 }
 
+// The tensor-core prefill kernel (paged_attention_prefill_tc.cu): whether it covers `a` (F16 or
+// BF16 queries with a cache of the same dtype, head_dim 64 or 128), and its launcher, for
+// validated arguments it covers.
+bool prefill_tc_supported(const Args& a);
+absl::Status launch_prefill_tc(const Args& a);
+
 template <typename Launch>
 absl::Status dispatch(const Args& a) {
   const bool i8 = a.cache.dtype == DType::kI8;

@@ -1,6 +1,8 @@
 // Paged causal attention for ragged batches of prefill chunks and decode tokens,
-// flash-attention-2 style on CUDA cores (a tiled SIMT design with F32 accumulation; no tensor
-// cores yet: mma.sync / wgmma tiles are the next step for prefill throughput).
+// flash-attention-2 style on CUDA cores (a tiled SIMT design with F32 accumulation). For F16 /
+// BF16 caches at head_dim 64 and 128, paged_attention_prefill uses the tensor-core kernel of
+// paged_attention_prefill_tc.cu instead unless asked for this one (PrefillAttentionKernel::kSimt,
+// see paged_attention.h); this kernel serves every other case (I8 caches, the other head dims).
 //
 // Grid (row tiles, num_kv_heads, num_seqs), 128 threads (4 warps). The rows of sequence s for kv
 // head h are the (query j, head-in-group g) pairs, row = j * group + g, so all query heads of a
@@ -302,7 +304,8 @@ struct PrefillLaunch {
 
 absl::Status paged_attention_prefill(const void* q, DType dtype, int num_heads,
                                      const CudaKvCache& cache, const CudaAttentionBatch& batch,
-                                     float scale, void* out, cudaStream_t stream) {
+                                     float scale, void* out, cudaStream_t stream,
+                                     PrefillAttentionKernel kernel) {
   constexpr const char* kOp = "paged_attention_prefill";
   absl::Status st = attn::validate(kOp, q, dtype, num_heads, cache, batch, out);
   if (!st.ok() || batch.num_seqs == 0) return st;
@@ -315,6 +318,9 @@ absl::Status paged_attention_prefill(const void* q, DType dtype, int num_heads,
   a.cache = cache;
   a.batch = batch;
   a.stream = stream;
+  if (kernel == PrefillAttentionKernel::kTensorCores && attn::prefill_tc_supported(a)) {
+    return attn::launch_prefill_tc(a);
+  }
   return attn::dispatch<attn::PrefillLaunch>(a);
 }
 

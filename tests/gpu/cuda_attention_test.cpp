@@ -1,12 +1,13 @@
 // The CUDA paged-attention kernels against their CPU twin, weft::kernels::paged_attention, run on
 // host copies of the same (16-bit rounded) queries and caches. Covers decode batches of 1..33
-// sequences with contexts 1..3000 (edges 255/256/257, 511/512/513 straddle the 256-token
-// split-K partitions and the 16/32-token blocks), block sizes 16 and 32, GQA ratios 1/2/4/8 and
-// MQA, head dims 64/80/128 (plus 96 and 256, and the small 8/16/32 of the golden and default
+// sequences with contexts 1..3000 (edges 255/256/257, 511/512/513 straddle the split-K
+// partitions, 16..256 tokens by batch size, and the 16/32-token blocks), block sizes 16 and 32,
+// GQA ratios 1/2/4/8, 7 and 3 (blocks of 7 and 3 heads) and MQA, head dims 64/80/128 (plus 96 and 256, and the small 8/16/32 of the golden and default
 // models, which take the kernels' fewer-lanes-per-row paths), F16 and BF16, float and I8 caches,
-// and ragged
-// batches mixing prefill chunks, whole prompts, decode tokens and idle sequences. Blocks are
-// scattered over a shuffled pool; every cache slot no query may see (free blocks, the tail of
+// and ragged batches mixing prefill chunks, whole prompts, decode tokens and idle sequences, plus
+// the tensor-core prefill kernel's tile edges (PrefillTileEdgesMatchCpu). Every prefill case runs
+// through both prefill kernels (tensor cores where they apply, and SIMT). Blocks are scattered
+// over a shuffled pool; every cache slot no query may see (free blocks, the tail of
 // each sequence's last block) holds NaN (or a NaN scale), unused block-table entries are -1 and
 // the output starts as NaN, so a kernel reading past a context or skipping a row fails.
 //
@@ -15,6 +16,17 @@
 // dtype (relative error <= 2^-8 for BF16's 8 significant bits, <= 2^-11 for F16, given 2x slack
 // here), and F32 reassociation plus exp2 vs exp differ by ~1e-6 relative on outputs whose size is
 // bounded by max |v| (1 for float caches, ~2.5 for I8); 1e-4 absolute covers that.
+// The tensor-core prefill kernel (F16 / BF16 caches at head_dim 64 and 128, the default) also
+// rounds P = exp2(s - m) in [0, 1] to the 16-bit dtype for the P V product (l sums the unrounded
+// p). Each p_i then errs by at most half an ulp, e_i <= min(2^-9, 2^-8 p_i) for BF16 (<= 2^-12
+// for F16), the row's largest p is exactly 1, so the output errs by sum_{i != max} e_i |v_i| / l
+// before its own rounding (<= 2^-9 for BF16, 2^-12 for F16, as |O| < 1). F16: at most
+// 2^-11 + 2^-12 < 2^-10, within tolerance. BF16, with n visible keys: n = 2 gives at most
+// 2^-9 / 1.5 + 2^-9, n = 3 at most 2 * 2^-9 / 2 + 2^-9 = 2^-8, both within; from n = 4 on the
+// worst case exceeds 2^-8 (it tends to 2^-8 + 2^-9), but only if every e_i is maximal and has
+// the sign of its v_i. A float64 simulation of these distributions (q in [-2, 2], k and v in
+// [-1, 1], head_dim 128, 2.5 million outputs for each n in 2..23, where the error peaks) stayed
+// at or below 0.85 of the tolerance (0.49 with P unrounded), so the tolerance is kept as is.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -187,7 +199,9 @@ Problem make_problem(const Case& c) {
   return p;
 }
 
-enum class Kernel { kDecode, kPrefill };
+// kPrefill: paged_attention_prefill with its default (tensor-core) kernel where that applies;
+// expect_matches_cpu checks the SIMT kernel (kPrefillSimt) on the same problem too.
+enum class Kernel { kDecode, kPrefill, kPrefillSimt };
 
 std::vector<float> run_gpu(const Case& c, const Problem& p, Kernel kernel) {
   DeviceBuffer q = to_device(p.q.bits);
@@ -232,7 +246,9 @@ std::vector<float> run_gpu(const Case& c, const Problem& p, Kernel kernel) {
     EXPECT_TRUE(cuda_check(cudaDeviceSynchronize(), "paged_attention_decode").ok());
   } else {
     st = paged_attention_prefill(q.data(), c.dtype, c.num_heads, cache, batch, softmax_scale(c),
-                                 out.data(), nullptr);
+                                 out.data(), nullptr,
+                                 kernel == Kernel::kPrefillSimt ? PrefillAttentionKernel::kSimt
+                                                                : PrefillAttentionKernel::kTensorCores);
     EXPECT_TRUE(st.ok()) << st;
     EXPECT_TRUE(cuda_check(cudaDeviceSynchronize(), "paged_attention_prefill").ok());
   }
@@ -242,9 +258,10 @@ std::vector<float> run_gpu(const Case& c, const Problem& p, Kernel kernel) {
   return result;
 }
 
-void expect_matches_cpu(const Case& c, Kernel kernel) {
-  SCOPED_TRACE(absl::StrCat(kernel == Kernel::kDecode ? "decode " : "prefill ", describe(c)));
-  const Problem p = make_problem(c);
+void expect_gpu_matches(const Case& c, const Problem& p, Kernel kernel) {
+  SCOPED_TRACE(kernel == Kernel::kDecode    ? "decode kernel"
+               : kernel == Kernel::kPrefill ? "prefill kernel (tensor cores where they apply)"
+                                            : "prefill SIMT kernel");
   const std::vector<float> got = run_gpu(c, p, kernel);
   ASSERT_EQ(got.size(), p.expected.size());
   const float u = c.dtype == DType::kBF16 ? 1.0f / 256.0f : 1.0f / 1024.0f;  // see file comment
@@ -265,6 +282,13 @@ void expect_matches_cpu(const Case& c, Kernel kernel) {
                      << " (token " << worst / (c.num_heads * c.head_dim) << ", head "
                      << worst / c.head_dim % c.num_heads << "): gpu " << got[worst] << " cpu "
                      << p.expected[worst];
+}
+
+void expect_matches_cpu(const Case& c, Kernel kernel) {
+  SCOPED_TRACE(absl::StrCat(kernel == Kernel::kDecode ? "decode " : "prefill ", describe(c)));
+  const Problem p = make_problem(c);
+  expect_gpu_matches(c, p, kernel);
+  if (kernel == Kernel::kPrefill) expect_gpu_matches(c, p, Kernel::kPrefillSimt);
 }
 
 int32_t random_context(std::mt19937& rng) {
@@ -364,7 +388,8 @@ std::vector<Case> mixed_cases(const std::vector<int>& dims, const std::vector<He
 
 class CudaAttentionTest : public gpu_test::GpuTest {};
 
-const std::vector<HeadLayout> kDecodeHeads = {{8, 8}, {8, 4}, {16, 4}, {16, 2}, {8, 1}, {32, 4}};
+const std::vector<HeadLayout> kDecodeHeads = {{8, 8}, {8, 4}, {16, 4}, {16, 2}, {8, 1}, {32, 4},
+                                              {14, 2}, {6, 2}};
 const std::vector<HeadLayout> kPrefillHeads = {{8, 8}, {8, 4}, {8, 2}, {8, 1}, {4, 1}};
 
 TEST_F(CudaAttentionTest, DecodeMatchesCpu) {
@@ -463,6 +488,36 @@ TEST_F(CudaAttentionTest, LongPromptMatchesCpu) {
     c.seed = 1500;
     c.seqs = {{3000, 3000}};
     expect_matches_cpu(c, Kernel::kPrefill);
+  }
+}
+
+// The tile edges of the tensor-core prefill kernel (F16 / BF16 caches, head_dim 64 and 128;
+// 64-row tiles of 16-row warps, 64-key tiles of 16-key sub-tiles), and the SIMT kernel on the
+// same cases. Prompts of 1, 63, 64, 65, 200 and 1031 tokens (short of, exactly and one past a
+// 64-key tile, and of a 64-row tile at group 1; many tiles with a partial last one); later
+// chunks starting mid-block (positions 831, 63, 1 and 648 with 16- and 32-token blocks) next to
+// decode tokens and an idle sequence; GQA groups 1, 2, 4, 8 and also 3 and 6, whose query
+// tokens straddle the 16-row warp strips and 64-row tiles.
+TEST_F(CudaAttentionTest, PrefillTileEdgesMatchCpu) {
+  const std::vector<HeadLayout> heads = {{8, 8}, {8, 4}, {8, 2}, {8, 1}, {6, 2}, {12, 2}};
+  const std::vector<SeqSpec> prompts = {{1, 1},   {63, 63},   {64, 64},
+                                        {65, 65}, {200, 200}, {1031, 1031}};
+  const std::vector<SeqSpec> chunks = {{1031, 200}, {500, 1}, {100, 37}, {40, 0},
+                                       {65, 64},    {1, 1},   {777, 129}};
+  uint32_t seed = 3100;
+  for (int d : {64, 128}) {
+    for (size_t hi = 0; hi < heads.size(); ++hi) {
+      for (int di = 0; di < 2; ++di) {
+        for (int si = 0; si < 2; ++si) {
+          // Block sizes 16 and 32 alternate over layouts, dtypes and batches.
+          const int bs = (hi + di + si) % 2 == 0 ? 16 : 32;
+          Case c = shaped_case(d, heads[hi], di == 0 ? DType::kF16 : DType::kBF16, bs, false,
+                               seed++);
+          c.seqs = si == 0 ? prompts : chunks;
+          expect_matches_cpu(c, Kernel::kPrefill);
+        }
+      }
+    }
   }
 }
 

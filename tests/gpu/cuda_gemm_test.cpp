@@ -162,17 +162,26 @@ TEST_F(CudaGemmTest, MatchesCpuOverShapes) {
 
 // Decode shapes take the gemv kernel (m <= 8, k a multiple of 8), m = 9 cuBLAS: row counts
 // around the limit, k from one 8-element vector to a tail that leaves lanes without a full group
-// of in-flight loads (8200 = 1025 vectors), n not a multiple of the block's 8 warps.
+// of in-flight loads (8200 = 1025 vectors), n not a multiple of the block's 8 warps. The same
+// cases with set_use_gemv(false) check cuBLAS on them.
 TEST_F(CudaGemmTest, DecodeShapesMatchCpu) {
   uint32_t seed = 300;
   const NK shapes[] = {{64, 8}, {1000, 64}, {2048, 2048}, {13, 8200}, {3, 4096}};
-  for (DType dt : {DType::kF16, DType::kBF16}) {
-    for (int64_t m : {1, 2, 3, 5, 8, 9}) {
-      for (const NK& s : shapes) {
-        for (bool bias : {false, true}) check({m, s.n, s.k, dt, bias, 0, seed++});
+  for (bool use_gemv : {true, false}) {
+    gemm_->set_use_gemv(use_gemv);
+    for (DType dt : {DType::kF16, DType::kBF16}) {
+      for (int64_t m : {1, 2, 3, 5, 8, 9}) {
+        for (const NK& s : shapes) {
+          for (bool bias : {false, true}) {
+            check({m, s.n, s.k, dt, bias, 0, seed++});
+            EXPECT_EQ(std::string(gemm_->last_path()) == "gemv", use_gemv && m <= 8)
+                << gemm_->last_path() << " served m " << m << " n " << s.n << " k " << s.k;
+          }
+        }
       }
     }
   }
+  gemm_->set_use_gemv(true);
 }
 
 // Operands only 2-byte aligned: cuBLASLt is not asked, GemmEx (and the bias broadcast) run.

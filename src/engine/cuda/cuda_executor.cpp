@@ -229,6 +229,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
                                                 cudaHostAllocDefault),
                                   "cudaHostAlloc (step metadata)"));
   WEFT_ASSIGN_OR_RETURN(s->gemm, kc::CublasGemm::create(s->stream));
+  s->gemm->set_use_gemv(options.decode_gemv);
 
   // The LM head's own cuBLAS handle: F32 output (CublasGemm rounds to the activation dtype), a
   // fixed workspace so the call can be captured in a graph.

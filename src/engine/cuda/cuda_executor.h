@@ -50,6 +50,11 @@ struct CudaExecutorOptions {
   int64_t max_kv_blocks = 0;                   // > 0: cap
   std::optional<DType> kv_dtype;  // must be the compute dtype when given (the kernels write it)
   bool cuda_graphs = true;
+  // weft's own kernels where they apply, else the alternatives (to compare, or to fall back):
+  // tensor-core prefill attention (else SIMT), the gemv kernel for decode-shaped products (else
+  // cuBLAS).
+  bool tensor_core_prefill = true;
+  bool decode_gemv = true;
   bool print_plan = true;  // the memory plan to stderr at creation
 };
 

@@ -106,7 +106,10 @@ absl::Status CudaExecutor::State::enqueue_layers(const StepShape& sh) {
                                                       stream));
     } else {
       WEFT_RETURN_IF_ERROR(
-          kc::paged_attention_prefill(q, dtype, heads, cache, batch, scale, attn_out, stream));
+          kc::paged_attention_prefill(q, dtype, heads, cache, batch, scale, attn_out, stream,
+                                      options.tensor_core_prefill
+                                          ? kc::PrefillAttentionKernel::kTensorCores
+                                          : kc::PrefillAttentionKernel::kSimt));
     }
     WEFT_RETURN_IF_ERROR(gemm->linear(attn_out, w.o_proj, w.o_bias, delta, t, h, q_width, dtype));
     WEFT_RETURN_IF_ERROR(kc::add_rms_norm(residual, delta, w.post_norm, normed, t, h, eps, dtype,

@@ -87,8 +87,18 @@ absl::Status paged_attention_decode(const void* q, DType dtype, int num_heads,
 
 // Prefill chunks, decode tokens or both in one ragged batch (any query_len >= 0 per sequence,
 // query_len <= context_len). q, out: [query_start[num_seqs], num_heads, head_dim].
+//
+// Kernels: with kTensorCores, F16 / BF16 caches (of the query dtype) at head_dim 64 or 128 run on
+// tensor cores (WMMA: Q K^T and P V from 16-bit operands with F32 accumulation; scaling, masking
+// and the online softmax in F32; P rounded to the query dtype for the P V product, as
+// flash-attention does); I8 caches and the other head dims, and every case with kSimt, run on a
+// SIMT kernel with F32 math throughout (kept to compare the two, and as a fallback).
+enum class PrefillAttentionKernel { kTensorCores, kSimt };
+
 absl::Status paged_attention_prefill(const void* q, DType dtype, int num_heads,
                                      const CudaKvCache& cache, const CudaAttentionBatch& batch,
-                                     float scale, void* out, cudaStream_t stream);
+                                     float scale, void* out, cudaStream_t stream,
+                                     PrefillAttentionKernel kernel =
+                                         PrefillAttentionKernel::kTensorCores);
 
 }  // namespace weft::kernels::cuda
