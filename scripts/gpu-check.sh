@@ -13,6 +13,8 @@
 # One global deadline (GPU_CHECK_DEADLINE_S, default 480 s) bounds everything: each step's limit
 # is cut to what is left, and a step that cannot start in time is recorded as skipped. The summary
 # is printed whatever happened; with $OUT set, gpu-check.log and results.json are written there.
+# GPU_CHECK_ONLY, an extended regular expression, keeps only the steps whose names it matches
+# (e.g. 'cuda_gemm_test|gpu_bench' for a short second run after a fix).
 #
 # Exit codes: 0 everything passed; 1 a step failed or timed out; 3 no GPU visible.
 set -uo pipefail
@@ -32,10 +34,14 @@ SUMMARY=()
 FAILED=0
 declare -A JSON_PARTS
 
+# wanted NAME: whether GPU_CHECK_ONLY (unset: everything) selects the step NAME.
+wanted() { [[ -z "${GPU_CHECK_ONLY:-}" || "$1" =~ ${GPU_CHECK_ONLY} ]]; }
+
 # step NAME LIMIT_S COMMAND...: runs under min(LIMIT, time left), records ok / FAILED / timeout.
 step() {
   local name="$1" limit="$2"
   shift 2
+  wanted "${name}" || return 0
   local left=$(( DEADLINE - $(date +%s) ))
   if (( left < 10 )); then
     SUMMARY+=("${name}: skipped (global deadline reached)")
@@ -144,6 +150,7 @@ done
 # the logs go into one file (the device tool returns few files).
 for pid in "${pids[@]}"; do wait "${pid}"; done
 for i in "${!RUNS[@]}"; do
+  wanted "${RUNS[${i}]}" || continue
   log="${TEST_DIR}/${i}.log"
   { echo "===== ${RUNS[${i}]}"; cat "${log}"; } >> "${RESULTS_DIR}/tests.log"
   echo "--- ${RUNS[${i}]}"

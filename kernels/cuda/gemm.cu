@@ -6,8 +6,13 @@
 //   w (row-major [n, k])  is  w^T, a k x n matrix with ld k,
 //   y (row-major [m, n])  is  y^T, an n x m matrix with ld n,
 // and y = x w^T  <=>  y^T = w x^T = op_T(w^T) * x^T. The library therefore computes the n x m
-// product D = op(A) * B + beta * C with A = w (transposed, "T"), B = x (as is, "N"), C = D = y;
-// a bias is broadcast into y first (row i of D gets bias[i], i.e. column i of y) and beta = 1.
+// product D = op(A) * B with A = w (transposed, "T"), B = x (as is, "N"), D = y.
+//
+// A bias is not handed to cuBLAS: on an H200 both its BIAS epilogue (n = 17, 127) and C = bias
+// with beta = 1 (k = 8, 64) gave 16-bit results off by up to half an ulp of x W^T, i.e. they
+// rounded the product to the output type before adding. Instead the product of a biased call is
+// written in F32 to a scratch (in row chunks that fit it) and bias_round_kernel adds the bias
+// and rounds once, so the contract in gemm.h holds by construction.
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
@@ -18,6 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "ops_common.cuh"
 #include "weft/kernels/cuda/gemv.h"
 #include "weft/kernels/cuda/gemm.h"
 
@@ -64,8 +70,10 @@ struct PlanKey {
   int64_t m, n, k;
   DType dtype;
   bool aligned;
+  bool f32_out;  // D in F32 (biased calls) instead of dtype
   bool operator==(const PlanKey& o) const {
-    return m == o.m && n == o.n && k == o.k && dtype == o.dtype && aligned == o.aligned;
+    return m == o.m && n == o.n && k == o.k && dtype == o.dtype && aligned == o.aligned &&
+           f32_out == o.f32_out;
   }
 };
 
@@ -74,21 +82,23 @@ struct PlanKeyHash {
     uint64_t h = static_cast<uint64_t>(key.m) * 0x9e3779b97f4a7c15ull;
     h ^= static_cast<uint64_t>(key.n) + 0x7f4a7c159e3779b9ull + (h << 6) + (h >> 2);
     h ^= static_cast<uint64_t>(key.k) + 0x94d049bb133111ebull + (h << 6) + (h >> 2);
-    h ^= (static_cast<uint64_t>(key.dtype) << 2) | (key.aligned ? 1u : 0u);
+    h ^= (static_cast<uint64_t>(key.dtype) << 2) | (key.f32_out ? 2u : 0u) |
+         (key.aligned ? 1u : 0u);
     return static_cast<size_t>(h);
   }
 };
 
-// y[r, :] = bias for every row r (16-bit elements copied as bits), which the GEMM then
-// accumulates into with beta = 1.
-__global__ void broadcast_bias_kernel(const uint16_t* __restrict__ bias, uint16_t* __restrict__ y,
-                                      int64_t m, int64_t n) {
-  const int64_t total = m * n;
+// y[r, c] = T(product[r, c] + bias[c]) over `rows` rows of n: one rounding, in F32 before it.
+template <typename T>
+__global__ void bias_round_kernel(const float* __restrict__ product, const T* __restrict__ bias,
+                                  T* __restrict__ y, int64_t rows, int64_t n) {
+  const int64_t total = rows * n;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    y[i] = bias[i % n];
+    y[i] = detail::from_float<T>(product[i] + detail::to_float(bias[i % n]));
   }
 }
+
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
@@ -100,6 +110,7 @@ struct CublasGemm::Impl {
   cublasHandle_t blas = nullptr;
   void* workspace = nullptr;
   size_t workspace_bytes = 0;
+  float* bias_scratch = nullptr;  // kBiasScratchBytes
   const char* last_path = "none";  // the path of the last linear() call
   bool use_gemv = true;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
@@ -109,6 +120,36 @@ struct CublasGemm::Impl {
     if (blas != nullptr) cublasDestroy(blas);
     if (lt != nullptr) cublasLtDestroy(lt);
     if (workspace != nullptr) cudaFree(workspace);
+    if (bias_scratch != nullptr) cudaFree(bias_scratch);
+  }
+
+  // d[m, n] = x[m, k] @ w[n, k]^T, d in dtype or (f32_out) F32, through the shape's cached plan:
+  // cuBLASLt, or GemmEx where cuBLASLt has no algorithm.
+  absl::Status product(const void* x, const void* w, void* d, int64_t m, int64_t n, int64_t k,
+                       DType dtype, bool aligned, bool f32_out) {
+    const PlanKey key{m, n, k, dtype, aligned, f32_out};
+    auto it = plans.find(key);
+    if (it == plans.end()) {
+      auto plan = std::make_unique<Plan>();
+      WEFT_RETURN_IF_ERROR(make_plan(key, *plan));
+      it = plans.emplace(key, std::move(plan)).first;
+    }
+    Plan& plan = *it->second;
+    last_path = plan.use_lt ? "cublasLt" : "cublasGemmEx";
+    const float alpha = 1.0f, beta = 0.0f;
+    if (plan.use_lt) {
+      return cublas_check(cublasLtMatmul(lt, plan.op, &alpha, w, plan.a, x, plan.b, &beta, d,
+                                         plan.d, d, plan.d, &plan.algo, workspace, workspace_bytes,
+                                         stream),
+                          "cublasLtMatmul");
+    }
+    const cudaDataType_t type = dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_16BF;
+    return cublas_check(
+        cublasGemmEx(blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
+                     static_cast<int>(k), &alpha, w, type, static_cast<int>(k), x, type,
+                     static_cast<int>(k), &beta, d, f32_out ? CUDA_R_32F : type,
+                     static_cast<int>(n), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+        "cublasGemmEx");
   }
 
   // Builds the cuBLASLt plan for `key`; leaves use_lt false when cuBLASLt has no algorithm.
@@ -134,8 +175,9 @@ struct CublasGemm::Impl {
                                       "cublasLtMatrixLayoutCreate(w)"));
     WEFT_RETURN_IF_ERROR(cublas_check(cublasLtMatrixLayoutCreate(&plan.b, type, k, m, key.k),
                                       "cublasLtMatrixLayoutCreate(x)"));
-    WEFT_RETURN_IF_ERROR(cublas_check(cublasLtMatrixLayoutCreate(&plan.d, type, n, m, key.n),
-                                      "cublasLtMatrixLayoutCreate(y)"));
+    WEFT_RETURN_IF_ERROR(cublas_check(
+        cublasLtMatrixLayoutCreate(&plan.d, key.f32_out ? CUDA_R_32F : type, n, m, key.n),
+        "cublasLtMatrixLayoutCreate(y)"));
 
     cublasLtMatmulPreference_t pref = nullptr;
     WEFT_RETURN_IF_ERROR(
@@ -206,6 +248,9 @@ absl::StatusOr<std::unique_ptr<CublasGemm>> CublasGemm::create(cudaStream_t stre
     WEFT_RETURN_IF_ERROR(cublas_check(
         cublasSetWorkspace(impl->blas, impl->workspace, workspace_bytes), "cublasSetWorkspace"));
   }
+  WEFT_RETURN_IF_ERROR(
+      cuda_call_check(cudaMalloc(&impl->bias_scratch, CublasGemm::kBiasScratchBytes),
+                      "cudaMalloc(bias scratch)"));
   return std::unique_ptr<CublasGemm>(new CublasGemm(std::move(impl)));
 }
 
@@ -230,43 +275,34 @@ absl::Status CublasGemm::linear(const void* x, const void* w, const void* bias, 
     s.last_path = "gemv";
     return gemv(x, w, bias, y, m, n, k, dtype, s.stream);
   }
-  // The bias is read only by the broadcast kernel, so its alignment does not matter here.
-  const PlanKey key{m, n, k, dtype, aligned16(x) && aligned16(w) && aligned16(y)};
-  auto it = s.plans.find(key);
-  if (it == s.plans.end()) {
-    auto plan = std::make_unique<Plan>();
-    WEFT_RETURN_IF_ERROR(s.make_plan(key, *plan));
-    it = s.plans.emplace(key, std::move(plan)).first;
+  const bool aligned = aligned16(x) && aligned16(w) && aligned16(y);
+  if (bias == nullptr) return s.product(x, w, y, m, n, k, dtype, aligned, /*f32_out=*/false);
+  // Biased: F32 product chunks, then bias and one rounding (see the file comment).
+  const int64_t chunk = static_cast<int64_t>(CublasGemm::kBiasScratchBytes / (sizeof(float) * n));
+  if (chunk == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("CublasGemm::linear: n=", n,
+                                                   " too wide for a biased product"));
   }
-  Plan& plan = *it->second;
-  const float alpha = 1.0f;
-  s.last_path = plan.use_lt ? "cublasLt" : "cublasGemmEx";
-
-  // The bias goes in as C with beta = 1 (y pre-filled with it), so it is added to the F32
-  // accumulator before the one rounding to dtype. cuBLASLt's BIAS epilogue was not: on an H200
-  // it gave BF16 results off by half an ulp of x W^T for n = 17 and 127 (double rounding).
-  float beta = 0.0f;
-  if (bias != nullptr) {
-    const int64_t total = m * n;
-    const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 4096));
-    broadcast_bias_kernel<<<blocks, 256, 0, s.stream>>>(static_cast<const uint16_t*>(bias),
-                                                        static_cast<uint16_t*>(y), m, n);
-    WEFT_RETURN_IF_ERROR(cuda_call_check(cudaGetLastError(), "broadcast_bias_kernel"));
-    beta = 1.0f;
+  const size_t es = dtype_size(dtype);
+  for (int64_t r0 = 0; r0 < m; r0 += chunk) {
+    const int64_t rows = std::min(chunk, m - r0);
+    const char* xr = static_cast<const char*>(x) + r0 * k * es;
+    WEFT_RETURN_IF_ERROR(s.product(xr, w, s.bias_scratch, rows, n, k, dtype,
+                                   aligned16(xr) && aligned16(w), /*f32_out=*/true));
+    const int blocks = static_cast<int>(std::min<int64_t>((rows * n + 255) / 256, 4096));
+    char* out = static_cast<char*>(y) + r0 * n * es;
+    if (dtype == DType::kF16) {
+      bias_round_kernel<__half><<<blocks, 256, 0, s.stream>>>(
+          s.bias_scratch, static_cast<const __half*>(bias), reinterpret_cast<__half*>(out), rows,
+          n);
+    } else {
+      bias_round_kernel<__nv_bfloat16><<<blocks, 256, 0, s.stream>>>(
+          s.bias_scratch, static_cast<const __nv_bfloat16*>(bias),
+          reinterpret_cast<__nv_bfloat16*>(out), rows, n);
+    }
+    WEFT_RETURN_IF_ERROR(cuda_call_check(cudaGetLastError(), "bias_round_kernel"));
   }
-  if (plan.use_lt) {
-    return cublas_check(
-        cublasLtMatmul(s.lt, plan.op, &alpha, w, plan.a, x, plan.b, &beta, y, plan.d, y, plan.d,
-                       &plan.algo, s.workspace, s.workspace_bytes, s.stream),
-        "cublasLtMatmul");
-  }
-  const cudaDataType_t type = dtype == DType::kF16 ? CUDA_R_16F : CUDA_R_16BF;
-  return cublas_check(
-      cublasGemmEx(s.blas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(n), static_cast<int>(m),
-                   static_cast<int>(k), &alpha, w, type, static_cast<int>(k), x, type,
-                   static_cast<int>(k), &beta, y, type, static_cast<int>(n), CUBLAS_COMPUTE_32F,
-                   CUBLAS_GEMM_DEFAULT),
-      "cublasGemmEx");
+  return absl::OkStatus();
 }
 
 }  // namespace weft::kernels::cuda

@@ -206,7 +206,9 @@ __global__ void __launch_bounds__(kSampleThreads)
   const float* row = logits + blockIdx.x * vocab;
   ArgMax best;
   best.init();
-  for (int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) best.add(row[i], static_cast<int32_t>(i));
+  for (int64_t i = threadIdx.x; i < vocab; i += kSampleThreads) {
+    best.add(row[i], static_cast<int32_t>(i));
+  }
   best = block_reduce(best, scratch, [](const ArgMax& a, const ArgMax& c) { return better(a, c); });
   if (threadIdx.x == 0) tokens[blockIdx.x] = best.valid() ? best.index : -1;
 }

@@ -2,8 +2,9 @@
 // host copies of the same (16-bit rounded) queries and caches. Covers decode batches of 1..33
 // sequences with contexts 1..3000 (edges 255/256/257, 511/512/513 straddle the split-K
 // partitions, 16..256 tokens by batch size, and the 16/32-token blocks), block sizes 16 and 32,
-// GQA ratios 1/2/4/8, 7 and 3 (blocks of 7 and 3 heads) and MQA, head dims 64/80/128 (plus 96 and 256, and the small 8/16/32 of the golden and default
-// models, which take the kernels' fewer-lanes-per-row paths), F16 and BF16, float and I8 caches,
+// GQA ratios 1/2/4/8, 7 and 3 (blocks of 7 and 3 heads) and MQA, head dims 64/80/128 (plus 96
+// and 256, and the small 8/16/32 of the golden and default models, which take the kernels'
+// fewer-lanes-per-row paths), F16 and BF16, float and I8 caches,
 // and ragged batches mixing prefill chunks, whole prompts, decode tokens and idle sequences, plus
 // the tensor-core prefill kernel's tile edges (PrefillTileEdgesMatchCpu). Every prefill case runs
 // through both prefill kernels (tensor cores where they apply, and SIMT). Blocks are scattered
@@ -245,10 +246,11 @@ std::vector<float> run_gpu(const Case& c, const Problem& p, Kernel kernel) {
     EXPECT_TRUE(st.ok()) << st;
     EXPECT_TRUE(cuda_check(cudaDeviceSynchronize(), "paged_attention_decode").ok());
   } else {
+    const PrefillAttentionKernel which = kernel == Kernel::kPrefillSimt
+                                             ? PrefillAttentionKernel::kSimt
+                                             : PrefillAttentionKernel::kTensorCores;
     st = paged_attention_prefill(q.data(), c.dtype, c.num_heads, cache, batch, softmax_scale(c),
-                                 out.data(), nullptr,
-                                 kernel == Kernel::kPrefillSimt ? PrefillAttentionKernel::kSimt
-                                                                : PrefillAttentionKernel::kTensorCores);
+                                 out.data(), nullptr, which);
     EXPECT_TRUE(st.ok()) << st;
     EXPECT_TRUE(cuda_check(cudaDeviceSynchronize(), "paged_attention_prefill").ok());
   }

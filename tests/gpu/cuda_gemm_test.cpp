@@ -162,11 +162,13 @@ TEST_F(CudaGemmTest, MatchesCpuOverShapes) {
 
 // Decode shapes take the gemv kernel (m <= 8, k a multiple of 8), m = 9 cuBLAS: row counts
 // around the limit, k from one 8-element vector to a tail that leaves lanes without a full group
-// of in-flight loads (8200 = 1025 vectors), n not a multiple of the block's 8 warps. The same
-// cases with set_use_gemv(false) check cuBLAS on them.
+// of in-flight loads (8200 = 1025 vectors), n not a multiple of a block's rows, and every row
+// split (8 warps a row for n < 1056, 4 for 2048, 2 for 3072, 1 for 4608). The same cases with
+// set_use_gemv(false) check cuBLAS on them.
 TEST_F(CudaGemmTest, DecodeShapesMatchCpu) {
   uint32_t seed = 300;
-  const NK shapes[] = {{64, 8}, {1000, 64}, {2048, 2048}, {13, 8200}, {3, 4096}};
+  const NK shapes[] = {{64, 8},   {1000, 64}, {2048, 2048}, {13, 8200},
+                       {3, 4096}, {3072, 264}, {4608, 136}};
   for (bool use_gemv : {true, false}) {
     gemm_->set_use_gemv(use_gemv);
     for (DType dt : {DType::kF16, DType::kBF16}) {

@@ -206,7 +206,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   request.free_bytes = static_cast<int64_t>(free_bytes);
   request.weight_bytes = cuda_weight_bytes(config, s->dtype);
   request.workspace_bytes = s->act.total_bytes + s->meta.total_bytes +
-                            2 * static_cast<int64_t>(kc::CublasGemm::kDefaultWorkspaceBytes);
+                            2 * static_cast<int64_t>(kc::CublasGemm::kDefaultWorkspaceBytes) +
+                            static_cast<int64_t>(kc::CublasGemm::kBiasScratchBytes);
   request.reserve_bytes = kReserveBytes;
   request.kv_bytes_per_block = 2 * config.num_hidden_layers * options.block_size *
                                config.num_key_value_heads * config.head_dim *

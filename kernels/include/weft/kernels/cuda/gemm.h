@@ -23,6 +23,8 @@ class CublasGemm {
  public:
   // 32 MiB is what cuBLASLt's Hopper kernels may use for split-K reductions.
   static constexpr size_t kDefaultWorkspaceBytes = size_t{32} << 20;
+  // Device memory each instance also holds: the F32 products of biased calls, in row chunks.
+  static constexpr size_t kBiasScratchBytes = size_t{16} << 20;
 
   // Internal (naming the failed call) when a handle or the workspace cannot be created.
   static absl::StatusOr<std::unique_ptr<CublasGemm>> create(
