@@ -102,17 +102,17 @@ int run(int argc, char** argv) {
   }
   std::filesystem::path dir = std::filesystem::temp_directory_path() / "weft_gpu_bench_model";
   // --only b1 | prefill: just that phase, briefly (for a profiler such as ncu to attribute time
-  // to kernels); no numbers printed. --simt-prefill / --no-gemv: the alternative kernels.
+  // to kernels); no numbers printed. --simt-prefill / --gemv: the alternative kernels.
   std::string only;
-  bool tensor_core_prefill = true, decode_gemv = true;
+  bool tensor_core_prefill = true, decode_gemv = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (arg == "--simt-prefill") {
       tensor_core_prefill = false;
-    } else if (arg == "--no-gemv") {
-      decode_gemv = false;
+    } else if (arg == "--gemv") {
+      decode_gemv = true;
     } else {
       dir = arg;
     }

@@ -202,7 +202,8 @@ fi
 
 # --- A/B: the same benchmark with each of weft's own decode / prefill kernels swapped for the
 # alternative, to attribute the difference. ---
-for flag in --no-gemv --simt-prefill; do
+for flag in --gemv --simt-prefill; do
+  rm -f "${SCRATCH}/ab.log"
   step "gpu_bench ${flag}" 90 bash -c \
     "bin/gpu_bench '${MODEL_DIR}' ${flag} > '${SCRATCH}/ab.log' 2>&1; rc=\$?; grep -E '^(decode|prefill)' '${SCRATCH}/ab.log'; exit \${rc}"
   json="$(grep '^{' "${SCRATCH}/ab.log" 2>/dev/null | tail -n 1)"

@@ -112,7 +112,7 @@ struct CublasGemm::Impl {
   size_t workspace_bytes = 0;
   float* bias_scratch = nullptr;  // kBiasScratchBytes
   const char* last_path = "none";  // the path of the last linear() call
-  bool use_gemv = true;
+  bool use_gemv = false;
   std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
 
   ~Impl() {

@@ -3,9 +3,10 @@
 // Grid ceil(n / (8 / S)), 256 threads (8 warps). Each output feature f is owned by S warps of one
 // block (S = 1, 2, 4 or 8, the split of its row; see split_for): warp (f, s) walks w's row f in
 // 16-byte vectors (8 elements), lane l taking vectors 32 (s + S i) + l, eight vectors at a time so
-// eight loads are in flight per lane before any is used. The split keeps enough warps streaming
-// when n is small (an H200 needs ~30 KiB of loads in flight per SM): with one warp per row, the
-// first version left o_proj / down_proj of a 1B Llama (n = 2048) at 32% of the bandwidth. For
+// eight loads are in flight per lane before any is used. The split keeps more warps streaming
+// when n is small (an H200 needs ~30 KiB of loads in flight per SM): with one warp per row and
+// four loads in flight, o_proj / down_proj of a 1B Llama (n = 2048) ran at 32% of the bandwidth,
+// split four ways at 35%; cuBLAS does better still on most of these shapes (see gemv.h). For
 // each w vector the lane reads the matching 8 elements of all M rows of x (small, L1 / L2
 // resident) and keeps M F32 partial sums; warp shuffles, then the S warps' partials in shared
 // memory, give y[r, f], written (with the bias) after one rounding to T. Weights are read with

@@ -36,16 +36,16 @@ class CublasGemm {
   // y[m, n] = x[m, k] @ w[n, k]^T (+ bias[n]), all device memory of `dtype` (F16 or BF16),
   // row-major and contiguous: x [m, k], w [n, k] (the Hugging Face [out_features, in_features]
   // layout), bias [n] or null, y [m, n] (must not alias x or w). Products are accumulated in F32
-  // and y is rounded once to `dtype` (bias added before that rounding). Decode shapes
-  // (gemv_supported) go through weft's gemv kernel unless set_use_gemv(false); everything else
-  // through cuBLASLt, or cuBLAS GemmEx where it has no plan.
+  // and y is rounded once to `dtype` (bias added before that rounding). Products go through
+  // cuBLASLt, or cuBLAS GemmEx where it has no plan; after set_use_gemv(true), decode shapes
+  // (gemv_supported) go through weft's gemv kernel instead.
   // m == 0 is a no-op. InvalidArgument for another dtype, negative or over-2^31 sizes, or a null
   // pointer; Internal (naming the cuBLAS call and its status) when cuBLAS fails.
   absl::Status linear(const void* x, const void* w, const void* bias, void* y, int64_t m, int64_t n,
                       int64_t k, DType dtype);
 
   cudaStream_t stream() const;
-  // false: decode shapes go to cuBLAS too (to compare the two, or as a fallback). Default true.
+  // true: decode shapes go to weft's gemv kernel (opt-in; see gemv.h). Default false.
   void set_use_gemv(bool use);
   // What served the last linear() call ("gemv", "cublasLt" or "cublasGemmEx"), for test and
   // benchmark reports.

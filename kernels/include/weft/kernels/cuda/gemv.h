@@ -11,9 +11,11 @@ namespace weft::kernels::cuda {
 
 // The decode-shaped linear: y[m, n] = x[m, k] @ w[n, k]^T (+ bias[n]) for a handful of rows
 // (m <= kGemvMaxRows), F16 or BF16, products accumulated in F32 and y rounded once (bias added
-// before). One warp per output feature streams its weight row once with 128-bit loads, several in
-// flight, so the step runs near the weight read's bandwidth where cuBLAS's tile kernels, sized
-// for large m, reached 26-72% of it on an H200 (Nsight Compute, batch-1 decode of a 1B Llama).
+// before). Each weight row is streamed once with 128-bit loads by one to eight warps.
+// Opt-in (CublasGemm::set_use_gemv): on an H200 (Nsight Compute, batch-1 decode of a 1B Llama)
+// cuBLAS's kernels read the weights at 26-72% of the bandwidth and this one at 30-63%, 3-9% slower
+// per step; it is kept, tested against the CPU, as the base for fusing the RMSNorm and SiLU
+// around the decode projections, where it can pay.
 inline constexpr int64_t kGemvMaxRows = 8;
 
 // True when gemv() takes this problem: 1 <= m <= kGemvMaxRows, k a multiple of 8 and x, w, y
