@@ -160,11 +160,11 @@ TEST_F(CudaGemmTest, MatchesCpuOverShapes) {
   }
 }
 
-// With set_use_gemv(true) decode shapes take the gemv kernel (m <= 8, k % 8 == 0), m = 9 cuBLAS:
-// row counts around the limit, k from one 8-element vector to a tail that leaves lanes without a full group
-// of in-flight loads (8200 = 1025 vectors), n not a multiple of a block's rows, and every row
-// split (8 warps a row for n < 1056, 4 for 2048, 2 for 3072, 1 for 4608). The same cases with
-// set_use_gemv(false), the default, check cuBLAS on them.
+// With set_use_gemv(true) decode shapes take the gemv kernel (m <= 8, k % 8 == 0), m = 9
+// cuBLAS: row counts around the limit, k from one 8-element vector to a tail that leaves lanes
+// without a full group of in-flight loads (8200 = 1025 vectors), n not a multiple of a block's
+// rows, and every row split (8 warps a row for n < 1056, 4 for 2048, 2 for 3072, 1 for 4608).
+// The same cases with set_use_gemv(false), the default, check cuBLAS on them.
 TEST_F(CudaGemmTest, DecodeShapesMatchCpu) {
   uint32_t seed = 300;
   const NK shapes[] = {{64, 8},   {1000, 64}, {2048, 2048}, {13, 8200},
