@@ -5,6 +5,9 @@
 # directory (what the GPU machine provides), checks that
 #   - every shared library the binaries load comes from the bundle, glibc or the CUDA directory;
 #   - bin/weft generates on the CPU exactly the tokens the build tree's weft generates;
+#   - the bundle's relocated OpenMPI runs two ranks (--tp 2, CPU) to the same tokens, with the
+#     system's OpenMPI and PMIx plugins, help files and launchers hidden (a private mount
+#     namespace; without `unshare -m` the run is made with them visible, and says so);
 #   - every gpu test binary starts and skips its cases (no GPU), exit 0;
 #   - gpu-check.sh probes, reports "no GPU" (exit 3) and writes results.json.
 #
@@ -14,7 +17,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="$(cd "${1:?usage: gpu-bundle-test.sh BUILD_DIR [CUDA_LIB_DIR]}" && pwd)"
 CUDA_LIB="${2:-/usr/local/cuda/lib64}"
 SCRATCH="$(mktemp -d)"
-trap 'rm -rf "${SCRATCH}"' EXIT
+trap '[[ -n "${KEEP_SCRATCH:-}" ]] || rm -rf "${SCRATCH}"' EXIT
 
 "${ROOT}/scripts/gpu-bundle.sh" --no-build --no-tar "${SCRATCH}/made/bundle" "${BUILD}"
 mkdir "${SCRATCH}/empty"
@@ -46,6 +49,38 @@ want="$("${BUILD}/launcher/weft" generate --model "${ROOT}/configs/default-model
 got="$(bare bin/weft generate --model configs/default-model --prompt "${prompt}" --max-tokens 12 \
        --temperature 0 2>/dev/null)"
 [[ -n "${got}" && "${got}" == "${want}" ]] || fail "bundle weft generated '${got}', the build tree's '${want}'"
+
+if [[ -x mpi/bin/mpirun ]]; then
+  # What to hide: the system's OpenMPI component and help directories, PMIx's, the launchers.
+  hidden=("$(ompi_info --path pkglibdir --parsable | sed -n 's/^path:pkglibdir://p')"
+          "$(ompi_info --path pkgdatadir --parsable | sed -n 's/^path:pkgdatadir://p')"
+          $(ls -d /usr/lib/*/pmix*/lib/pmix /usr/lib/*/pmix*/share/pmix 2>/dev/null))
+  launchers=()
+  for f in mpirun orterun orted; do
+    command -v "${f}" >/dev/null && launchers+=("$(readlink -f "$(command -v "${f}")")")
+  done
+  {
+    echo '#!/usr/bin/env bash'
+    echo '# Runs "$@" with the system OpenMPI / PMIx hidden; run it under unshare -m.'
+    echo 'empty="$(mktemp -d)"'
+    for d in "${hidden[@]}"; do echo "[[ -d '${d}' ]] && mount --bind \"\${empty}\" '${d}'"; done
+    for f in "${launchers[@]}"; do echo "mount --bind /dev/null '${f}'"; done
+    echo 'exec "$@"'
+  } > "${SCRATCH}/hide-mpi.sh"
+  hide=(unshare -m bash "${SCRATCH}/hide-mpi.sh")
+  if ! unshare -m true 2>/dev/null; then
+    echo "gpu-bundle-test: unshare -m unavailable: the MPI run below sees the system's OpenMPI too"
+    hide=()
+  fi
+  two="$("${hide[@]}" env -i PATH="${B}/mpi/bin:/usr/bin:/bin" HOME="${SCRATCH}" \
+           LD_LIBRARY_PATH="${B}/lib:${CUDA_LIB}" OPAL_PREFIX="${B}/mpi" \
+           PMIX_INSTALL_PREFIX="${B}/pmix" PMIX_MCA_pcompress_base_silence_warning=1 \
+           OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+           mpirun --oversubscribe -np 2 bin/weft generate --model configs/default-model \
+           --prompt "${prompt}" --max-tokens 12 --temperature 0 --tp 2 2>"${SCRATCH}/mpi.err")"
+  [[ "${two}" == "${want}" ]] ||
+    fail "two ranks from the bundle generated '${two}', one rank '${want}': $(cat "${SCRATCH}/mpi.err")"
+fi
 
 for t in bin/cuda_*_test; do
   out="$(bare env WEFT_SOURCE_DIR="${B}" "${t}" --gtest_brief=1 2>&1)" || fail "${t} failed: ${out}"

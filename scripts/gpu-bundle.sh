@@ -12,6 +12,8 @@
 #              come from the GPU machine: its CUDA 13 toolkit and the nvidia-nccl-cu13 wheel)
 # OUT/tests/golden/...  the golden models the CUDA golden test reads, the default model's
 #              perplexity check; OUT/configs/default-model; OUT/bench/gpu_baseline.py
+# OUT/mpi, OUT/pmix   OpenMPI's mpirun / orted, component plugins and help files, and PMIx's,
+#              relocatable (OPAL_PREFIX, PMIX_INSTALL_PREFIX), their libraries in OUT/lib
 # OUT/gpu-check.sh     the check itself (scripts/gpu-check.sh), run as OUT/gpu-check.sh
 # and OUT.tar.xz beside OUT, which is what travels (the device tool carries at most 64 MiB).
 set -euo pipefail
@@ -52,12 +54,43 @@ is_system_or_cuda() {
   esac
   return 1
 }
-for b in "${OUT}"/bin/*; do
-  ldd "${b}" | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' | while read -r name path; do
-    is_system_or_cuda "${name}" && continue
-    [[ -e "${OUT}/lib/${name}" ]] || cp -L "${path}" "${OUT}/lib/${name}"
+# copy_closure FILE...: each file's shared libraries (as above) into OUT/lib.
+copy_closure() {
+  local f name path
+  for f in "$@"; do
+    ldd "${f}" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}' |
+      while read -r name path; do
+        is_system_or_cuda "${name}" && continue
+        [[ -e "${OUT}/lib/${name}" ]] || cp -L "${path}" "${OUT}/lib/${name}"
+      done
   done
-done
+}
+copy_closure "${OUT}"/bin/*
+
+# The MPI runtime, for multi-rank runs there (weft links OpenMPI): mpirun and orted, OpenMPI's
+# component plugins and help files at their paths relative to its prefix (OPAL_PREFIX=OUT/mpi
+# relocates them), and PMIx's plugins and help files (PMIX_INSTALL_PREFIX=OUT/pmix), with the
+# libraries all of those load. gpu-check.sh sets the variables.
+if ldd "${OUT}/bin/weft" | grep -q libmpi && command -v ompi_info >/dev/null 2>&1; then
+  ompi_path() { ompi_info --path "$1" --parsable | sed -n "s/^path:$1://p"; }
+  prefix="$(ompi_path prefix)"
+  mkdir -p "${OUT}/mpi/bin"
+  cp -L "$(command -v mpirun)" "${OUT}/mpi/bin/mpirun"
+  cp -L "$(command -v orted)" "${OUT}/mpi/bin/orted"
+  for kind in pkglibdir pkgdatadir; do
+    dir="$(ompi_path "${kind}")"
+    mkdir -p "${OUT}/mpi/${dir#"${prefix}"/}"
+    cp -rL "${dir}/." "${OUT}/mpi/${dir#"${prefix}"/}/"
+  done
+  pmix_plugins="$(ls -d /usr/lib/*/pmix*/lib/pmix 2>/dev/null | head -n 1)"
+  if [[ -n "${pmix_plugins}" ]]; then
+    pmix_prefix="$(dirname "$(dirname "${pmix_plugins}")")"
+    mkdir -p "${OUT}/pmix/lib" "${OUT}/pmix/share"
+    cp -rL "${pmix_plugins}" "${OUT}/pmix/lib/"
+    [[ -d "${pmix_prefix}/share/pmix" ]] && cp -rL "${pmix_prefix}/share/pmix" "${OUT}/pmix/share/"
+  fi
+  copy_closure "${OUT}"/mpi/bin/* $(find "${OUT}/mpi" "${OUT}/pmix" -name '*.so' 2>/dev/null)
+fi
 strip --strip-unneeded "${OUT}"/lib/*.so* 2>/dev/null || true
 
 for m in "${GOLDEN_MODELS[@]}"; do

@@ -122,6 +122,13 @@ EOF
 )
 fi
 export LD_LIBRARY_PATH="$(IFS=:; echo "${LIBDIRS[*]}")${LD_LIBRARY_PATH:+:${LD_LIBRARY_PATH}}"
+# The bundle's MPI runtime, relocated (scripts/gpu-bundle.sh).
+if [[ -x "${ROOT}/mpi/bin/mpirun" ]]; then
+  export OPAL_PREFIX="${ROOT}/mpi" PMIX_INSTALL_PREFIX="${ROOT}/pmix"
+  export PMIX_MCA_pcompress_base_silence_warning=1 PATH="${ROOT}/mpi/bin:${PATH}"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+PROBE+=("mpirun: $(command -v mpirun || echo none)")
 for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
   found=""
   for d in "${LIBDIRS[@]}"; do [[ -e "${d}/${lib}" ]] && { found="${d}"; break; }; done
@@ -162,6 +169,17 @@ for i in "${!RUNS[@]}"; do
     FAILED=1
   fi
 done
+
+# --- The bundle's MPI runtime: two ranks (tensor parallel, on the CPU: the CUDA executor is
+# single-rank so far) generate what one rank does. ---
+if [[ -x "${ROOT}/mpi/bin/mpirun" ]]; then
+  step "mpirun -np 2 --tp 2 (CPU)" 60 bash -c '
+    args=(generate --model configs/default-model --prompt "The capital of France is"
+          --max-tokens 12 --temperature 0)
+    one="$(bin/weft "${args[@]}" 2>/dev/null)"
+    two="$(mpirun --oversubscribe -np 2 bin/weft "${args[@]}" --tp 2 2>/dev/null)"
+    echo "1 rank: ${one@Q}"; echo "2 ranks: ${two@Q}"; [[ -n "${one}" && "${one}" == "${two}" ]]'
+fi
 
 # --- The default model end to end: held-out perplexity within 1% of transformers'. ---
 if [[ -n "${PYTHON}" ]]; then
