@@ -38,26 +38,6 @@ int split_for(int64_t n) {
   return split;
 }
 
-__device__ __forceinline__ void to_floats(const uint4& u, const __half*, float (&f)[8]) {
-  const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 t = __half22float2(h[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
-  }
-}
-
-__device__ __forceinline__ void to_floats(const uint4& u, const __nv_bfloat16*, float (&f)[8]) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 t = __bfloat1622float2(h[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
-  }
-}
-
 template <typename T, int M>
 __global__ void __launch_bounds__(kThreads)
     gemv_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
@@ -89,11 +69,11 @@ __global__ void __launch_bounds__(kThreads)
       const int v = v0 + step * i;
       if (v < vectors) {
         float wf[8];
-        to_floats(wv[i], static_cast<const T*>(nullptr), wf);
+        detail::unpack8(wv[i], static_cast<const T*>(nullptr), wf);
 #pragma unroll
         for (int r = 0; r < M; ++r) {
           float xf[8];
-          to_floats(__ldg(xv + static_cast<int64_t>(r) * vectors + v),
+          detail::unpack8(__ldg(xv + static_cast<int64_t>(r) * vectors + v),
                     static_cast<const T*>(nullptr), xf);
 #pragma unroll
           for (int e = 0; e < 8; ++e) acc[r] = fmaf(xf[e], wf[e], acc[r]);

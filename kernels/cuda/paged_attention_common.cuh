@@ -11,8 +11,10 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "core/dtype.h"
+#include "ops_common.cuh"
 #include "weft/kernels/cuda/paged_attention.h"
 
 namespace weft::kernels::cuda::attn {
@@ -24,25 +26,11 @@ inline constexpr int kVec = 8;
 inline constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ void load8(const __half* p, float (&f)[kVec]) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const __half2* h = reinterpret_cast<const __half2*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 t = __half22float2(h[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
-  }
+  detail::unpack8(*reinterpret_cast<const uint4*>(p), p, f);
 }
 
 __device__ __forceinline__ void load8(const __nv_bfloat16* p, float (&f)[kVec]) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&u);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const float2 t = __bfloat1622float2(h[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
-  }
+  detail::unpack8(*reinterpret_cast<const uint4*>(p), p, f);
 }
 
 __device__ __forceinline__ void load8(const int8_t* p, float (&f)[kVec]) {
@@ -187,6 +175,33 @@ absl::Status dispatch_head_dim(const Args& a) {
       return absl::InvalidArgumentError(
           absl::StrCat("paged attention: head_dim ", a.cache.head_dim, " unsupported"));
   }
+}
+
+// The prefill grid: (row tiles of `tile_rows` rows, kv heads, sequences), where a sequence's rows
+// are its (query, head-in-group) pairs; x is 0 when no sequence has a query. InvalidArgument
+// naming `op` when the grid exceeds CUDA's limits.
+inline absl::StatusOr<dim3> prefill_grid(const Args& a, int tile_rows, const char* op) {
+  const int group = a.num_heads / a.cache.num_kv_heads;
+  const int64_t tiles =
+      (static_cast<int64_t>(a.batch.max_query_len) * group + tile_rows - 1) / tile_rows;
+  if (tiles > 0x7fffffff || a.cache.num_kv_heads > 65535 || a.batch.num_seqs > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": launch grid too large (max_query_len ", a.batch.max_query_len, ", num_kv_heads ",
+        a.cache.num_kv_heads, ", num_seqs ", a.batch.num_seqs, ")"));
+  }
+  return dim3(static_cast<unsigned>(tiles), a.cache.num_kv_heads, a.batch.num_seqs);
+}
+
+// Lets `kernel` take `bytes` of dynamic shared memory: above 48 KiB a kernel must opt in (a
+// host-side attribute, so it is also fine during stream capture). Internal naming `op` if refused.
+template <typename Kernel>
+absl::Status allow_shared_memory(Kernel kernel, size_t bytes, const char* op) {
+  const cudaError_t err =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (err == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(op, ": cudaFuncSetAttribute(", bytes,
+                                          " bytes of shared memory) failed: ",
+                                          cudaGetErrorString(err)));
 }
 
 // The tensor-core prefill kernel (paged_attention_prefill_tc.cu): whether it covers `a` (F16 or

@@ -352,28 +352,14 @@ struct PrefillTcLaunch {
   template <typename T, int D>
   static absl::Status run(const Args& a) {
     constexpr const char* kOp = "paged_attention_prefill";
-    const int group = a.num_heads / a.cache.num_kv_heads;
-    const int64_t tiles =
-        (static_cast<int64_t>(a.batch.max_query_len) * group + kTileRows - 1) / kTileRows;
-    if (tiles == 0) return absl::OkStatus();
-    if (tiles > 0x7fffffff || a.cache.num_kv_heads > 65535 || a.batch.num_seqs > 65535) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          kOp, ": launch grid too large (max_query_len ", a.batch.max_query_len, ", num_kv_heads ",
-          a.cache.num_kv_heads, ", num_seqs ", a.batch.num_seqs, ")"));
-    }
+    const absl::StatusOr<dim3> grid = prefill_grid(a, kTileRows, kOp);
+    if (!grid.ok()) return grid.status();
+    if (grid->x == 0) return absl::OkStatus();
     constexpr size_t kSmem = prefill_tc_smem_bytes(D);
     auto kernel = prefill_tc_kernel<T, D>;
-    // Above 48 KiB a kernel must opt in to dynamic shared memory (a host-side attribute, so it
-    // is also fine during stream capture).
-    cudaError_t err =
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
-    if (err != cudaSuccess) {
-      return absl::InternalError(
-          absl::StrCat(kOp, ": cudaFuncSetAttribute(", kSmem,
-                       " bytes of shared memory) failed: ", cudaGetErrorString(err)));
-    }
-    const dim3 grid(static_cast<unsigned>(tiles), a.cache.num_kv_heads, a.batch.num_seqs);
-    kernel<<<grid, kTcThreads, kSmem, a.stream>>>(
+    const absl::Status allowed = allow_shared_memory(kernel, kSmem, kOp);
+    if (!allowed.ok()) return allowed;
+    kernel<<<*grid, kTcThreads, kSmem, a.stream>>>(
         static_cast<const T*>(a.q), static_cast<const T*>(a.cache.k),
         static_cast<const T*>(a.cache.v), a.batch.query_start, a.batch.context_len,
         a.batch.block_tables, a.batch.max_blocks_per_seq, a.cache.block_size, a.num_heads,
