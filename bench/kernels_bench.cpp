@@ -94,9 +94,12 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs);
 
-// Block-quantized weights (linear_block_quantized: int8 activations per 16, integer dot
-// products). Args: m, n, k, dtype index into kBenchBlockDTypes. bytes_per_second counts the
-// weight bytes only: the GEMV (m = 1) figure to set against memory bandwidth.
+// Block-quantized weights (linear_block_quantized with --matmul-precision int8: int8
+// activations per 16, integer dot products). Args: m, n, k, dtype index into kBenchBlockDTypes,
+// copies: distinct weight tensors cycled through, one per iteration (copies > 1 so their total
+// exceeds the last-level cache: the weights then stream from memory as a decode step's do).
+// bytes_per_second counts the weight bytes only: the GEMV (m = 1) figure to set against memory
+// bandwidth.
 constexpr DType kBenchBlockDTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                                        DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
                                        DType::kI4G64, DType::kI4G128};
@@ -104,18 +107,26 @@ constexpr DType kBenchBlockDTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
 void BM_LinearBlock(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const DType dt = kBenchBlockDTypes[state.range(3)];
+  const int64_t copies = state.range(4);
+  set_matmul_precision(MatmulPrecision::kInt8);
   Tensor x = Tensor::zeros(DType::kF32, {m, k});
   Tensor dense = Tensor::zeros(DType::kF32, {n, k});
   fill_random(x, 1);
-  fill_random(dense, 2);
-  const Tensor w = quantize_rows(dense.view(), dt, false, pool());
+  std::vector<Tensor> ws;
+  for (int64_t c = 0; c < copies; ++c) {
+    fill_random(dense, 2 + static_cast<uint32_t>(c));
+    ws.push_back(quantize_rows(dense.view(), dt, false, pool()));
+  }
   Tensor y = Tensor::zeros(DType::kF32, {m, n});
+  size_t next = 0;
   for (auto _ : state) {
-    linear(x, w, nullptr, y, pool());
+    linear(x, ws[next], nullptr, y, pool());
+    next = (next + 1) % ws.size();
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.nbytes()));
+  set_matmul_precision(MatmulPrecision::kF32);
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(ws[0].nbytes()));
   state.counters["FLOP/s"] = benchmark::Counter(
       static_cast<double>(2 * m * n * k) * state.iterations(), benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dtype_name(dt)) + " " + std::string(cpu_kernel_isa()) +
@@ -123,9 +134,10 @@ void BM_LinearBlock(benchmark::State& state) {
 }
 
 void LinearBlockArgs(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"m", "n", "k", "dtype"});
+  b->ArgNames({"m", "n", "k", "dtype", "copies"});
   for (int64_t dt = 0; dt < static_cast<int64_t>(std::size(kBenchBlockDTypes)); ++dt) {
-    for (int64_t m : {1, 16, 128}) b->Args({m, 2048, 768, dt});
+    for (int64_t m : {1, 16, 128}) b->Args({m, 2048, 768, dt, 1});
+    b->Args({1, 2048, 2048, dt, 96});  // about 240-400 MB: streamed from memory
   }
   b->UseRealTime();
 }

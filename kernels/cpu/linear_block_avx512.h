@@ -17,10 +17,33 @@ template <bool kVnni>
 struct Avx512Kernel {
   static constexpr int kOffset = kVnni ? 0 : 128;
 
-  // Two accumulators per row (alternate 64-element steps) hide the FMA latency at MR = 1.
+  // The 64 weight elements at t of a row decoded beforehand (block_rows_of's scratch row).
+  struct ScratchRow {
+    const uint8_t* u;
+    const float* a;
+    const float* c;
+    [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) const {
+      w = _mm512_load_si512(u + t);
+      a4 = _mm_loadu_ps(a + t / kUnpackGroup);
+      c4 = _mm_loadu_ps(c + t / kUnpackGroup);
+    }
+  };
+
   template <int MR>
   static void tile(const BlockLinearProblem& p, const uint8_t* u, const float* a, const float* c,
                    int64_t i, float* out) {
+    ScratchRow row{u, a, c};
+    tile_from<MR>(p, row, i, out);
+  }
+
+  // The tile over any source of weight steps: Row::load(t, w, a4, c4) gives the 64 elements at
+  // t (called for t = 0, 64, ... in order) as u bytes, the four groups' scales, and their
+  // offsets with the type's zero folded in as block_rows_of folds it. The same operations in the
+  // same order for every source and every MR, so a row's result depends neither on its batch nor
+  // on whether its weights were decoded beforehand or in registers.
+  // Two accumulators per row (alternate 64-element steps) hide the FMA latency at MR = 1.
+  template <int MR, class Row>
+  static void tile_from(const BlockLinearProblem& p, Row& row, int64_t i, float* out) {
     // Lane l of a product holds elements 4l..4l+3: group l / 4.
     const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
     __m512 acc[MR][2];
@@ -29,9 +52,12 @@ struct Avx512Kernel {
       acc[r][0] = acc[r][1] = _mm512_setzero_ps();
       acc_c[r] = _mm_setzero_ps();
     }
-    const auto step = [&](int64_t t, int h) {
+    // Inlined, or the accumulators would live in memory (GCC keeps a large lambda out of line).
+    const auto step = [&](int64_t t, int h) __attribute__((always_inline)) {
       const int64_t g = t / kUnpackGroup;
-      const __m512i w = _mm512_load_si512(u + t);
+      __m512i w;
+      __m128 a4, c4;
+      row.load(t, w, a4, c4);
       __m512i w_abs = w;
       __mmask64 negative = 0;
       if constexpr (!kVnni) {
@@ -39,8 +65,6 @@ struct Avx512Kernel {
         w_abs = _mm512_abs_epi8(s);
         negative = _mm512_movepi8_mask(s);
       }
-      const __m128 a4 = _mm_loadu_ps(a + g);
-      const __m128 c4 = _mm_loadu_ps(c + g);
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) {
         const __m512i x = _mm512_loadu_si512(p.xq + (i + r) * p.k_pad + t);

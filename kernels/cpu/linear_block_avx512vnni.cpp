@@ -1,5 +1,6 @@
 // AVX512-VNNI path of linear_block_quantized(): vpdpbusd, 64 byte products per instruction
-// (linear_block_avx512.h).
+// (linear_block_avx512.h); up to a tile of activation rows with the weights decoded in registers
+// (linear_block_fused_avx512.h), more rows from a decoded scratch row.
 #include "cpu/linear_block.h"
 
 #if defined(__x86_64__)
@@ -8,13 +9,17 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "cpu/linear_block_avx512.h"
+#include "cpu/linear_block_fused_avx512.h"
 
 namespace weft::kernels::cpu {
 
 void linear_block_q_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                                int64_t j1) {
-  block_rows<Avx512Kernel<true>>(p, i0, i1, j0, j1);
+  if (fused_rows_apply(p, i0, i1)) {
+    fused_rows<Avx512Kernel<true>>(p, i0, i1, j0, j1);
+  } else {
+    block_rows<Avx512Kernel<true>>(p, i0, i1, j0, j1);
+  }
 }
 
 }  // namespace weft::kernels::cpu

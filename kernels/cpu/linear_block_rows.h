@@ -21,12 +21,18 @@
 namespace weft::kernels::cpu {
 namespace {
 
+// y[i + r, j] for r < MR from a tile's sums: the one place the bias is added.
+template <int MR>
+inline void store_tile_sums(const BlockLinearProblem& p, const float* sums, int64_t i, int64_t j) {
+  for (int r = 0; r < MR; ++r) p.y[(i + r) * p.n + j] = sums[r] + (p.bias ? p.bias[j] : 0.0f);
+}
+
 template <class Kernel, int MR>
 inline void block_rows_tile(const BlockLinearProblem& p, const uint8_t* u, const float* a,
                             const float* c, int64_t i, int64_t j) {
   float sums[MR];
   Kernel::template tile<MR>(p, u, a, c, i, sums);
-  for (int r = 0; r < MR; ++r) p.y[(i + r) * p.n + j] = sums[r] + (p.bias ? p.bias[j] : 0.0f);
+  store_tile_sums<MR>(p, sums, i, j);
 }
 
 template <class Kernel, DType D>

@@ -340,7 +340,9 @@ TEST_P(BlockLinearTest, EveryTypeOddShapesMatchTheDequantizedProduct) {
   uint32_t seed = 1;
   for (DType d : kBlockDTypes) {
     const int64_t block = dtype_block_elems(d);
-    for (int64_t k : {block, 3 * block, 5 * block}) {  // 3 and 5 blocks of 32 end mid-64
+    // Blocks of 32: 2 and 4 are whole steps of 64 (weights decoded in registers on VNNI), 1, 3
+    // and 5 end mid-step (decoded into a padded scratch row).
+    for (int64_t k : {block, 2 * block, 3 * block, 4 * block, 5 * block}) {
       for (int64_t m : {1, 2, 3, 4, 5, 7, 17}) {
         for (int64_t n : {1, 3, 13, 37}) {
           check_block_linear(m, n, k, d, false, (m + n) % 2 == 0, pool, seed++);
@@ -400,6 +402,40 @@ TEST_P(BlockLinearTest, LargeShapesAcrossThreadCounts) {
     check_block_linear(70, 150, 512, DType::kQ4_K, true, true, pool, 7 + threads);
     check_block_linear(1, 500, 768, DType::kQ4_0, false, false, pool, 17 + threads);
     check_block_linear(130, 40, 256, DType::kI4G128, false, true, pool, 27 + threads);
+  }
+}
+
+// Batch invariance: every row of a product equals, bit for bit, the same row multiplied alone or
+// in any slice of the batch, whatever the tiles (1-4 rows) and column blocks it falls in. The
+// engine relies on it (preemption recompute, speculative verification); on VNNI it also holds
+// between weights decoded in registers and in a scratch row (k = 96: a half step).
+TEST_P(BlockLinearTest, RowsEqualTheRowAlone) {
+  ThreadPool pool(2);
+  uint32_t seed = 500;
+  for (DType d : kBlockDTypes) {
+    for (int64_t k : {int64_t{256}, int64_t{512}, dtype_block_elems(d) == 32 ? int64_t{96} : int64_t{768}}) {
+      const int64_t m = 23, n = 29;
+      std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed, -2.0f, 2.0f);
+      std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+      seed += 2;
+      std::vector<float> wd;
+      Tensor w = quantized_weights(d, n, k, wv, false, wd);
+      Tensor y_all = Tensor::zeros(DType::kF32, {m, n});
+      linear(make_f32(xv, {m, k}), w, nullptr, y_all, pool);
+      for (int64_t rows : {1, 2, 3, 5, 17}) {
+        for (int64_t i0 = 0; i0 + rows <= m; i0 += 4) {
+          std::vector<float> xs(xv.begin() + i0 * k, xv.begin() + (i0 + rows) * k);
+          Tensor y = Tensor::zeros(DType::kF32, {rows, n});
+          linear(make_f32(xs, {rows, k}), w, nullptr, y, pool);
+          for (int64_t i = 0; i < rows; ++i) {
+            for (int64_t j = 0; j < n; ++j) {
+              ASSERT_EQ(y.data_as<float>()[i * n + j], y_all.data_as<float>()[(i0 + i) * n + j])
+                  << dtype_name(d) << " k=" << k << " rows " << i0 << "+" << rows << " y[" << i << "," << j << "]";
+            }
+          }
+        }
+      }
+    }
   }
 }
 

@@ -1,0 +1,240 @@
+// Private to kernels/cpu: block-quantized weight rows decoded in registers, 64 elements at a time,
+// for the AVX512-VNNI tile of linear_block_quantized() (linear_block_avx512vnni.cpp).
+//
+// block_rows_of (linear_block_rows.h) decodes each weight row into an L1 scratch row and then
+// multiplies it; at a few activation rows that decode pass costs as much as the products, and a
+// decode step (m = 1) pays it for every weight of the model. Here FusedRow<D>::load builds the
+// tile's operands straight from the row's blocks: the same u bytes, the same scales a and the
+// same folded offsets c (the type's zero folded in with the one rounding block_rows_of's fold
+// makes: VNNI reads u unsigned, so the fold adds -zero * a, an exact product, and a product plus
+// a sum round once either way). Avx512Kernel::tile_from runs the same operations on either
+// source, so a row's result is bit-identical whichever decoded it.
+//
+// Element layouts are core/dtype.h's (ggml's block formats); block_unpack.h is the reference
+// decoder these follow (its comments give the layouts). Include after the file's target pragma.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cassert>
+#include <cstring>
+
+#include "cpu/linear_block_avx512.h"
+
+namespace weft::kernels::cpu {
+namespace {
+
+inline uint16_t u16_at(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// [f(h0), f(h0), f(h1), f(h1)] for the F16 values at p0 and p1 (exact, as half_at).
+inline __m128 halves_pair(const uint8_t* p0, const uint8_t* p1) {
+  const __m128i v = _mm_cvtsi32_si128(static_cast<int>(u16_at(p0) | (uint32_t{u16_at(p1)} << 16)));
+  return _mm_cvtph_ps(_mm_unpacklo_epi16(v, v));
+}
+
+// 8 bytes as 16 floats, each twice: a K-quant sub-block's value for its 2 groups of 16.
+inline __m512 per_group(uint64_t bytes) {
+  const __m128i v = _mm_cvtsi64_si128(static_cast<long long>(bytes));
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(v, v)));
+}
+
+inline __m512i low_nibbles(__m512i v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
+
+// The 16 nibble bytes of two 32-element blocks as [lo(q0), hi(q0), lo(q1), hi(q1)]: elements
+// 0..15 of a block are its low nibbles, 16..31 its high ones.
+inline __m512i two_blocks_of_nibbles(const uint8_t* q0, const uint8_t* q1) {
+  const __m256i both = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)),
+                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
+  const __m512i twice = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
+                                                 _mm512_castsi256_si512(both));
+  return low_nibbles(_mm512_mask_blend_epi64(0xCC, twice, _mm512_srli_epi16(twice, 4)));
+}
+
+// 32 nibble bytes as [lo(q) | hi(q)]: 64 elements whose first 32 are the low nibbles.
+inline __m512i nibbles_low_then_high(const uint8_t* q) {
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+  return low_nibbles(_mm512_inserti64x4(_mm512_castsi256_si512(v), _mm256_srli_epi16(v, 4), 1));
+}
+
+// Q5_0 / Q5_1: 16 added to element j of each block where bit j of its 32-bit qh is set.
+inline __m512i add_fifth_bits(__m512i u, const uint8_t* qh0, const uint8_t* qh1) {
+  const __mmask64 bits = u32_at(qh0) | (uint64_t{u32_at(qh1)} << 32);
+  return _mm512_mask_add_epi8(u, bits, u, _mm512_set1_epi8(16));
+}
+
+// The weight row of one output, read 64 elements per load() in order t = 0, 64, ...
+template <DType D>
+class FusedRow {
+ public:
+  // A step of 64 elements covers whole blocks (two of 32, one of 64), or a block covers several
+  // steps (128, 256), whose per-group scales are then decoded once at the block's first step.
+  static constexpr int64_t kBlockElems =
+      (D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ6_K) ? 256
+      : D == DType::kI4G128                                        ? 128
+      : D == DType::kI4G64                                         ? 64
+                                                                   : 32;
+  static constexpr size_t kBlockBytes = D == DType::kQ8_0    ? 34
+                                        : D == DType::kQ4_0  ? 18
+                                        : D == DType::kQ4_1  ? 20
+                                        : D == DType::kQ5_0  ? 22
+                                        : D == DType::kQ5_1  ? 24
+                                        : D == DType::kQ4_K  ? 144
+                                        : D == DType::kQ5_K  ? 176
+                                        : D == DType::kQ6_K  ? 210
+                                        : D == DType::kI4G64 ? 36
+                                                             : 68;  // kI4G128
+
+  static constexpr int64_t kPrefetchBytes = 4096;
+
+  explicit FusedRow(const uint8_t* row) : row_(row) {}
+
+  [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) {
+    // The weights are read once, in order (rows j, j + 1, ... are adjacent): fetched ahead, a
+    // decode step streams them at about 1.4x the rate the hardware prefetchers alone reach
+    // (SmolLM2 Q8_0 / Q4_0 at batch 1, 2 threads, on a Xeon: 87 -> 122 and 102 -> 140 tok/s).
+    _mm_prefetch(reinterpret_cast<const char*>(row_) + t * static_cast<int64_t>(kBlockBytes) / kBlockElems +
+                     kPrefetchBytes,
+                 _MM_HINT_T0);
+    __m128 base_c;
+    if constexpr (kBlockElems == 32) {
+      const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes;
+      const uint8_t* b1 = b0 + kBlockBytes;
+      a4 = halves_pair(b0, b1);
+      base_c = _mm_setzero_ps();
+      if constexpr (D == DType::kQ8_0) {
+        const __m512i q = _mm512_inserti64x4(
+            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1);
+        w = _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
+      } else if constexpr (D == DType::kQ4_0) {
+        w = two_blocks_of_nibbles(b0 + 2, b1 + 2);
+      } else if constexpr (D == DType::kQ4_1) {
+        w = two_blocks_of_nibbles(b0 + 4, b1 + 4);
+        base_c = halves_pair(b0 + 2, b1 + 2);
+      } else if constexpr (D == DType::kQ5_0) {
+        w = add_fifth_bits(two_blocks_of_nibbles(b0 + 6, b1 + 6), b0 + 2, b1 + 2);
+      } else {
+        static_assert(D == DType::kQ5_1);
+        w = add_fifth_bits(two_blocks_of_nibbles(b0 + 8, b1 + 8), b0 + 4, b1 + 4);
+        base_c = halves_pair(b0 + 2, b1 + 2);
+      }
+    } else {
+      const int step = static_cast<int>((t % kBlockElems) / 64);
+      if (step == 0) start_block(row_ + static_cast<size_t>(t / kBlockElems) * kBlockBytes);
+      w = step_bytes(step);
+      a4 = _mm_loadu_ps(a_ + 4 * step);
+      base_c = _mm_loadu_ps(c_ + 4 * step);
+    }
+    c4 = _mm_fmadd_ps(_mm_set1_ps(static_cast<float>(-unpack_zero(D))), a4, base_c);
+  }
+
+ private:
+  // The block's scale and offset per group of 16, as unpack_block_of<D> writes them.
+  void start_block(const uint8_t* b) {
+    block_ = b;
+    if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
+      // k_scale_min for all 8 sub-blocks at once, 4 bytes a lane: sub-block j < 4 takes the low
+      // 6 bits of bytes j (scale) and 4 + j (min); j >= 4 the nibbles of byte 4 + j with the top
+      // 2 bits of bytes j - 4 (scale) and j (min) above them.
+      const uint32_t q0 = u32_at(b + 4), q1 = u32_at(b + 8), q2 = u32_at(b + 12);
+      const uint32_t six = 0x3F3F3F3Fu, four = 0x0F0F0F0Fu, two = 0x03030303u;
+      const uint64_t scales = (q0 & six) | uint64_t{(q2 & four) | (((q0 >> 6) & two) << 4)} << 32;
+      const uint64_t mins = (q1 & six) | uint64_t{((q2 >> 4) & four) | (((q1 >> 6) & two) << 4)} << 32;
+      // a = d * scale, c = -(dmin * min), each sub-block's over its 2 groups.
+      _mm512_storeu_ps(a_, _mm512_mul_ps(_mm512_set1_ps(half_at(b)), per_group(scales)));
+      const __m512 min_products = _mm512_mul_ps(_mm512_set1_ps(half_at(b + 2)), per_group(mins));
+      const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+      _mm512_storeu_ps(c_, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(min_products), sign)));
+    } else if constexpr (D == DType::kQ6_K) {
+      const __m512 d = _mm512_set1_ps(half_at(b + 208));
+      const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
+      _mm512_storeu_ps(a_, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
+      _mm512_storeu_ps(c_, _mm512_setzero_ps());
+    } else {  // I4G64 / I4G128: one scale and minimum for the block
+      static_assert(D == DType::kI4G64 || D == DType::kI4G128);
+      fill_groups(a_, c_, static_cast<int>(kBlockElems / 16), half_at(b), half_at(b + 2));
+    }
+  }
+
+  [[gnu::always_inline]] __m512i step_bytes(int step) const {
+    const uint8_t* b = block_;
+    if constexpr (D == DType::kQ4_K) {
+      return nibbles_low_then_high(b + 16 + 32 * step);
+    } else if constexpr (D == DType::kQ5_K) {
+      const __m512i u = nibbles_low_then_high(b + 48 + 32 * step);
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 16));
+      const __mmask64 high =
+          _mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(1u << (2 * step)))) |
+          (uint64_t{_mm256_test_epi8_mask(qh, _mm256_set1_epi8(static_cast<char>(2u << (2 * step))))}
+           << 32);
+      return _mm512_mask_add_epi8(u, high, u, _mm512_set1_epi8(16));
+    } else if constexpr (D == DType::kQ6_K) {
+      // Half n of the block (128 elements) takes ql[64n..], qh[32n..]; its first 64 elements
+      // the low nibbles with qh's bits 0-1 (first 32) and 2-3, its last 64 the high nibbles
+      // with bits 4-5 and 6-7.
+      const int n = step / 2, part = step % 2;
+      __m512i q = _mm512_loadu_si512(b + 64 * n);
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 128 + 32 * n));
+      __m512i hz = _mm512_inserti64x4(_mm512_castsi256_si512(h), _mm256_srli_epi16(h, 2), 1);
+      if (part == 1) {
+        q = _mm512_srli_epi16(q, 4);
+        hz = _mm512_srli_epi16(hz, 4);
+      }
+      const __m512i high = _mm512_slli_epi16(_mm512_and_si512(hz, _mm512_set1_epi8(3)), 4);
+      return _mm512_or_si512(low_nibbles(q), high);
+    } else if constexpr (D == DType::kI4G64) {
+      return nibbles_low_then_high(b + 4);
+    } else {
+      static_assert(D == DType::kI4G128);
+      // 64 nibble bytes: elements 0..63 the low nibbles, 64..127 the high ones.
+      const __m512i q = _mm512_loadu_si512(b + 4);
+      return low_nibbles(step == 0 ? q : _mm512_srli_epi16(q, 4));
+    }
+  }
+
+  const uint8_t* row_;
+  const uint8_t* block_ = nullptr;
+  float a_[16] = {}, c_[16] = {};
+};
+
+// Whether fused_rows takes rows i0..i1: a tile or less (more rows share one scratch decode, which
+// is then cheaper than decoding in registers once per tile; measured with kernels_bench
+// BM_LinearBlock), when the row is whole steps of 64 (k_pad == k; at k = 32 * odd block_rows_of's
+// padded scratch row covers the half step).
+inline bool fused_rows_apply(const BlockLinearProblem& p, int64_t i0, int64_t i1) {
+  return i1 - i0 <= 4 && p.k_pad == p.k;
+}
+
+template <class Kernel, DType D, int MR>
+inline void fused_tile(const BlockLinearProblem& p, int64_t i, int64_t j) {
+  FusedRow<D> row(p.w + static_cast<size_t>(j) * p.w_row_bytes);
+  float sums[MR];
+  Kernel::template tile_from<MR>(p, row, i, sums);
+  store_tile_sums<MR>(p, sums, i, j);
+}
+
+// block_rows with each weight row decoded in registers, once per tile of up to 4 rows.
+template <class Kernel>
+void fused_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  with_block_dtype(p.w_dtype, [&](auto d) {
+    constexpr DType D = decltype(d)::value;
+    assert(FusedRow<D>::kBlockBytes == dtype_block_bytes(D));
+    for (int64_t j = j0; j < j1; ++j) {
+      int64_t i = i0;
+      for (; i + 4 <= i1; i += 4) fused_tile<Kernel, D, 4>(p, i, j);
+      switch (i1 - i) {
+        case 3: fused_tile<Kernel, D, 3>(p, i, j); break;
+        case 2: fused_tile<Kernel, D, 2>(p, i, j); break;
+        case 1: fused_tile<Kernel, D, 1>(p, i, j); break;
+        default: break;
+      }
+    }
+  });
+}
+
+}  // namespace
+}  // namespace weft::kernels::cpu
