@@ -1,4 +1,4 @@
-// The disk KV tier under a real MPI job: `mpirun -np T*P mpi_kv_disk_check MODEL T P`. Every
+// The disk KV tier under a real MPI job: `mpirun -np T*P mpi_kv_tiers_check MODEL T P disk`. Every
 // rank keeps its own disk tier (its layers, its KV heads) in its own directory under one
 // --kv-disk-cache; the coordinator plans a disk hit only once every rank has loaded the block.
 // Several jobs run one after another in the same world over the same directory (each a fresh
@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -29,6 +28,7 @@
 #include "engine/distributed_engine.h"
 #include "kv_tier_workload.h"
 #include "mpi_check_util.h"
+#include "mpi_kv_tier_check.h"
 
 namespace weft {
 namespace {
@@ -59,63 +59,46 @@ void flip_last_byte(const fs::path& file) {
   f.put(static_cast<char>(c ^ 0x5a));
 }
 
-int run(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: mpi_kv_disk_check MODEL TP PP\n");
-    return 2;
-  }
-  const std::string name = argv[1];
-  std::unique_ptr<MpiWorld> world = init_world_or_report(&argc, &argv);
-  if (world == nullptr) return 1;
+}  // namespace
+
+int check_disk_tier(MpiWorld& world_ref, const TierCheck& check) {
+  MpiWorld* world = &world_ref;
   const int last_rank = world->size() - 1;
-  const golden::Reference ref = golden::load_reference(name);
-  const golden::TierWorkload w = golden::tier_workload(ref);
+  const golden::TierWorkload& w = check.w;
+  const std::string& layout = check.layout;
 
   std::string dir_name;
   if (world->rank() == 0) {
-    const fs::path dir = fs::temp_directory_path() / ("weft_mpi_kv_disk_" + name + "_tp" + argv[2] + "_pp" + argv[3] +
-                                                      "_" + std::to_string(::getpid()));
+    const fs::path dir = fs::temp_directory_path() / ("weft_mpi_kv_disk_" + check.name + "_tp" +
+                                                      std::to_string(check.options.tp) + "_pp" +
+                                                      std::to_string(check.options.pp) + "_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     dir_name = dir.string();
   }
   if (!world->broadcast_bytes(dir_name, 0).ok()) return 1;
   const fs::path dir = dir_name;
-
-  DistributedOptions options;
-  options.engine.model_dir = golden::model_dir(name);
-  options.engine.num_threads = 1;
-  options.engine.kv.block_size = golden::kTierBlock;
-  options.engine.kv.dtype = DType::kF32;
-  options.engine.kv.max_blocks = golden::tight_tier_blocks(w);
+  DistributedOptions options = check.options;
   options.engine.kv_tiers.disk_dir = dir;  // and no host tier: whatever the pool loses comes from disk
-  options.tp = std::atoi(argv[2]);
-  options.pp = std::atoi(argv[3]);
-  const std::string layout = name + " tp=" + argv[2] + " pp=" + argv[3];
 
   Checks checks;
   golden::TierRuns expected_full, expected_short;
   if (world->rank() == 0) {
-    LocalEngineOptions plain_options = options.engine;
-    plain_options.kv.max_blocks = 256;
-    plain_options.kv_tiers = {};
-    plain_options.scheduler.enable_prefix_caching = false;
-    auto plain = LocalEngine::create(plain_options);
-    if (!plain.ok()) {
-      std::fprintf(stderr, "single-process engine: %s\n", std::string(plain.status().message()).c_str());
-      world->abort(1, "no reference");
+    try {
+      expected_full = reference_tier_runs(check, /*with_fillers=*/true);
+      expected_short = reference_tier_runs(check, /*with_fillers=*/false);
+    } catch (const std::exception& e) {
+      world->abort(1, e.what());
     }
-    expected_full = golden::run_tier_workload((*plain)->engine(), w);
-    expected_short = golden::run_tier_workload((*plain)->engine(), w, /*with_fillers=*/false);
   }
   // The files of the shared prefix's first two blocks (on the rank that asks).
   const uint64_t hash0 = BlockManager::hash_block(BlockManager::kRootHash, w.first.data(), golden::kTierBlock);
   const uint64_t hash1 = BlockManager::hash_block(hash0, w.first.data() + golden::kTierBlock, golden::kTierBlock);
   fs::path file0, file1;
 
-  // One job: every rank creates the engine, the coordinator runs the workload and `check`s the
+  // One job: every rank creates the engine, the coordinator runs the workload and `verify`s the
   // tier statistics, the others serve; then each rank's disk counts reach rank 0.
   auto job = [&](const std::string& what, bool with_fillers,
-                 const std::function<void(const KvTierDirectory&, const std::vector<RankCounts>&)>& check) {
+                 const std::function<void(const KvTierDirectory&, const std::vector<RankCounts>&)>& verify) {
     std::vector<RankCounts> counts;
     {
       auto created = DistributedEngine::create(*world, options);
@@ -148,7 +131,7 @@ int run(int argc, char** argv) {
       for (const std::string& c : *gathered) counts.push_back(parse_counts(c));
       if (engine.is_coordinator()) {
         const KvTierDirectory& tiers = *engine.engine().kv_tiers();
-        check(tiers, counts);
+        verify(tiers, counts);
         std::printf("%s %s: second prompt prefilled %lld of %zu tokens; %s\n", layout.c_str(), what.c_str(),
                     static_cast<long long>(runs.second_prefilled), w.second.size(), kv_tier_summary(tiers).c_str());
       }
@@ -206,7 +189,4 @@ int run(int argc, char** argv) {
   return checks.failed == 0 ? 0 : 1;
 }
 
-}  // namespace
 }  // namespace weft
-
-int main(int argc, char** argv) { return weft::run(argc, argv); }

@@ -6,11 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <numeric>
 
 #include "kv/kv_disk_tier.h"
 #include "kv/kv_host_store.h"
 #include "kv/kv_tier_directory.h"
+#include "kv_transfer_test_util.h"
 
 namespace weft {
 namespace {
@@ -18,18 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 using Kind = KvTransfer::Kind;
 using State = KvDiskAgreement::State;
-
-std::vector<int32_t> tokens_of(int first) {
-  std::vector<int32_t> t(4);
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
-
-std::vector<std::pair<Kind, uint64_t>> kinds(const std::vector<KvTransfer>& ts) {
-  std::vector<std::pair<Kind, uint64_t>> out;
-  for (const KvTransfer& t : ts) out.emplace_back(t.kind, t.hash);
-  return out;
-}
 
 TEST(KvLoadReportTest, RanksCombineByAndAndRoundTrip) {
   KvLoadReport a{true, {1, 1, 0}};
