@@ -108,6 +108,7 @@ TEST(StepPlanCodec, TokenIdsArePacked) {
   // cost a tag byte more per id).
   StepPlan big = sample_plan();
   big.record_attention.clear();
+  big.kv_transfers.clear();
   big.chunks[0].token_ids.assign(1000, 5);
   const std::string bytes = encode_step_plan(big);
   EXPECT_LT(bytes.size(), 1200u);
