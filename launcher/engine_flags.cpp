@@ -29,7 +29,8 @@ std::vector<FlagSpec> engine_flag_specs() {
        "host-memory KV tier below the pool, per rank: evicted prefix-cache blocks move there and "
        "are copied back on a hit (e.g. 4GiB; default 0: none)"},
       {"kv-disk-cache", "DIR",
-       "disk KV tier: prefix-cache blocks written to DIR, found again by a later process (one process only)"},
+       "disk KV tier: prefix-cache blocks written to DIR, found again by a later process (under --tp/--pp "
+       "each rank its slice in DIR/tp<t>of<T>-pp<p>of<P>)"},
       {"kv-disk-bytes", "SIZE", "budget of --kv-disk-cache, least recently used files deleted (default 8GiB)"},
       {"max-num-seqs", "N", "running sequences per step (default 64)"},
       {"max-num-batched-tokens", "N", "tokens per step (default 2048)"},

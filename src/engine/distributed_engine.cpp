@@ -1,5 +1,8 @@
 #include "engine/distributed_engine.h"
 
+#include <algorithm>
+#include <iostream>
+
 #include "core/status_macros.h"
 #include "engine/model_kv_rules.h"
 #include "parallel/rank_hosts.h"
@@ -38,20 +41,42 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   }();
   WEFT_RETURN_IF_ERROR(agree_on_status(world, allocated));
 
-  // Host tier: every rank its own slice, the job the smallest capacity. The disk tier needs the
-  // coordinator to check every rank's file before it plans a hit, which is not built yet.
-  if (!options.engine.kv_tiers.disk_dir.empty()) {
-    return absl::UnimplementedError(
-        "--kv-disk-cache: the disk KV tier runs in a single process only for now (not under --tp / --pp)");
-  }
+  // KV tiers: every rank its own slice (its layers, its KV heads) of the host tier and of the disk
+  // tier (its own directory and lock under --kv-disk-cache, kv_tier_setup.h); the job uses the
+  // smallest host capacity. A rank that cannot open its disk tier leaves the whole job without
+  // one (one warning, from the coordinator); the coordinator plans disk hits only once every
+  // rank loaded the block (kv/kv_disk_agreement.h).
+  const KvTierOptions& tier_options = options.engine.kv_tiers;
   absl::Status tiers_made = [&]() -> absl::Status {
-    WEFT_ASSIGN_OR_RETURN(e->kv_tiers_, make_rank_kv_tiers(options.engine.kv_tiers,
-                                                           options.engine.scheduler.enable_prefix_caching,
-                                                           e->kv_, KvSliceIdentity{}));
+    WEFT_ASSIGN_OR_RETURN(KvSliceIdentity slice,
+                          kv_slice_identity(tier_options, options.engine.model_dir, e->config_.tp_rank(),
+                                            e->config_.tp, e->config_.pp_rank(), e->config_.pp));
+    KvTierOptions mine = tier_options;
+    // Only the coordinator reads ahead (its directory asks); the others read in the step that
+    // carries the load.
+    if (!e->config_.is_coordinator()) mine.disk_prefetch_bytes = 0;
+    WEFT_ASSIGN_OR_RETURN(e->kv_tiers_, make_rank_kv_tiers(mine, options.engine.scheduler.enable_prefix_caching,
+                                                           e->kv_, slice));
     return absl::OkStatus();
   }();
   WEFT_RETURN_IF_ERROR(agree_on_status(world, tiers_made));
+  if (!tier_options.disk_dir.empty()) {
+    const absl::Status disks = agree_on_status(world, e->kv_tiers_.disk_status);
+    if (!disks.ok()) {
+      drop_disk_tier(e->kv_tiers_, e->kv_);
+      if (e->config_.is_coordinator()) {
+        std::cerr << "weft: warning: " << disks.message() << "; continuing without the disk tier on every rank\n";
+      }
+    }
+  }
   WEFT_ASSIGN_OR_RETURN(int64_t host_capacity, agree_on_minimum(e->kv_tiers_.host_capacity_blocks));
+  // What the ranks' stores may hold of disk blocks being agreed on: the read-ahead budget.
+  const int64_t agreement_bytes =
+      tier_options.disk_prefetch_bytes > 0 ? tier_options.disk_prefetch_bytes : KvTierOptions{}.disk_prefetch_bytes;
+  WEFT_ASSIGN_OR_RETURN(
+      int64_t agreement_blocks,
+      agree_on_minimum(e->kv_tiers_.store ? std::max<int64_t>(1, e->kv_tiers_.store->blocks_fitting(agreement_bytes))
+                                          : 0));
   e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, *e->groups_.tp, *e->pool_);
   e->runner_->set_attention_probe(options.engine.attention_probe.get());
   e->runner_->set_kv_store(e->kv_tiers_.store.get());
@@ -79,7 +104,8 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
     e->engine_ = std::make_unique<Engine>(config, blocks, kv.block_size, *e->executor_, *e->pool_,
                                           std::move(detokenizers));
     if (e->kv_tiers_.store) {
-      e->engine_->attach_kv_tiers(make_kv_tier_directory(e->kv_tiers_, host_capacity), e->kv_tiers_.store.get());
+      e->engine_->attach_kv_tiers(make_kv_tier_directory(e->kv_tiers_, host_capacity, agreement_blocks),
+                                  e->kv_tiers_.store.get());
     }
     // The proposer lives on the coordinator only (draft_model_proposer.h says why). A failure
     // here ends the job through the caller: the workers are already serving steps and are told

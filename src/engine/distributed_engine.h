@@ -49,6 +49,8 @@ class DistributedEngine {
   StepExecutor& executor() { return *executor_; }
   const RankModel& model() const { return *model_; }
   const KvCache& kv_cache() const { return kv_; }
+  // This rank's disk KV tier (null without one), e.g. for its miss counts.
+  const KvDiskTier* kv_disk() const { return kv_tiers_.disk.get(); }
   const WorldConfig& world_config() const { return config_; }
   // Coordinator only: one line per rank naming its host (parallel/rank_hosts.h).
   const std::string& rank_hosts() const { return rank_hosts_; }

@@ -82,6 +82,7 @@ absl::StatusOr<StepOutput> DistributedExecutor::receive_result(int64_t step_id) 
     output.logits = Tensor::empty(DType::kF32, Shape{0, worker_.vocab_size()});
   }
   output.attention = std::move(result.attention);
+  output.kv_load_report = std::move(result.kv_load_report);
   return output;
 }
 

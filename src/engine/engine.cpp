@@ -582,7 +582,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   while (static_cast<int>(in_flight_.size()) < slots) {
     InFlight next;
     next.plan = scheduler_.schedule(share);
-    if (next.plan.chunks.empty()) break;
+    // Nothing to run, but disk loads a waiting sequence needs agreed by every rank: a plan of
+    // those instructions alone goes out (KvTierDirectory: multi-rank disk hits).
+    if (next.plan.chunks.empty() && !blocks_.has_pending_loads()) break;
     if (proposer_) WEFT_RETURN_IF_ERROR(add_proposals(next));
     choose_sampling_output(next.plan);
     plan_attention_recording(next.plan);
@@ -606,6 +608,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
   const InFlight step = std::move(in_flight_.front());
   in_flight_.pop_front();
   const StepPlan& plan = step.plan;
+  WEFT_RETURN_IF_ERROR(blocks_.on_load_report(plan.kv_transfers, output.kv_load_report));
   take_recorded_attention(output.attention);
   record_step_costs(plan, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 

@@ -69,6 +69,8 @@ absl::StatusOr<std::vector<double>> Engine::score(const std::vector<int32_t>& to
       status = output.status();
       break;
     }
+    status = blocks_.on_load_report(plan.kv_transfers, output->kv_load_report);  // disk loads it carried
+    if (!status.ok()) break;
     const Tensor& logits = output->logits;
     if (!logits.defined() || logits.dim(0) != end - start) {
       status = absl::InternalError(absl::StrCat("score: step ", plan.step_id, " returned ", output->rows(),

@@ -1,10 +1,28 @@
 #include "engine/kv_tier_setup.h"
 
-#include <iostream>
-
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "model/model_identity.h"
 
 namespace weft {
+
+std::filesystem::path KvSliceIdentity::disk_dir(const std::filesystem::path& root) const {
+  if (tp_size * pp_size == 1) return root;
+  return root / absl::StrCat("tp", tp_rank, "of", tp_size, "-pp", pp_rank, "of", pp_size);
+}
+
+absl::StatusOr<KvSliceIdentity> kv_slice_identity(const KvTierOptions& options, const std::filesystem::path& model_dir,
+                                                  int tp_rank, int tp_size, int pp_rank, int pp_size) {
+  KvSliceIdentity slice;
+  slice.tp_rank = tp_rank;
+  slice.tp_size = tp_size;
+  slice.pp_rank = pp_rank;
+  slice.pp_size = pp_size;
+  if (!options.disk_dir.empty()) {
+    WEFT_ASSIGN_OR_RETURN(slice.model_identity, model_identity(model_dir));
+  }
+  return slice;
+}
 
 absl::StatusOr<RankKvTiers> make_rank_kv_tiers(const KvTierOptions& options, bool prefix_caching,
                                                const KvCache& pool, const KvSliceIdentity& slice) {
@@ -21,7 +39,7 @@ absl::StatusOr<RankKvTiers> make_rank_kv_tiers(const KvTierOptions& options, boo
   const KvCacheShape& shape = pool.shape();
   if (!options.disk_dir.empty()) {
     KvDiskTierOptions disk;
-    disk.dir = options.disk_dir;
+    disk.dir = slice.disk_dir(options.disk_dir);
     disk.max_bytes = options.disk_bytes;
     disk.block_bytes = shape.bytes_per_block();
     disk.key.model_identity = slice.model_identity;
@@ -38,7 +56,7 @@ absl::StatusOr<RankKvTiers> make_rank_kv_tiers(const KvTierOptions& options, boo
     if (opened.ok()) {
       tiers.disk = *std::move(opened);
     } else {
-      std::cerr << "weft: warning: " << opened.status().message() << "; continuing without the disk tier\n";
+      tiers.disk_status = opened.status();
     }
   }
   if (tiers.disk && options.disk_prefetch_bytes > 0) {
@@ -54,9 +72,17 @@ absl::StatusOr<RankKvTiers> make_rank_kv_tiers(const KvTierOptions& options, boo
   return tiers;
 }
 
-std::unique_ptr<KvTierDirectory> make_kv_tier_directory(RankKvTiers& tiers, int64_t host_capacity_blocks) {
+void drop_disk_tier(RankKvTiers& tiers, const KvCache& pool) {
+  tiers.store = std::make_unique<KvHostStore>(pool);  // borrows neither of the two below
+  tiers.prefetcher.reset();
+  tiers.disk.reset();
+}
+
+std::unique_ptr<KvTierDirectory> make_kv_tier_directory(RankKvTiers& tiers, int64_t host_capacity_blocks,
+                                                        int64_t agreement_max_blocks) {
   KvDiskLookup lookup;
   if (tiers.disk) {
+    lookup.agreement_max_blocks = agreement_max_blocks;
     KvHostStore* store = tiers.store.get();
     lookup.contains = [store](uint64_t hash) { return store->disk_contains(hash); };
     lookup.load = [store](uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {

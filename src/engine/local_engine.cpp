@@ -1,9 +1,10 @@
 #include "engine/local_engine.h"
 
+#include <iostream>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "engine/model_kv_rules.h"
-#include "model/model_identity.h"
 
 namespace weft {
 
@@ -46,12 +47,12 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
         "--kv-offload-bytes / --kv-disk-cache: the KV tiers work with the CPU pool only for now; use --device cpu");
   }
   if (options.kv_tiers.enabled()) {
-    KvSliceIdentity slice;
-    if (!options.kv_tiers.disk_dir.empty()) {
-      WEFT_ASSIGN_OR_RETURN(slice.model_identity, model_identity(options.model_dir));
-    }
+    WEFT_ASSIGN_OR_RETURN(KvSliceIdentity slice, kv_slice_identity(options.kv_tiers, options.model_dir));
     WEFT_ASSIGN_OR_RETURN(e->kv_tiers_, make_rank_kv_tiers(options.kv_tiers, options.scheduler.enable_prefix_caching,
                                                            e->kv_, slice));
+    if (!e->kv_tiers_.disk_status.ok()) {
+      std::cerr << "weft: warning: " << e->kv_tiers_.disk_status.message() << "; continuing without the disk tier\n";
+    }
   }
   e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, e->tp_, *e->pool_);
   e->runner_->set_attention_probe(options.attention_probe.get());

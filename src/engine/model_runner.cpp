@@ -208,13 +208,13 @@ absl::StatusOr<StepOutput> ModelRunner::output(const StepPlan& plan, const Forwa
   return out;
 }
 
-absl::Status ModelRunner::transfer_kv(const StepPlan& plan) {
+absl::Status ModelRunner::transfer_kv(const StepPlan& plan, KvLoadReport* report) {
   if (plan.kv_transfers.empty()) return absl::OkStatus();
   if (kv_store_ == nullptr) {
     return absl::InternalError(absl::StrCat("step plan ", plan.step_id, " carries ", plan.kv_transfers.size(),
                                             " KV tier instructions, but this rank has no KV tiers"));
   }
-  return kv_store_->apply(plan.kv_transfers);
+  return kv_store_->apply(plan.kv_transfers, report);
 }
 
 absl::StatusOr<StepOutput> ModelRunner::execute(const StepPlan& plan) {

@@ -34,8 +34,10 @@ class ModelRunner {
   void set_kv_store(KvHostStore* store) { kv_store_ = store; }
   // Performs the plan's KV tier instructions (StepPlan::kv_transfers) on this rank's slice: before
   // prepare/embed/run_layers of the same plan. A plain copy on the step's thread (memcpy of the
-  // block slices; the disk writes themselves are queued to the disk tier's thread).
-  absl::Status transfer_kv(const StepPlan& plan);
+  // block slices; the disk writes themselves are queued to the disk tier's thread; a disk load,
+  // kLoad, reads its file here). `report` (optional) receives this rank's outcome of the plan's
+  // disk instructions (kv/kv_load_report.h).
+  absl::Status transfer_kv(const StepPlan& plan, KvLoadReport* report = nullptr);
 
   // Runs `plan` on a single pipeline stage holding every layer (pp = 1), its KV transfers first. Returns, for each chunk
   // in order, its last token's row (kLast) or every token's (kAll), no rows for kNone: F32

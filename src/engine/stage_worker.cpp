@@ -87,6 +87,23 @@ absl::StatusOr<std::vector<AttentionRecord>> StageWorker::recorded_attention() {
   return records;
 }
 
+absl::Status StageWorker::combine_over_tp(KvLoadReport& report) {
+  if (tp_.size() == 1) return absl::OkStatus();
+  WEFT_ASSIGN_OR_RETURN(std::vector<std::string> parts, all_gather_bytes(tp_, report.serialize()));
+  for (const std::string& bytes : parts) {
+    WEFT_ASSIGN_OR_RETURN(KvLoadReport part, KvLoadReport::parse(bytes));
+    WEFT_RETURN_IF_ERROR(report.merge(part));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageWorker::merge_earlier_report(KvLoadReport& report) {
+  if (world_.is_first_stage()) return absl::OkStatus();
+  WEFT_ASSIGN_OR_RETURN(std::string bytes, pipeline_.recv_control());
+  WEFT_ASSIGN_OR_RETURN(KvLoadReport earlier, KvLoadReport::parse(bytes));
+  return report.merge(earlier);
+}
+
 absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepOutput* output) {
   WEFT_ASSIGN_OR_RETURN(ControlMessage message, decode_control(control_bytes));
   if (message.kind == ControlKind::kShutdown) {
@@ -100,19 +117,31 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
   if (watched) watchdog_->arm(plan.step_id, step_deadline_);
   // Tier copies first: a restored block is read by this plan, a saved one may be written by it.
   // A later stage does its copies before waiting for the hidden states, beside the earlier
-  // stages' compute.
-  WEFT_RETURN_IF_ERROR(runner_.transfer_kv(plan));
-  WEFT_ASSIGN_OR_RETURN(ForwardBatch batch, runner_.prepare(plan));
+  // stages' compute. Disk instructions are reported on: this TP group's outcomes are combined
+  // here, the earlier stages' arrive after the hidden states (and attention rows), and the last
+  // stage returns the job's report with the step's output.
+  const bool reports = needs_kv_load_report(plan.kv_transfers);
+  KvLoadReport report;
+  WEFT_RETURN_IF_ERROR(runner_.transfer_kv(plan, reports ? &report : nullptr));
+  if (reports) WEFT_RETURN_IF_ERROR(combine_over_tp(report));
+  // A plan of tier instructions alone (disk loads a waiting sequence needs) runs no layers.
+  const bool forward = !plan.chunks.empty();
+  ForwardBatch batch;
   Tensor hidden;
-  if (!world_.is_first_stage()) {
-    hidden = Tensor::empty(DType::kF32, Shape{batch.num_tokens, runner_.model().config().hidden_size});
-    WEFT_RETURN_IF_ERROR(pipeline_.recv_hidden(hidden.view()));
+  if (forward) {
+    WEFT_ASSIGN_OR_RETURN(batch, runner_.prepare(plan));
+    if (!world_.is_first_stage()) {
+      hidden = Tensor::empty(DType::kF32, Shape{batch.num_tokens, runner_.model().config().hidden_size});
+      WEFT_RETURN_IF_ERROR(pipeline_.recv_hidden(hidden.view()));
+    }
   }
   const auto compute_start = std::chrono::steady_clock::now();
-  if (world_.is_first_stage()) {
-    WEFT_ASSIGN_OR_RETURN(hidden, runner_.embed(batch));
+  if (forward) {
+    if (world_.is_first_stage()) {
+      WEFT_ASSIGN_OR_RETURN(hidden, runner_.embed(batch));
+    }
+    WEFT_RETURN_IF_ERROR(runner_.run_layers(batch, hidden));
   }
-  WEFT_RETURN_IF_ERROR(runner_.run_layers(batch, hidden));
   auto add_compute_time = [&] {
     compute_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - compute_start).count();
@@ -120,16 +149,27 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
   if (pipeline_.has_next()) {
     add_compute_time();
     WEFT_RETURN_IF_ERROR(pipeline_.send_control(control_bytes));
-    WEFT_RETURN_IF_ERROR(pipeline_.send_hidden(hidden.view()));
+    if (forward) WEFT_RETURN_IF_ERROR(pipeline_.send_hidden(hidden.view()));
     if (!plan.record_attention.empty()) {
       WEFT_ASSIGN_OR_RETURN(std::vector<AttentionRecord> attention, recorded_attention());
       WEFT_RETURN_IF_ERROR(pipeline_.send_control(serialize_attention_records(attention)));
     }
+    if (reports) {
+      WEFT_RETURN_IF_ERROR(merge_earlier_report(report));
+      WEFT_RETURN_IF_ERROR(pipeline_.send_control(report.serialize()));
+    }
   } else {
-    WEFT_ASSIGN_OR_RETURN(StepOutput step_output, runner_.output(plan, batch, hidden));
+    StepOutput step_output;
+    if (forward) {
+      WEFT_ASSIGN_OR_RETURN(step_output, runner_.output(plan, batch, hidden));
+    }
     add_compute_time();
     if (!plan.record_attention.empty()) {
       WEFT_ASSIGN_OR_RETURN(step_output.attention, recorded_attention());
+    }
+    if (reports) {
+      WEFT_RETURN_IF_ERROR(merge_earlier_report(report));
+      step_output.kv_load_report = std::move(report);
     }
     if (world_.is_coordinator()) {
       *output = std::move(step_output);
@@ -139,6 +179,7 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
       result.logits = std::move(step_output.logits);
       result.candidates = std::move(step_output.candidates);
       result.attention = std::move(step_output.attention);
+      result.kv_load_report = std::move(step_output.kv_load_report);
       // Greedy tokens travel as sampled tokens, one per logits row, tagged with the row's sequence.
       size_t row = 0;
       for (const PlannedChunk& chunk : plan.chunks) {

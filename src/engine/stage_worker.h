@@ -5,7 +5,8 @@
 // the previous stage's rank with the same tp_rank, together with the hidden states. Each rank
 // embeds (first stage) or receives the hidden states, runs its layers, and hands both on; the
 // last stage computes the logits (gathered over its TP group) and its tp_rank 0 returns them to
-// the coordinator.
+// the coordinator, with the job's report on the plan's disk instructions when it had any
+// (kv/kv_load_report.h: AND over each TP group, then along the pipeline).
 #pragma once
 
 #include <chrono>
@@ -50,6 +51,10 @@ class StageWorker {
   // The attention rows of the current plan so far: the earlier stages' (received after the
   // hidden states) and this stage's, from every rank of its TP group.
   absl::StatusOr<std::vector<AttentionRecord>> recorded_attention();
+  // This rank's report on the plan's disk instructions AND its TP group's (kv/kv_load_report.h).
+  absl::Status combine_over_tp(KvLoadReport& report);
+  // Later stages: AND the earlier stages' report (sent after the hidden states and attention).
+  absl::Status merge_earlier_report(KvLoadReport& report);
 
   WorldConfig world_;
   ModelRunner& runner_;

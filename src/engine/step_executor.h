@@ -8,12 +8,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
 #include "engine/sample_candidates.h"
 #include "engine/step_plan.h"
+#include "kv/kv_load_report.h"
 
 namespace weft {
 
@@ -25,6 +27,9 @@ struct StepOutput {
   SampleCandidates candidates;  // [rows * K]
   // The attention rows StepPlan::record_attention asked for, from every rank.
   std::vector<AttentionRecord> attention;
+  // Multi-rank: every rank's outcome of the plan's disk instructions, combined (a plan that loads
+  // or persists, kv/kv_load_report.h); empty otherwise.
+  std::optional<KvLoadReport> kv_load_report;
   int64_t rows() const {
     if (logits.defined()) return logits.dim(0);
     return candidates.empty() ? static_cast<int64_t>(tokens.size()) : candidates.rows();

@@ -112,13 +112,13 @@ absl::Status kv_transfers_from_proto(const proto::StepPlan& in, const std::strin
   for (int i = 0; i < in.kv_transfers_size(); ++i) {
     const proto::KvTransfer& pt = in.kv_transfers(i);
     const std::string at = absl::StrCat(where, ", kv_transfers[", i, "]");
-    if (pt.kind() < proto::KvTransfer::KV_SAVE || pt.kind() > proto::KvTransfer::KV_PERSIST) {
+    if (pt.kind() < proto::KvTransfer::KV_SAVE || pt.kind() > proto::KvTransfer::KV_LOAD) {
       return absl::InvalidArgumentError(
-          absl::StrCat(at, ": kind is ", static_cast<int>(pt.kind()), ", expected 0..3"));
+          absl::StrCat(at, ": kind is ", static_cast<int>(pt.kind()), ", expected 0..4"));
     }
     KvTransfer t;
     t.kind = static_cast<KvTransfer::Kind>(pt.kind());
-    if (t.kind != KvTransfer::Kind::kDrop && pt.block() < 0) {
+    if (t.uses_block() && pt.block() < 0) {
       return absl::InvalidArgumentError(absl::StrCat(at, ": block is ", pt.block(), ", expected >= 0"));
     }
     tokens += pt.tokens_size();
@@ -140,8 +140,10 @@ absl::StatusOr<StepPlan> from_proto(const proto::StepPlan& in) {
         absl::StrCat("step plan: step_id is ", in.step_id(), ", expected >= 0"));
   }
   const std::string where = absl::StrCat("step plan ", in.step_id());
-  if (in.chunks_size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": has no chunks"));
+  // A plan of tier instructions alone carries disk loads the coordinator waits for while nothing
+  // else can run (Engine::step).
+  if (in.chunks_size() == 0 && in.kv_transfers_size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": has no chunks (and no KV transfers)"));
   }
   if (in.chunks_size() > kMaxPlanChunks) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", in.chunks_size(),
@@ -366,6 +368,7 @@ std::string encode_step_result(const StepResult& result) {
     msg.mutable_candidate_logsumexp()->Add(c.logsumexp.begin(), c.logsumexp.end());
   }
   if (!result.attention.empty()) msg.set_attention(serialize_attention_records(result.attention));
+  if (result.kv_load_report) msg.set_kv_load_report(result.kv_load_report->serialize());
   msg.set_error(result.error);
   return msg.SerializeAsString();
 }
@@ -423,6 +426,11 @@ absl::StatusOr<StepResult> decode_step_result(std::string_view bytes) {
     auto attention = parse_attention_records(msg.attention());
     if (!attention.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", attention.status().message()));
     out.attention = *std::move(attention);
+  }
+  if (!msg.kv_load_report().empty()) {
+    auto report = KvLoadReport::parse(msg.kv_load_report());
+    if (!report.ok()) return absl::InvalidArgumentError(absl::StrCat(where, ": ", report.status().message()));
+    out.kv_load_report = *std::move(report);
   }
   out.error = msg.error();
   return out;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/tensor.h"
 #include "engine/sample_candidates.h"
 #include "engine/step_plan.h"
+#include "kv/kv_load_report.h"
 
 namespace weft {
 
@@ -44,6 +46,7 @@ struct StepResult {
   std::vector<SampledTokenResult> sampled;
   SampleCandidates candidates;  // StepPlan::sample_candidates > 1
   std::vector<AttentionRecord> attention;  // StepPlan::record_attention's rows
+  std::optional<KvLoadReport> kv_load_report;  // StepOutput::kv_load_report
   std::string error;
 };
 

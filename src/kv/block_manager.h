@@ -140,6 +140,14 @@ class BlockManager {
   void end_prefetch_round() {
     if (tiers_) tiers_->end_prefetch_round();
   }
+  // Multi-rank disk hits (KvTierDirectory): whether the pending instructions load from disk (a
+  // plan must carry them even with nothing else to run), and the ranks' report on a collected
+  // plan.
+  bool has_pending_loads() const { return tiers_ && tiers_->has_pending_loads(); }
+  absl::Status on_load_report(const std::vector<KvTransfer>& plan_transfers,
+                              const std::optional<KvLoadReport>& report) {
+    return tiers_ ? tiers_->on_load_report(plan_transfers, report) : absl::OkStatus();
+  }
 
  private:
   struct CachedInfo {

@@ -297,12 +297,11 @@ KvDiskTierStats KvDiskTier::stats() const {
   return stats_;
 }
 
-absl::StatusOr<KvDiskInventory> inventory_kv_disk_cache(const fs::path& dir) {
-  KvDiskInventory inv;
+namespace {
+
+// Adds what `dir` itself holds (its files, not its subdirectories) to `inv`.
+absl::Status inventory_one(const fs::path& dir, KvDiskInventory& inv) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("--kv-disk-cache ", dir.string(), ": not a directory"));
-  }
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
     if (p.filename().string().rfind(kTempPrefix, 0) == 0) {
@@ -325,12 +324,31 @@ absl::StatusOr<KvDiskInventory> inventory_kv_disk_cache(const fs::path& dir) {
   const int fd = ::open((dir / "lock").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     if (::flock(fd, LOCK_SH | LOCK_NB) != 0) {
-      inv.locked = errno == EWOULDBLOCK;
+      inv.locked = inv.locked || errno == EWOULDBLOCK;
     } else {
       ::flock(fd, LOCK_UN);
     }
     ::close(fd);
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<KvDiskInventory> inventory_kv_disk_cache(const fs::path& dir) {
+  KvDiskInventory inv;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("--kv-disk-cache ", dir.string(), ": not a directory"));
+  }
+  if (absl::Status s = inventory_one(dir, inv); !s.ok()) return s;
+  // The ranks' directories of multi-rank jobs (tp<t>of<T>-pp<p>of<P>, engine/kv_tier_setup.h).
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec) && it->path().filename().string().rfind("tp", 0) == 0) {
+      if (absl::Status s = inventory_one(it->path(), inv); !s.ok()) return s;
+    }
+  }
+  if (ec) return absl::UnavailableError(absl::StrCat("--kv-disk-cache ", dir.string(), ": ", ec.message()));
   return inv;
 }
 

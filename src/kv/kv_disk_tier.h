@@ -116,7 +116,7 @@ class KvDiskTier {
 
 // What a disk tier directory holds, read without taking its lock (weft info): block files by
 // model identity, files whose header does not check, leftover temporary files, and whether a
-// process holds the lock now.
+// process holds the lock now; the per-rank subdirectories of multi-rank jobs included.
 struct KvDiskInventory {
   struct Model {
     int64_t files = 0;

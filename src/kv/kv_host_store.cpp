@@ -16,6 +16,7 @@ const char* kind_name(KvTransfer::Kind kind) {
     case KvTransfer::Kind::kRestore: return "restore";
     case KvTransfer::Kind::kDrop: return "drop";
     case KvTransfer::Kind::kPersist: return "persist";
+    case KvTransfer::Kind::kLoad: return "load";
   }
   return "?";
 }
@@ -61,15 +62,16 @@ void KvHostStore::put(uint64_t hash, std::vector<uint8_t> bytes) {
   ++e.refs;
 }
 
-absl::Status KvHostStore::apply(const std::vector<KvTransfer>& transfers) {
+void KvHostStore::put_missing(uint64_t hash) { ++entries_[hash].refs; }
+
+absl::Status KvHostStore::apply(const std::vector<KvTransfer>& transfers, KvLoadReport* report) {
   for (size_t i = 0; i < transfers.size(); ++i) {
     const KvTransfer& t = transfers[i];
     auto bad = [&](const char* why) {
       return absl::InternalError(absl::StrCat("KV tier instruction ", i, " (", kind_name(t.kind), " hash ",
                                               absl::Hex(t.hash), " block ", t.block, "): ", why));
     };
-    const bool uses_block = t.kind != KvTransfer::Kind::kDrop;
-    if (uses_block && (t.block < 0 || t.block >= cache_.num_blocks())) return bad("block outside the pool");
+    if (t.uses_block() && (t.block < 0 || t.block >= cache_.num_blocks())) return bad("block outside the pool");
     const auto started = std::chrono::steady_clock::now();
     auto timed = [&] {
       copied_blocks_.fetch_add(1, std::memory_order_relaxed);
@@ -88,6 +90,9 @@ absl::Status KvHostStore::apply(const std::vector<KvTransfer>& transfers) {
       case KvTransfer::Kind::kRestore: {
         auto it = entries_.find(t.hash);
         if (it == entries_.end()) return bad("the host tier does not hold it");
+        if (static_cast<int64_t>(it->second.bytes.size()) != block_bytes_) {
+          return bad("its disk load missed on this rank");
+        }
         copy_in(it->second.bytes.data(), t.block);
         timed();
         break;
@@ -105,8 +110,16 @@ absl::Status KvHostStore::apply(const std::vector<KvTransfer>& transfers) {
         disk_->write_async(t.hash, t.parent, t.tokens, std::move(bytes));
         break;
       }
+      case KvTransfer::Kind::kLoad: {
+        if (disk_ == nullptr) return bad("this rank has no disk tier");
+        const bool loaded = load_from_disk(t.hash, t.parent, t.tokens);
+        if (!loaded) put_missing(t.hash);
+        if (report != nullptr) report->loaded.push_back(loaded ? 1 : 0);
+        break;
+      }
     }
   }
+  if (report != nullptr) report->disk_writes = disk_ == nullptr || disk_->stats().enabled;
   return absl::OkStatus();
 }
 

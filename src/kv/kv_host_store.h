@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_load_report.h"
 #include "kv/kv_transfer.h"
 
 namespace weft {
@@ -42,14 +43,17 @@ class KvHostStore {
   bool contains(uint64_t hash) const { return entries_.count(hash) != 0; }
 
   // Performs `transfers` in order. Errors (naming the instruction) on a block outside the pool,
-  // a restore or drop of a hash the store does not hold, or a persist without a disk tier: the
-  // coordinator and this rank disagree, which is a bug.
-  absl::Status apply(const std::vector<KvTransfer>& transfers);
+  // a restore or drop of a hash the store does not hold (or whose disk load missed on this rank),
+  // or a persist or load without a disk tier: the coordinator and this rank disagree, which is a
+  // bug. `report` (optional) receives this rank's outcome of each kLoad and whether its disk tier
+  // still writes (kv/kv_load_report.h).
+  absl::Status apply(const std::vector<KvTransfer>& transfers, KvLoadReport* report = nullptr);
 
-  // Single process: whether the disk tier's index names `hash`.
+  // Whether the disk tier's index names `hash`.
   bool disk_contains(uint64_t hash) const;
-  // Single process: reads the disk tier's block `hash` (verified) into the store, taking it from
-  // the prefetcher when that read it already (a miss there is a miss). False on a miss.
+  // Reads the disk tier's block `hash` (verified) into the store, taking it from the prefetcher
+  // when that read it already (a miss there is a miss). False on a miss. Single process: the
+  // coordinator's lookup; multi-rank: a kLoad.
   bool load_from_disk(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
 
   // Saves and restores performed so far and the seconds they took (read from any thread).
@@ -71,6 +75,8 @@ class KvHostStore {
     int refs = 0;
   };
   void put(uint64_t hash, std::vector<uint8_t> bytes);
+  // A reference to `hash` without bytes (a kLoad that missed here), unless the store holds it.
+  void put_missing(uint64_t hash);
 
   const KvCache& cache_;
   KvDiskTier* disk_;

@@ -13,15 +13,25 @@ KvTierDirectory::KvTierDirectory(int64_t host_capacity_blocks, int64_t block_byt
       disk_lookup_(std::move(disk_lookup)),
       disk_(disk) {
   stats_.host_capacity_blocks = capacity_;
+  if (disk_lookup_ && disk_lookup_.agreement_max_blocks > 0) {
+    agreement_ = std::make_unique<KvDiskAgreement>(disk_lookup_.agreement_max_blocks);
+  }
+}
+
+std::optional<KvDiskAgreementStats> KvTierDirectory::agreement_stats() const {
+  if (!agreement_) return std::nullopt;
+  return agreement_->stats();
 }
 
 KvDiskPrefetchStats KvTierDirectory::prefetch_stats() const {
-  return prefetches() ? disk_lookup_.prefetcher->stats() : KvDiskPrefetchStats{};
+  return reads_ahead() ? disk_lookup_.prefetcher->stats() : KvDiskPrefetchStats{};
 }
 
 std::optional<KvDiskTierStats> KvTierDirectory::disk_stats() const {
   if (disk_ == nullptr) return std::nullopt;
-  return disk_->stats();
+  KvDiskTierStats s = disk_->stats();
+  s.enabled = s.enabled && !disk_off_;
+  return s;
 }
 
 bool KvTierDirectory::entry_matches(const Entry& e, uint64_t parent, std::span<const int32_t> tokens) const {
@@ -76,13 +86,13 @@ void KvTierDirectory::on_pool_evict(int32_t block, uint64_t hash, uint64_t paren
 
 void KvTierDirectory::on_pool_cached(int32_t block, uint64_t hash, uint64_t parent,
                                      std::span<const int32_t> tokens) {
-  if (!disk_lookup_) return;
+  if (!disk_usable()) return;
   transfers_.push_back(KvTransfer::persist(hash, block, parent, std::vector<int32_t>(tokens.begin(), tokens.end())));
   ++stats_.persisted_blocks;
 }
 
 bool KvTierDirectory::may_hold(uint64_t hash) const {
-  return entries_.count(hash) != 0 || (disk_lookup_ && disk_lookup_.contains(hash));
+  return entries_.count(hash) != 0 || (disk_usable() && disk_lookup_.contains(hash));
 }
 
 bool KvTierDirectory::find(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
@@ -95,11 +105,12 @@ bool KvTierDirectory::find(uint64_t hash, uint64_t parent, std::span<const int32
       return true;
     }
   }
-  if (!disk_lookup_ || entries_.count(hash)) return false;
+  if (!disk_usable() || entries_.count(hash)) return false;
   ++stats_.disk_query_blocks;
-  // The lookup puts the block into the ranks' host store at once (single process), so from here
-  // it is a host entry like any other.
-  if (!disk_lookup_.load(hash, parent, tokens)) return false;
+  // Single process, the lookup puts the block into the host store at once; multi-rank, every
+  // rank's store holds it once agreed. Either way, from here it is a host entry like any other.
+  const bool hit = agreement_ ? agreement_->take(hash, parent, tokens) : disk_lookup_.load(hash, parent, tokens);
+  if (!hit) return false;
   ++stats_.disk_hit_blocks;
   insert(hash, parent, tokens);
   return true;
@@ -118,7 +129,8 @@ TierReadiness KvTierDirectory::prepare(uint64_t hash, uint64_t parent, std::span
     // A colliding host entry makes find() miss without asking the disk.
     return capacity_ > 0 && entry_matches(it->second, parent, tokens) ? TierReadiness::kReady : TierReadiness::kAbsent;
   }
-  if (!prefetches() || !disk_lookup_.contains(hash)) return TierReadiness::kAbsent;
+  if (!prefetches() || !disk_usable() || !disk_lookup_.contains(hash)) return TierReadiness::kAbsent;
+  if (agreement_) return prepare_agreed(hash, parent, tokens);
   switch (disk_lookup_.prefetcher->request(hash, parent, tokens)) {
     case KvDiskPrefetcher::State::kQueued:
       return TierReadiness::kPending;
@@ -131,14 +143,55 @@ TierReadiness KvTierDirectory::prepare(uint64_t hash, uint64_t parent, std::span
   return TierReadiness::kReady;
 }
 
-bool KvTierDirectory::prefetch_pending() const { return prefetches() && disk_lookup_.prefetcher->pending(); }
+TierReadiness KvTierDirectory::prepare_agreed(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens) {
+  switch (agreement_->request(hash, parent, tokens)) {
+    case KvDiskAgreement::State::kAgreed: return TierReadiness::kReady;
+    case KvDiskAgreement::State::kLoading: return TierReadiness::kPending;
+    case KvDiskAgreement::State::kRefused: return TierReadiness::kAbsent;
+    case KvDiskAgreement::State::kUnknown: break;
+  }
+  // The coordinator reads its own file ahead first (its kLoad then takes the bytes from memory);
+  // a block it cannot read itself is no hit on any rank.
+  if (disk_lookup_.prefetcher != nullptr) {
+    switch (disk_lookup_.prefetcher->request(hash, parent, tokens)) {
+      case KvDiskPrefetcher::State::kQueued: return TierReadiness::kPending;
+      case KvDiskPrefetcher::State::kMissed: return TierReadiness::kAbsent;
+      case KvDiskPrefetcher::State::kReady:
+      case KvDiskPrefetcher::State::kRefused: break;
+    }
+  }
+  return agreement_->start(hash, parent, tokens, transfers_) ? TierReadiness::kPending : TierReadiness::kAbsent;
+}
+
+bool KvTierDirectory::prefetch_pending() const {
+  return (disk_lookup_.prefetcher != nullptr && disk_lookup_.prefetcher->pending()) ||
+         (agreement_ && agreement_->loading());
+}
 
 void KvTierDirectory::wait_for_prefetch() {
-  if (prefetches()) disk_lookup_.prefetcher->wait_for_progress();
+  // An agreed load is answered by its plan's result (Engine::step collects it), not waited for.
+  if (disk_lookup_.prefetcher != nullptr) disk_lookup_.prefetcher->wait_for_progress();
 }
 
 void KvTierDirectory::end_prefetch_round() {
-  if (prefetches()) disk_lookup_.prefetcher->end_round();
+  if (disk_lookup_.prefetcher != nullptr) disk_lookup_.prefetcher->end_round();
+  if (agreement_) agreement_->end_round(transfers_);
+}
+
+bool KvTierDirectory::has_pending_loads() const {
+  return std::any_of(transfers_.begin(), transfers_.end(),
+                     [](const KvTransfer& t) { return t.kind == KvTransfer::Kind::kLoad; });
+}
+
+absl::Status KvTierDirectory::on_load_report(const std::vector<KvTransfer>& plan_transfers,
+                                             const std::optional<KvLoadReport>& report) {
+  if (!agreement_ || !needs_kv_load_report(plan_transfers)) return absl::OkStatus();
+  if (!report) {
+    return absl::InternalError("a step carried disk KV instructions and came back without the ranks' report");
+  }
+  // A rank's tier warned when its write failed; from now on no rank persists or loads.
+  if (!report->disk_writes) disk_off_ = true;
+  return agreement_->on_report(plan_transfers, *report, transfers_);
 }
 
 std::vector<KvTransfer> KvTierDirectory::take_transfers() {
@@ -160,7 +213,12 @@ std::string kv_tier_summary(const KvTierDirectory& tiers) {
                     " corrupt, ", d->misses_truncated, " truncated, ", d->misses_foreign, " foreign; ", d->writes,
                     " written, ", d->writes_dropped, " dropped (queue full)");
   }
-  if (tiers.prefetches()) {
+  if (const std::optional<KvDiskAgreementStats> a = tiers.agreement_stats()) {
+    absl::StrAppend(&out, "; ranks: ", a->agreed, "/", a->loads, " disk loads agreed, ", a->refused,
+                    " refused (missing or bad on some rank), ", a->over_limit, " over the limit, ", a->discarded,
+                    " discarded");
+  }
+  if (tiers.reads_ahead()) {
     const KvDiskPrefetchStats p = tiers.prefetch_stats();
     absl::StrAppend(&out, "; prefetch: ", p.read, " read ahead, ", p.served, " restored from them, ",
                     p.not_fetched, " read on the engine thread, ", p.refused, " refused (memory), ", p.discarded,

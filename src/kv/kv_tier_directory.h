@@ -9,11 +9,17 @@
 // host hit, or a disk hit loaded (and verified) into the host store by the disk lookup, lets the
 // BlockManager take a pool block and restore into it (a kRestore) instead of recomputing.
 //
-// Disk tier (optional, single process): every block the pool registers is also written to disk
-// (a kPersist: the rank copies it and a writer thread writes the file, kv/kv_disk_tier.h), so the
-// prefix survives the process. Lookups go through `disk_lookup`, which reads and checks the file;
-// with a prefetcher (kv/kv_disk_prefetcher.h) prepare() has the file read on a background thread
-// while its request waits, and the later lookup takes the bytes from memory.
+// Disk tier (optional): every block the pool registers is also written to disk (a kPersist: each
+// rank copies its slice and a writer thread writes the file, kv/kv_disk_tier.h), so the prefix
+// survives the process. Single process, lookups go through `disk_lookup`, which reads and checks
+// the file; with a prefetcher (kv/kv_disk_prefetcher.h) prepare() has the file read on a
+// background thread while its request waits, and the later lookup takes the bytes from memory.
+// Multi-rank (`KvDiskLookup::agreement_max_blocks` > 0), a disk hit is only ever planned once
+// every rank has loaded the block (kv/kv_disk_agreement.h): prepare() reads ahead on the
+// coordinator (its prefetcher, if any), then sends a kLoad to every rank and keeps the request
+// waiting until the step's report (on_load_report()) says every rank has it; find() then takes
+// it. A block missing or bad on any rank is a miss on all. A report that some rank's disk tier
+// stopped writing turns the disk tier off for the job.
 //
 // The instructions accumulate in order and leave with the next step plan (take_transfers());
 // every rank performs them before that step's forward pass, which is before any later write into
@@ -23,28 +29,35 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "kv/kv_disk_agreement.h"
 #include "kv/kv_disk_prefetcher.h"
 #include "kv/kv_disk_tier.h"
+#include "kv/kv_load_report.h"
 #include "kv/kv_transfer.h"
 
 namespace weft {
 
-// The disk tier as the coordinator reaches it (single process).
+// The disk tier as the coordinator reaches it (its own rank's).
 struct KvDiskLookup {
   // Cheap: whether the disk tier's index names `hash` (a later load may still miss).
   std::function<bool(uint64_t hash)> contains;
-  // Reads block `hash` (naming the prefix parent + tokens) into the host store; false on any
-  // miss (absent, corrupt, truncated, another model's, a different prefix).
+  // Single process: reads block `hash` (naming the prefix parent + tokens) into the host store;
+  // false on any miss (absent, corrupt, truncated, another model's, a different prefix).
   std::function<bool(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens)> load;
-  // Optional (borrowed): reads ahead what `load` will want; `load` takes from it first.
+  // Optional (borrowed): reads ahead what a load will want; the load takes from it first.
   KvDiskPrefetcher* prefetcher = nullptr;
-  explicit operator bool() const { return static_cast<bool>(load); }
+  // Multi-rank: > 0, every disk hit is agreed by all ranks first (`load` unused) and at most this
+  // many blocks are held in the ranks' stores for it (kv/kv_disk_agreement.h).
+  int64_t agreement_max_blocks = 0;
+  explicit operator bool() const { return static_cast<bool>(contains); }
 };
 
 struct KvTierStats {
@@ -76,9 +89,14 @@ class KvTierDirectory {
                   const KvDiskTier* disk = nullptr);
 
   bool has_disk() const { return static_cast<bool>(disk_lookup_); }
+  // Multi-rank disk hits are agreed by every rank (KvDiskLookup::agreement_max_blocks).
+  bool agrees_disk_hits() const { return agreement_ != nullptr; }
   int64_t block_bytes() const { return block_bytes_; }
-  // The disk tier's statistics (nullopt without one).
+  // The disk tier's statistics (nullopt without one); `enabled` is false once a rank's tier
+  // stopped writing.
   std::optional<KvDiskTierStats> disk_stats() const;
+  // The agreement's statistics (multi-rank; nullopt otherwise).
+  std::optional<KvDiskAgreementStats> agreement_stats() const;
   // The prefetcher's statistics (zeros without one).
   KvDiskPrefetchStats prefetch_stats() const;
 
@@ -93,16 +111,28 @@ class KvTierDirectory {
   // After find() said yes: restores `hash` into pool `block`.
   void restore(uint64_t hash, int32_t block);
 
-  // --- prefetch (a disk tier with a prefetcher) ---
-  bool prefetches() const { return disk_lookup_.prefetcher != nullptr; }
+  // --- prefetch (a disk tier with a prefetcher, or agreed disk hits) ---
+  bool prefetches() const { return reads_ahead() || agreement_ != nullptr; }
+  // Whether this rank reads disk blocks ahead on a background thread (KvDiskPrefetcher).
+  bool reads_ahead() const { return disk_lookup_.prefetcher != nullptr; }
   // Changes nothing but the prefetcher's queue: where a later find() of `hash` would stand, and
   // a disk read of it started when the disk tier names it.
   TierReadiness prepare(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
   // Whether a prefetch is under way / blocks until one finishes (nothing else to do).
   bool prefetch_pending() const;
   void wait_for_prefetch();
-  // Throws away prefetched blocks nobody prepared since the previous call (KvDiskPrefetcher).
+  // Throws away prefetched (and agreed) blocks nobody prepared since the previous call.
   void end_prefetch_round();
+
+  // --- multi-rank disk hits ---
+  // Whether the pending instructions load from disk: the engine sends them even in a plan with
+  // nothing else to run (a sequence waits for them).
+  bool has_pending_loads() const;
+  // The job's report (kv/kv_load_report.h) on a collected plan whose instructions were
+  // `plan_transfers`. A no-op single process or when the plan needs none; errors when one is
+  // needed and missing or does not fit the plan.
+  absl::Status on_load_report(const std::vector<KvTransfer>& plan_transfers,
+                              const std::optional<KvLoadReport>& report);
 
   // The instructions since the last call, in order (for the next step plan).
   std::vector<KvTransfer> take_transfers();
@@ -120,11 +150,15 @@ class KvTierDirectory {
   void insert(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
   void touch(Entry& e, uint64_t hash);
   void drop_over_capacity();
+  bool disk_usable() const { return static_cast<bool>(disk_lookup_) && !disk_off_; }
+  TierReadiness prepare_agreed(uint64_t hash, uint64_t parent, std::span<const int32_t> tokens);
 
   int64_t capacity_;
   int64_t block_bytes_;
   KvDiskLookup disk_lookup_;
   const KvDiskTier* disk_;
+  std::unique_ptr<KvDiskAgreement> agreement_;  // multi-rank
+  bool disk_off_ = false;                       // a rank's disk tier stopped writing
   std::list<uint64_t> lru_;  // least recently used first
   std::unordered_map<uint64_t, Entry> entries_;
   std::vector<KvTransfer> transfers_;

@@ -4,26 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include <numeric>
-
 #include "kv/block_manager.h"
+#include "kv_transfer_test_util.h"
 
 namespace weft {
 namespace {
 
 using Kind = KvTransfer::Kind;
-
-std::vector<int32_t> tokens_of(int first, int n = 4) {
-  std::vector<int32_t> t(n);
-  std::iota(t.begin(), t.end(), first);
-  return t;
-}
-
-std::vector<std::pair<Kind, uint64_t>> kinds(const std::vector<KvTransfer>& ts) {
-  std::vector<std::pair<Kind, uint64_t>> out;
-  for (const KvTransfer& t : ts) out.emplace_back(t.kind, t.hash);
-  return out;
-}
 
 TEST(KvTierDirectoryTest, EvictsLeastRecentlyUsedWithinItsBudget) {
   KvTierDirectory tiers(2, 100);

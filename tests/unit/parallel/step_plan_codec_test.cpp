@@ -51,7 +51,8 @@ StepPlan sample_plan() {
   plan.candidate_logsumexp = true;
   plan.kv_transfers = {KvTransfer::save(0xfedcba9876543210ULL, 3), KvTransfer::drop(5),
                        KvTransfer::restore(0xfedcba9876543210ULL, 21),
-                       KvTransfer::persist(77, 4, 0x6a09e667f3bcc908ULL, {1, 2, 3, 50000})};
+                       KvTransfer::persist(77, 4, 0x6a09e667f3bcc908ULL, {1, 2, 3, 50000}),
+                       KvTransfer::load(78, 77, {4, 5, 6, 7})};
   plan.record_attention = {{1LL << 40, {{0, 5}, {2}}}, {3, {{1}, {0, 7}}}};
   return plan;
 }
@@ -107,6 +108,7 @@ TEST(StepPlanCodec, TokenIdsArePacked) {
   // cost a tag byte more per id).
   StepPlan big = sample_plan();
   big.record_attention.clear();
+  big.kv_transfers.clear();
   big.chunks[0].token_ids.assign(1000, 5);
   const std::string bytes = encode_step_plan(big);
   EXPECT_LT(bytes.size(), 1200u);
@@ -156,7 +158,11 @@ TEST(StepPlanCodec, RejectsInvalidFields) {
                   "chunk 1 (seq_id 1099511627776): start_position is -3");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->clear_token_ids(); }),
                   "chunk 0 (seq_id 7): token_ids is empty");
-  expect_rejected(edited(plan, [](proto::StepPlan& m) { m.clear_chunks(); }), "has no chunks");
+  expect_rejected(edited(plan, [](proto::StepPlan& m) {
+                    m.clear_chunks();
+                    m.clear_kv_transfers();
+                  }),
+                  "has no chunks");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(0)->set_prompt_len(-1); }),
                   "chunk 0 (seq_id 7): prompt_len is -1, expected 0..");
   expect_rejected(edited(plan, [](proto::StepPlan& m) { m.mutable_chunks(2)->set_seq_id(7); }),
@@ -346,6 +352,30 @@ TEST(StepResultCodec, RoundTripAttentionRows) {
   absl::StatusOr<StepResult> cut = decode_step_result(m.SerializeAsString());
   ASSERT_FALSE(cut.ok());
   EXPECT_THAT(std::string(cut.status().message()), HasSubstr("step result 4: attention records"));
+}
+
+TEST(StepPlanCodec, APlanOfTierInstructionsAloneRoundTrips) {
+  // Disk loads a waiting sequence needs, sent while nothing else runs (Engine::step).
+  StepPlan plan;
+  plan.step_id = 9;
+  plan.kv_transfers = {KvTransfer::load(78, 77, {4, 5, 6, 7}), KvTransfer::drop(5)};
+  absl::StatusOr<StepPlan> back = decode_step_plan(encode_step_plan(plan));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->chunks.empty());
+  EXPECT_EQ(back->kv_transfers, plan.kv_transfers);
+}
+
+TEST(StepResultCodec, RoundTripTheRanksKvLoadReport) {
+  StepResult r;
+  r.step_id = 5;
+  r.kv_load_report = KvLoadReport{false, {1, 0, 1}};
+  absl::StatusOr<StepResult> back = decode_step_result(encode_step_result(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->kv_load_report, r.kv_load_report);
+  r.kv_load_report.reset();
+  back = decode_step_result(encode_step_result(r));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->kv_load_report.has_value());
 }
 
 TEST(StepResultCodec, RejectsInconsistentResults) {
