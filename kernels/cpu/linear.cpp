@@ -12,6 +12,7 @@
 #include "core/cpu_features.h"
 
 #include "cpu/isa.h"
+#include "cpu/linear_block.h"
 #include "cpu/linear_impl.h"
 
 namespace weft::kernels {
@@ -227,6 +228,10 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
 void linear_int8(const TensorView& x, const TensorView& w, const TensorView& w_scale,
                  const TensorView* bias, const TensorView& y, ThreadPool& pool) {
   assert(w.dtype == DType::kI8 && w_scale.dtype == DType::kF32 && w_scale.numel() == w.shape[0]);
+  if (matmul_precision() == MatmulPrecision::kInt8 &&
+      cpu::linear_i8_int8_activations(x, w, w_scale.as<const float>(), bias, y, pool)) {
+    return;
+  }
   linear_any(x, w, w_scale.as<const float>(), bias, y, pool);
 }
 

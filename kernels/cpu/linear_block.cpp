@@ -58,6 +58,38 @@ void linear_block_dequantized(const TensorView& x, const TensorView& w, const fl
   });
 }
 
+// y = x @ w^T (+ bias) with x quantized to int8 per 16 elements (quantize_activation_groups),
+// `p`'s weight fields set by the caller, `block` the path's function over a tile of y.
+void multiply_int8_activations(const TensorView& x, int64_t k, int64_t n, const TensorView* bias,
+                               const TensorView& y, ThreadPool& pool, cpu::BlockLinearProblem& p,
+                               void (*block)(const cpu::BlockLinearProblem&, int64_t, int64_t, int64_t, int64_t)) {
+  const int64_t m = y.numel() / n;
+  p.k = k;
+  p.k_pad = cpu::block_linear_padded_k(k);
+  p.groups = p.k_pad / 16;
+  p.m = m;
+  p.n = n;
+  p.y = y.as<float>();
+  std::vector<float> bias_f32;
+  p.bias = cpu::f32_bias(bias, n, bias_f32);
+
+  // Zero padding past k: values and scales 0, so padded groups add nothing on any path.
+  std::vector<int8_t> xq(static_cast<size_t>(m * p.k_pad), 0);
+  std::vector<float> xd(static_cast<size_t>(m * p.groups), 0.0f), xs(xd);
+  const float* xf = x.as<const float>();
+  pool.parallel_for(m, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      quantize_activation_groups(xf + r * k, k, xq.data() + r * p.k_pad, xd.data() + r * p.groups,
+                                 xs.data() + r * p.groups);
+    }
+  });
+  p.xq = xq.data();
+  p.xd = xd.data();
+  p.xs = xs.data();
+  cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(p.w_row_bytes), pool,
+                        [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
+}
+
 }  // namespace
 
 void linear_block_quantized(const TensorView& x, const TensorView& w, const TensorView* bias,
@@ -80,38 +112,31 @@ void linear_block_quantized(const TensorView& x, const TensorView& w, const Tens
   }
 
   cpu::BlockLinearProblem p;
-  p.k = k;
-  p.k_pad = cpu::block_linear_padded_k(k);
-  p.groups = p.k_pad / 16;
-  p.m = m;
-  p.n = n;
   p.w = static_cast<const uint8_t*>(w.data);
   p.w_dtype = w.dtype;
   p.w_row_bytes = dtype_nbytes(w.dtype, k);
-  p.y = y.as<float>();
-  std::vector<float> bias_f32;
-  p.bias = cpu::f32_bias(bias, n, bias_f32);
-
-  // Zero padding past k: values and scales 0, so padded groups add nothing on any path.
-  std::vector<int8_t> xq(static_cast<size_t>(m * p.k_pad), 0);
-  std::vector<float> xd(static_cast<size_t>(m * p.groups), 0.0f), xs(xd);
-  const float* xf = x.as<const float>();
-  pool.parallel_for(m, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      quantize_activation_groups(xf + r * k, k, xq.data() + r * p.k_pad, xd.data() + r * p.groups,
-                                 xs.data() + r * p.groups);
-    }
-  });
-  p.xq = xq.data();
-  p.xd = xd.data();
-  p.xs = xs.data();
-
   const auto block = cpu::isa_choice(
       &cpu::linear_block_q_portable, WEFT_X86_PATH(cpu::linear_block_q_avx2),
       cpu_features().avx512vnni ? WEFT_X86_PATH(cpu::linear_block_q_avx512vnni)
                                  : WEFT_X86_PATH(cpu::linear_block_q_avx512));
-  cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(p.w_row_bytes), pool,
-                        [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) { block(p, i0, i1, j0, j1); });
+  multiply_int8_activations(x, k, n, bias, y, pool, p, block);
 }
+
+namespace cpu {
+
+bool linear_i8_int8_activations(const TensorView& x, const TensorView& w, const float* w_scale,
+                                const TensorView* bias, const TensorView& y, ThreadPool& pool) {
+  const int64_t n = w.shape[0], k = w.shape[1];
+  if (current_isa() != Isa::kAvx512 || !cpu_features().avx512vnni || k % 64 != 0 || n == 0) return false;
+  BlockLinearProblem p;
+  p.w = static_cast<const uint8_t*>(w.data);
+  p.w_dtype = DType::kI8;
+  p.w_row_bytes = static_cast<size_t>(k);
+  p.w_row_scale = w_scale;
+  multiply_int8_activations(x, k, n, bias, y, pool, p, WEFT_X86_PATH(linear_i8_rows_avx512vnni));
+  return true;
+}
+
+}  // namespace cpu
 
 }  // namespace weft::kernels

@@ -6,6 +6,8 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/tensor.h"
+#include "core/thread_pool.h"
 
 namespace weft::kernels::cpu {
 
@@ -19,6 +21,7 @@ struct BlockLinearProblem {
   const float* xs = nullptr;   // [m, groups] scale * sum of the group's values
   const uint8_t* w = nullptr;  // n rows of w_row_bytes
   DType w_dtype = DType::kQ8_0;
+  const float* w_row_scale = nullptr;  // kI8 weights (W8A8): one F32 scale per weight row
   size_t w_row_bytes = 0;
   const float* bias = nullptr;  // [n] or null
   float* y = nullptr;           // [m, n]
@@ -37,6 +40,14 @@ void linear_block_q_avx2(const BlockLinearProblem& p, int64_t i0, int64_t i1, in
 void linear_block_q_avx512(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                            int64_t j1);
 void linear_block_q_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                               int64_t j1);
+// linear_int8() under MatmulPrecision::kInt8 (W8A8): x quantized as for block-quantized weights,
+// the kI8 rows multiplied with VNNI in registers. False (nothing done) where that path does not
+// exist (no VNNI, k not a multiple of 64): the caller then takes W8A16.
+bool linear_i8_int8_activations(const TensorView& x, const TensorView& w, const float* w_scale,
+                                const TensorView* bias, const TensorView& y, ThreadPool& pool);
+// W8A8 on AVX512-VNNI: kI8 rows with their w_row_scale (k a multiple of 64), read in registers.
+void linear_i8_rows_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                                int64_t j1);
 
 }  // namespace weft::kernels::cpu

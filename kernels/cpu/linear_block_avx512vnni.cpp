@@ -22,6 +22,11 @@ void linear_block_q_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t 
   }
 }
 
+void linear_i8_rows_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
+                               int64_t j1) {
+  i8_rows<Avx512Kernel<true>>(p, i0, i1, j0, j1);
+}
+
 }  // namespace weft::kernels::cpu
 
 #endif  // __x86_64__

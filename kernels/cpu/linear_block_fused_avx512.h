@@ -201,6 +201,24 @@ class FusedRow {
   float a_[16] = {}, c_[16] = {};
 };
 
+// A kI8 weight row (symmetric int8 per output channel, one F32 scale): u = q + 128 (q ^ 0x80),
+// a = the row's scale for every group, c = -128 a.
+class I8Row {
+ public:
+  I8Row(const uint8_t* row, float scale) : row_(row), scale_(scale) {}
+  [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) const {
+    _mm_prefetch(reinterpret_cast<const char*>(row_) + t + FusedRow<DType::kQ8_0>::kPrefetchBytes,
+                 _MM_HINT_T0);
+    w = _mm512_xor_si512(_mm512_loadu_si512(row_ + t), _mm512_set1_epi8(static_cast<char>(0x80)));
+    a4 = _mm_set1_ps(scale_);
+    c4 = _mm_fmadd_ps(_mm_set1_ps(-128.0f), a4, _mm_setzero_ps());
+  }
+
+ private:
+  const uint8_t* row_;
+  float scale_;
+};
+
 // Whether fused_rows takes rows i0..i1: a tile or less (more rows share one scratch decode, which
 // is then cheaper than decoding in registers once per tile; measured with kernels_bench
 // BM_LinearBlock), when the row is whole steps of 64 (k_pad == k; at k = 32 * odd block_rows_of's
@@ -209,30 +227,49 @@ inline bool fused_rows_apply(const BlockLinearProblem& p, int64_t i0, int64_t i1
   return i1 - i0 <= 4 && p.k_pad == p.k;
 }
 
-template <class Kernel, DType D, int MR>
-inline void fused_tile(const BlockLinearProblem& p, int64_t i, int64_t j) {
-  FusedRow<D> row(p.w + static_cast<size_t>(j) * p.w_row_bytes);
+// One tile of MR activation rows by weight row j, from the row source make_row(j) gives.
+template <class Kernel, int MR, class MakeRow>
+[[gnu::always_inline]] inline void register_tile(const BlockLinearProblem& p, const MakeRow& make_row,
+                                                 int64_t i, int64_t j) {
+  auto row = make_row(j);
   float sums[MR];
   Kernel::template tile_from<MR>(p, row, i, sums);
   store_tile_sums<MR>(p, sums, i, j);
 }
 
-// block_rows with each weight row decoded in registers, once per tile of up to 4 rows.
+// y[i0:i1, j0:j1] with every weight row read from its source once per tile of up to 4 rows.
+template <class Kernel, class MakeRow>
+void register_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
+                   const MakeRow& make_row) {
+  for (int64_t j = j0; j < j1; ++j) {
+    int64_t i = i0;
+    for (; i + 4 <= i1; i += 4) register_tile<Kernel, 4>(p, make_row, i, j);
+    switch (i1 - i) {
+      case 3: register_tile<Kernel, 3>(p, make_row, i, j); break;
+      case 2: register_tile<Kernel, 2>(p, make_row, i, j); break;
+      case 1: register_tile<Kernel, 1>(p, make_row, i, j); break;
+      default: break;
+    }
+  }
+}
+
+// block_rows with each weight row decoded in registers.
 template <class Kernel>
 void fused_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   with_block_dtype(p.w_dtype, [&](auto d) {
     constexpr DType D = decltype(d)::value;
     assert(FusedRow<D>::kBlockBytes == dtype_block_bytes(D));
-    for (int64_t j = j0; j < j1; ++j) {
-      int64_t i = i0;
-      for (; i + 4 <= i1; i += 4) fused_tile<Kernel, D, 4>(p, i, j);
-      switch (i1 - i) {
-        case 3: fused_tile<Kernel, D, 3>(p, i, j); break;
-        case 2: fused_tile<Kernel, D, 2>(p, i, j); break;
-        case 1: fused_tile<Kernel, D, 1>(p, i, j); break;
-        default: break;
-      }
-    }
+    register_rows<Kernel>(p, i0, i1, j0, j1, [&](int64_t j) {
+      return FusedRow<D>(p.w + static_cast<size_t>(j) * p.w_row_bytes);
+    });
+  });
+}
+
+// kI8 rows (W8A8): read in registers for every tile, their decode being one xor.
+template <class Kernel>
+void i8_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  register_rows<Kernel>(p, i0, i1, j0, j1, [&](int64_t j) {
+    return I8Row(p.w + static_cast<size_t>(j) * p.w_row_bytes, p.w_row_scale[j]);
   });
 }
 

@@ -197,6 +197,60 @@ TEST_P(LinearTest, Int8WeightsMatchTheDequantizedReference) {
   }
 }
 
+// linear_int8 under --matmul-precision int8 (W8A8): where the VNNI path exists (k a multiple of
+// 64) y is the product of the activations as quantize_activation_groups rounds them with the int8
+// weights, up to F32 rounding, and every row equals itself multiplied alone, bit for bit;
+// elsewhere the W8A16 product as without the flag.
+TEST_P(LinearTest, Int8WeightsWithInt8ActivationsMatchTheQuantizedProduct) {
+  struct PrecisionGuard {
+    PrecisionGuard() { set_matmul_precision(MatmulPrecision::kInt8); }
+    ~PrecisionGuard() { set_matmul_precision(MatmulPrecision::kF32); }
+  } guard;
+  ThreadPool pool(2);
+  uint32_t seed = 1300;
+  for (int64_t k : {64, 576, 100}) {
+    const bool w8a8 = cpu_kernel_isa() == "avx512" && cpu_features().avx512vnni && k % 64 == 0;
+    for (int64_t m : {1, 3, 4, 5, 17}) {
+      for (int64_t n : {1, 13, 40}) {
+        std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed, -2.0f, 2.0f);
+        std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+        std::vector<float> bv = random_floats(static_cast<size_t>(n), seed + 2);
+        seed += 3;
+        const QuantizedRows q = quantize_rows_int8(make_stored(wv, DType::kBF16, {n, k}).view(), pool);
+        const Tensor b = make_f32(bv, {n});
+        const TensorView bias = b.view();
+        Tensor y = Tensor::zeros(DType::kF32, {m, n});
+        linear_int8(make_f32(xv, {m, k}), q.values.view(), q.scales.view(), &bias, y, pool);
+        std::vector<int8_t> xq(static_cast<size_t>(k));
+        std::vector<float> dx(static_cast<size_t>(k / 16)), sums(dx.size());
+        for (int64_t i = 0; i < m; ++i) {
+          const float* xr = xv.data() + i * k;
+          if (w8a8) quantize_activation_groups(xr, k, xq.data(), dx.data(), sums.data());
+          for (int64_t j = 0; j < n; ++j) {
+            const double w_scale = q.scales.data_as<float>()[j];
+            double ref = bv[j], mag = 0.0;
+            for (int64_t t = 0; t < k; ++t) {
+              const double xt = w8a8 ? static_cast<double>(xq[t]) * dx[t / 16] : xr[t];
+              const double p = xt * (q.values.data_as<int8_t>()[j * k + t] * w_scale);
+              ref += p;
+              mag += std::fabs(p);
+            }
+            ASSERT_NEAR(y.data_as<float>()[i * n + j], ref, 1e-5 * mag + 1e-6)
+                << "w8a8=" << w8a8 << " m=" << m << " n=" << n << " k=" << k << " y[" << i << "," << j << "]";
+          }
+          if (!w8a8 || m == 1) continue;
+          Tensor alone = Tensor::zeros(DType::kF32, {1, n});
+          std::vector<float> row(xr, xr + k);
+          linear_int8(make_f32(row, {1, k}), q.values.view(), q.scales.view(), &bias, alone, pool);
+          for (int64_t j = 0; j < n; ++j) {
+            ASSERT_EQ(alone.data_as<float>()[j], y.data_as<float>()[i * n + j]) << "row " << i << " alone";
+          }
+        }
+      }
+    }
+  }
+}
+
 // An F8B64 [n, k] weight of random e4m3 codes (every code but NaN: zeros, subnormals, the
 // largest) and random F32 scales per 64 elements; `dequantized` gets e4m3 * scale in F32, the
 // weight the F32 dequantized path holds.
