@@ -5,6 +5,15 @@
 namespace weft {
 using nlohmann::json;
 
+namespace {
+
+// The id a call is sent with: the model's own (Mistral's [CALL_ID]) or a new one.
+std::string call_id(const std::string& model_id) {
+  return model_id.empty() ? random_response_id("call_") : model_id;
+}
+
+}  // namespace
+
 ChoiceToolCalls::ChoiceToolCalls(ToolCallFormat format, bool parallel)
     : format_(format), parallel_(parallel), stream_parser_(format, /*whole=*/false) {}
 
@@ -23,7 +32,7 @@ ChoiceToolCalls::StreamPiece ChoiceToolCalls::stream(std::string_view text, bool
     if (!kept(d.call) || d.kind == ToolCallDelta::Kind::kCallWithdrawn) continue;
     if (d.kind == ToolCallDelta::Kind::kCallStart) {
       ids_.resize(static_cast<size_t>(d.call) + 1);
-      ids_[static_cast<size_t>(d.call)] = random_response_id("call_");
+      ids_[static_cast<size_t>(d.call)] = call_id(d.id);
       called_ = true;
       entries.push_back({{"index", d.call},
                          {"id", ids_[static_cast<size_t>(d.call)]},
@@ -46,7 +55,7 @@ void ChoiceToolCalls::complete_message(std::string_view text, const std::string&
   json calls = json::array();
   for (size_t i = 0; i < parsed.calls.size(); ++i) {
     if (!kept(static_cast<int>(i))) break;
-    calls.push_back({{"id", random_response_id("call_")},
+    calls.push_back({{"id", call_id(parsed.calls[i].id)},
                      {"type", "function"},
                      {"function", {{"name", parsed.calls[i].name}, {"arguments", parsed.calls[i].arguments}}}});
   }

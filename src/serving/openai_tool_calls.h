@@ -8,7 +8,8 @@
 //                 id, type and function.name (and function.arguments so far, maybe ""), later
 //                 ones index and function.arguments pieces.
 // With parallel_tool_calls false only the first call is kept (later ones are dropped, text and
-// all). Call ids are random_response_id("call_").
+// all). Call ids are the model's own where it writes them (Mistral's [CALL_ID]), else
+// random_response_id("call_").
 #pragma once
 
 #include <memory>

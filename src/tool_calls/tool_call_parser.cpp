@@ -145,7 +145,7 @@ void ToolCallStreamParser::open_region(size_t marker_len) {
   region_.clear();
   list_open_ = false;
   name_.clear();
-  call_id_bytes_ = 0;
+  call_id_.clear();
   consume(marker_len, /*into_region=*/true);
   state_ = State::kAfterMarker;
 }
@@ -262,12 +262,13 @@ bool ToolCallStreamParser::step_mistral_name(bool at_end, std::vector<ToolCallDe
 }
 
 bool ToolCallStreamParser::step_mistral_id(bool at_end, std::vector<ToolCallDelta>& out) {
-  // The id is read and dropped (the server writes its own call ids).
+  // The id goes out with the call's start: a client returns it in the tool message, and Mistral
+  // templates check its form (9 letters and digits).
   size_t n = 0;
   while (n < pending_.size() && is_call_id_char(pending_[n])) ++n;
+  call_id_.append(pending_, 0, n);
   consume(n, /*into_region=*/true);
-  call_id_bytes_ += n;
-  const size_t id_bytes = call_id_bytes_;
+  const size_t id_bytes = call_id_.size();
   if (id_bytes > kMaxCallIdBytes) {
     give_up(out);
     return true;
@@ -306,6 +307,7 @@ bool ToolCallStreamParser::step_mistral_args(bool at_end, std::vector<ToolCallDe
   in_arguments_ = true;
   call_index_ = num_calls_++;
   add(out, Kind::kCallStart, call_index_, name_);
+  out.back().id = call_id_;
   return true;
 }
 
@@ -464,6 +466,7 @@ ParsedToolCalls parse_tool_calls(ToolCallFormat format, std::string_view text) {
       case Kind::kCallStart:
         out.calls.resize(static_cast<size_t>(d.call) + 1);
         out.calls[static_cast<size_t>(d.call)].name = std::move(d.text);
+        out.calls[static_cast<size_t>(d.call)].id = std::move(d.id);
         break;
       case Kind::kArguments:
         out.calls[static_cast<size_t>(d.call)].arguments += d.text;

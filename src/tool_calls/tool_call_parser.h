@@ -7,7 +7,7 @@
 //     that is only such whitespace disappears);
 //   - per call, kCallStart (its index and function name) once the call's start
 //     `{"name": "...", "arguments": {` is read (Mistral's name form: `[TOOL_CALLS]name[ARGS]{`,
-//     or `[TOOL_CALLS]name[CALL_ID]id[ARGS]{`, the id dropped), then kArguments pieces: the
+//     or `[TOOL_CALLS]name[CALL_ID]id[ARGS]{`, the id in the delta), then kArguments pieces: the
 //     arguments object's text exactly as the model wrote it, so the pieces of a call concatenate
 //     to valid JSON.
 //     A call whose first key is not "name" is held until its object is complete and then comes
@@ -35,6 +35,7 @@ struct ToolCallDelta {
   Kind kind = Kind::kContent;
   int call = -1;     // the call's index (0, 1, ...) for every kind but kContent
   std::string text;  // kContent: text; kCallStart: the function name; kArguments: a piece
+  std::string id;    // kCallStart: the call id the model wrote (Mistral's [CALL_ID]), or ""
 };
 
 class ToolCallStreamParser {
@@ -89,7 +90,7 @@ class ToolCallStreamParser {
   std::string region_;      // the current region's text since its marker (or object start)
   bool list_open_ = false;  // mistral: the '[' after [TOOL_CALLS] was read
   std::string name_;        // mistral's name form: the function name read so far
-  size_t call_id_bytes_ = 0;  // mistral's name form: bytes of the call id read so far
+  std::string call_id_;  // mistral's name form: the call id read so far
   // The call object being read.
   std::string obj_;
   JsonObjectScanner scanner_;
@@ -105,6 +106,7 @@ class ToolCallStreamParser {
 
 struct ParsedToolCall {
   std::string name;
+  std::string id;         // the model's own call id ("" when it wrote none)
   std::string arguments;  // JSON text of the arguments object
 };
 

@@ -257,6 +257,32 @@ TEST(MistralParser, NameFormWithCallId) {
                   {"", {{"a", "{}"}, {"b", "{}"}}});
 }
 
+// The ids after [CALL_ID] come out with their calls, whole and streamed; a call without one has "".
+TEST(MistralParser, CallIdsComeOutWithTheirCalls) {
+  const std::string text =
+      "Sure.[TOOL_CALLS]a[CALL_ID]A1b2C3d4E[ARGS]{\"x\": 1}[TOOL_CALLS]b[ARGS]{}"
+      "[TOOL_CALLS]c[CALL_ID]zzzzzzzzz[ARGS]{}";
+  const std::vector<std::string> want = {"A1b2C3d4E", "", "zzzzzzzzz"};
+  ParsedToolCalls whole = parse_tool_calls(kMistral, text);
+  ASSERT_EQ(whole.calls.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(whole.calls[i].id, want[i]);
+  for (const std::vector<std::string>& pieces : {bytes_of(text), random_pieces(text, 5)}) {
+    ToolCallStreamParser parser(kMistral, /*whole=*/false);
+    std::vector<ToolCallDelta> deltas;
+    for (const std::string& p : pieces) parser.push(p, deltas);
+    parser.finish(deltas);
+    std::vector<std::string> ids;
+    for (const ToolCallDelta& d : deltas) {
+      if (d.kind == Kind::kCallStart) ids.push_back(d.id);
+    }
+    EXPECT_EQ(ids, want);
+  }
+  // Other formats have no ids of their own.
+  EXPECT_EQ(parse_tool_calls(ToolCallFormat::kHermes, "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>")
+                .calls.at(0).id,
+            "");
+}
+
 TEST(MistralParser, NameFormAfterAndBetweenText) {
   expect_all_ways(kMistral,
                   "Let me check [the weather].\n[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Oslo\"}",
