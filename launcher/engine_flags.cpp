@@ -49,7 +49,7 @@ std::vector<FlagSpec> engine_flag_specs() {
        "q5_k, q6_k"},
       {"matmul-precision", "auto|f32|bf16|int8",
        "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16 or AMX); int8: quantized weights "
-       "(GGUF, --quantize int4) multiply int8-rounded activations (llama.cpp's way, faster); "
+       "(GGUF, --quantize int4, and --quantize int8 on AVX512-VNNI) multiply int8-rounded activations (llama.cpp's way, faster); "
        "f32: F32 activations (quantized weights dequantized in the kernel); default auto: bf16 "
        "where it is faster (AVX512-BF16 on AMD Zen 4+, AMX-BF16 on Intel), else f32"},
       {"speculative", "none|ngram|draft",

@@ -29,6 +29,9 @@ void linear(const TensorView& x, const TensorView& w, const TensorView* bias, co
 // W8A16: y = x @ (w * w_scale[:, None])^T (+ bias), w I8 [n, k] with one F32 scale per output
 // row (symmetric per-channel int8, kernels/quantize.h), x F32; each int8 is widened to F32 in
 // registers, the row's sum multiplied by its scale. Same layouts, tiling and ISA paths as linear().
+// Under MatmulPrecision::kInt8 on AVX512-VNNI (k a multiple of 64): W8A8 instead, the activations
+// quantized as for block-quantized weights (linear_block_quantized), the rows read as int8
+// operands of the same tile; one path for every m, so a row's result does not depend on its batch.
 void linear_int8(const TensorView& x, const TensorView& w, const TensorView& w_scale,
                  const TensorView* bias, const TensorView& y, ThreadPool& pool);
 
