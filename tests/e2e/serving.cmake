@@ -51,6 +51,12 @@ if(Python3_Interpreter_FOUND)
              COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_tool_calling.py
                      --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
     set_tests_properties(e2e_tool_calling PROPERTIES LABELS e2e TIMEOUT 600)
+    # Mistral's name form, [TOOL_CALLS]name[CALL_ID]id[ARGS]{...}: forced calls, the model's own
+    # [CALL_ID] ids as the calls' ids (streamed and whole), ids in the rendered history.
+    add_test(NAME e2e_tool_calling_mistral
+             COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_tool_calling_mistral.py
+                     --weft $<TARGET_FILE:weft> --model ${PROJECT_SOURCE_DIR}/configs/default-model)
+    set_tests_properties(e2e_tool_calling_mistral PROPERTIES LABELS e2e TIMEOUT 600)
   endif()
 endif()
 
