@@ -668,15 +668,14 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     WEFT_ASSIGN_OR_RETURN(std::vector<SampleResult> samples, sample(output, sample_rows, sample_seqs));
     for (size_t i = 0; i < samples.size(); ++i) emissions.push_back({sample_seqs[i]->id, {samples[i]}});
   }
+  int64_t accepted_all = 0, rejected = 0;
   if (!spec_chunks.empty()) {
     WEFT_ASSIGN_OR_RETURN(std::vector<Emission> verified, verify(step, output, spec_chunks, spec_first_rows));
-    int64_t accepted_all = 0, rejected = 0;
     for (size_t c = 0; c < verified.size(); ++c) {
       const int64_t accepted = static_cast<int64_t>(verified[c].samples.size()) - 1;
       accepted_all += accepted;
       rejected += accepted < spec_chunks[c]->num_draft_tokens;
     }
-    policy_->record_acceptance(step.num_decoding, static_cast<int>(spec_chunks.size()), accepted_all, rejected);
     for (size_t c = 0; c < verified.size(); ++c) {
       const int64_t accepted = static_cast<int64_t>(verified[c].samples.size()) - 1;
       ++spec_stats_.num_drafts;
@@ -692,6 +691,12 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       }
       emissions.push_back(std::move(verified[c]));
     }
+  }
+
+  // Every step that chose k > 0 counts, with guesses or not (an n-gram lookup may find none):
+  // the policy's tokens per step are a mean over all of them.
+  if (step.k > 0) {
+    policy_->record_acceptance(step.num_decoding, static_cast<int>(spec_chunks.size()), accepted_all, rejected);
   }
 
   std::vector<SampledToken> sampled;
@@ -741,7 +746,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
       if (catching_up) {
         policy_->record_catch_up(step.num_decoding, step.k, seconds);
       } else {
-        policy_->record_time(step.num_decoding, step.k, seconds);
+        // A step where no sequence got guesses was a plain step: timed as one.
+        policy_->record_time(step.num_decoding, step.proposals.empty() ? 0 : step.k, seconds);
       }
     }
     if (step.num_decoding > 0) last_k_ = step.k;

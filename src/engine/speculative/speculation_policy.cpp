@@ -51,8 +51,19 @@ double SpeculationPolicy::tokens_per_step(int k) const {
   return 1.0 + c * (with_guesses - 1.0);
 }
 
-double SpeculationPolicy::arm_rate(const Arm& arm, int k) const {
-  return arm.samples > 0 && arm.seconds > 0.0 ? tokens_per_step(k) / arm.seconds : 0.0;
+double SpeculationPolicy::arm_rate(const Bucket& b, size_t arm) const {
+  const Arm& a = b.arms[arm];
+  const Arm& cur = b.arms[b.current];
+  if (a.samples == 0 || cur.samples == 0 || cur.seconds <= 0.0) return 0.0;
+  // Every arm's time as the current arm's now, times what it cost against it when timed:
+  // arms timed while the contexts were shorter do not look cheap for it. A speculating arm's
+  // steps without guesses are plain steps (timed as k = 0), the others its own.
+  double relative = a.relative;
+  if (arms_[arm] > 0 && b.arms[0].samples > 0 && speculating_steps_ > 0.0) {
+    const double with_guesses = std::clamp(guessing_steps_ / speculating_steps_, 0.0, 1.0);
+    relative = with_guesses * a.relative + (1.0 - with_guesses) * b.arms[0].relative;
+  }
+  return tokens_per_step(arms_[arm]) / (relative * cur.seconds);
 }
 
 int SpeculationPolicy::choose(int batch) {
@@ -89,8 +100,9 @@ int SpeculationPolicy::choose_arm(int batch) {
     b.explore_lower = !b.explore_lower;
     size_t arm = b.explore_lower ? lower : upper;
     if (arm == c) arm = b.explore_lower ? upper : lower;
-    // Measured afresh: its old mean may be many steps stale.
-    b.arms[arm] = Arm{};
+    // Timed afresh (the workload may have changed since), its last cost kept to bound outliers.
+    Arm& explored = b.arms[arm];
+    explored = Arm{.prior = explored.samples > 0 ? explored.relative : explored.prior};
     b.exploring = arm;
     b.explore_steps = 1;
     return arms_[arm];
@@ -101,16 +113,56 @@ int SpeculationPolicy::choose_arm(int batch) {
 void SpeculationPolicy::climb(Bucket& b) {
   const size_t c = b.current;
   size_t best = c;
-  double best_rate = arm_rate(b.arms[c], arms_[c]);
+  double best_rate = arm_rate(b, c);
   for (size_t n : {c > 0 ? c - 1 : c, c + 1 < arms_.size() ? c + 1 : c}) {
-    const double margin = n > c ? kClimbMargin : 1.0;
-    const double r = arm_rate(b.arms[n], arms_[n]);
+    const double margin = n > c ? kClimbMargin : 1.0 / kClimbMargin;
+    const double r = arm_rate(b, n);
     if (r > margin * best_rate) {
       best = n;
       best_rate = r;
     }
   }
+  if (best == c) return;
+  // The new current arm is the reference: every relative cost is re-based on it.
+  const double base = b.arms[best].relative;
+  for (Arm& arm : b.arms) {
+    arm.relative /= base;
+    arm.prior /= base;
+  }
   b.current = best;
+}
+
+void SpeculationPolicy::time_current(Bucket& b, double seconds) {
+  Arm& arm = b.arms[b.current];
+  // Step-time noise only ever adds (an interrupt, another process): the warm-up keeps its fastest
+  // sample, and later samples count at most kOutlierClip times the mean, so one slow step cannot
+  // make an arm look several times dearer (a real change still moves the mean within a few
+  // samples).
+  if (arm.samples == 0) {
+    arm.seconds = seconds;
+  } else if (arm.samples < kWarmupSamples) {
+    arm.seconds = std::min(arm.seconds, seconds);
+  } else {
+    arm.seconds = kTimeDecay * arm.seconds + (1.0 - kTimeDecay) * std::min(seconds, kOutlierClip * arm.seconds);
+  }
+  arm.relative = 1.0;
+  ++arm.samples;
+}
+
+void SpeculationPolicy::time_other(Bucket& b, size_t index, double seconds) {
+  Arm& arm = b.arms[index];
+  // Against the current arm's time now (its decayed mean is a few steps long): side by side, as
+  // both drift while the contexts grow. A mean of the exploration's steps, not its fastest: a
+  // speculating arm's steps are really spread (an n-gram lookup that finds nothing makes a plain
+  // step), and the tokens it is credited with are a mean too. A step more than kOutlierClip times
+  // what the arm cost when last timed counts that much.
+  const double reference = b.arms[b.current].seconds;
+  if (reference <= 0.0) return;
+  if (arm.prior > 0.0) seconds = std::min(seconds, kOutlierClip * arm.prior * reference);
+  const double n = arm.samples;
+  arm.seconds = (arm.seconds * n + seconds) / (n + 1.0);
+  arm.relative = (arm.relative * n + seconds / reference) / (n + 1.0);
+  ++arm.samples;
 }
 
 double SpeculationPolicy::charge(Bucket& b, int k, double seconds) {
@@ -154,19 +206,12 @@ void SpeculationPolicy::record_time(int batch, int k, double seconds) {
   if (index == kNone) return;
   Bucket& b = bucket(batch);
   charge(b, k, seconds);
-  Arm& arm = b.arms[index];
-  // Step-time noise only ever adds (an interrupt, another process): the warm-up keeps its fastest
-  // sample, and later samples count at most kOutlierClip times the mean, so one slow step cannot
-  // make an arm look several times dearer (a real change still moves the mean within a few
-  // samples).
-  if (arm.samples == 0) {
-    arm.seconds = seconds;
-  } else if (arm.samples < kWarmupSamples) {
-    arm.seconds = std::min(arm.seconds, seconds);
+  if (index == b.current) {
+    time_current(b, seconds);
   } else {
-    arm.seconds = kTimeDecay * arm.seconds + (1.0 - kTimeDecay) * std::min(seconds, kOutlierClip * arm.seconds);
+    time_other(b, index, seconds);
   }
-  ++arm.samples;
+  const Arm& arm = b.arms[index];
   if (b.catch_up_seconds > 0.0 && b.exploring == index) {
     catch_up_per_token_ = std::max(0.0, b.catch_up_seconds - arm.seconds) /
                           static_cast<double>(std::max<int64_t>(1, b.catch_up_tokens));
@@ -188,13 +233,15 @@ void SpeculationPolicy::record_acceptance(int decoding, int proposed, int64_t ac
   rejected_ = kAcceptanceDecay * rejected_ + static_cast<double>(rejected);
   decoding_ = kAcceptanceDecay * decoding_ + decoding;
   proposed_ = kAcceptanceDecay * proposed_ + proposed;
+  speculating_steps_ = kAcceptanceDecay * speculating_steps_ + 1.0;
+  guessing_steps_ = kAcceptanceDecay * guessing_steps_ + (proposed > 0 ? 1.0 : 0.0);
 }
 
 double SpeculationPolicy::rate(int batch, int k) const {
   auto b = buckets_.find(bucket_of(batch));
   const size_t index = arm_index(k);
   if (b == buckets_.end() || index == kNone) return 0.0;
-  return arm_rate(b->second.arms[index], k);
+  return arm_rate(b->second, index);
 }
 
 int SpeculationPolicy::current(int batch) const {

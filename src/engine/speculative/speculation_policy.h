@@ -8,11 +8,19 @@
 //   - tokens per decoding sequence and step, 1 + c * ((1 - a^(k+1)) / (1 - a) - 1), from the
 //     per-guess acceptance a (a guess stands with probability a given those before it did) and
 //     the fraction c of decoding sequences that got guesses
-//     (an n-gram lookup finds none for some), both measured over every speculating step (many
-//     samples: steady, unlike the tokens of single steps, which swing between 1 and k + 1);
-//   - seconds per step, measured per arm and batch-size bucket (powers of two) as a decayed
-//     mean of decode-only steps (a prefill chunk's time says nothing about k), robust to the
-//     odd slow step (record_time).
+//     (an n-gram lookup finds none for some), both measured over every step that chose k > 0
+//     (many samples: steady, unlike the tokens of single steps, which swing between 1 and k + 1);
+//   - seconds per step, per batch-size bucket (powers of two), from decode-only steps (a prefill
+//     chunk's time says nothing about k): the current arm's as a decayed mean robust to the odd
+//     slow step (record_time), every other arm's as its cost relative to the current arm, timed
+//     side by side: each step of an exploration over the current arm's mean then. Steps grow
+//     dearer as the contexts grow, so an absolute time taken a hundred steps ago would flatter
+//     the arm not in use; a relative cost does not (when the current arm moves, the relative
+//     costs are re-based on the new one). Means, not fastest steps, as the tokens are means. A
+//     step where no sequence got guesses (an n-gram lookup that found nothing) is a plain step
+//     and timed as one, so a speculating arm's time is that of its steps with guesses, weighed
+//     with plain steps by the fraction of steps that had guesses: at batch 1 its steps fall in
+//     two modes, and two timed steps of the cheap one would make it look free.
 //
 // Per bucket it keeps a current arm and climbs: after every measurement the current arm moves to
 // the best predicted of itself and its two neighbours, so arms far from the best are never tried
@@ -36,8 +44,10 @@
 //     under that fraction, and a workload that changes is noticed within an interval when
 //     exploring is cheap (an exploration that moves the arm paid: its cost is forgiven).
 //   - Moving to a larger k needs a predicted rate kClimbMargin above the current arm's; moving
-//     down needs only a better one. Near a tie plain decoding wins: its rate is measured, a
-//     speculating arm's depends on an acceptance estimate.
+//     down needs only one no more than kClimbMargin below it. Near a tie plain decoding wins: its
+//     rate is measured, a speculating arm's depends on an acceptance estimate, and without the
+//     band a noisy exploration that keeps a speculating arm backs the next one off (a losing arm
+//     could stay for hundreds of steps).
 //
 // A proposer that runs a model falls behind while k = 0 and catches up on its next proposal:
 // the tokens of every step it sat out go through the draft at once. The engine reports that step
@@ -75,12 +85,14 @@ class SpeculationPolicy {
   // The k for a step with `batch` decoding sequences (0: do not speculate).
   int choose(int batch);
   // A decode-only step that used `k` over `batch` decoding sequences took `seconds` (the whole
-  // step: proposing, the target pass, verification).
+  // step: proposing, the target pass, verification). A step that chose k > 0 but where no
+  // sequence got guesses is a plain step: the engine reports it with k = 0.
   void record_time(int batch, int k, double seconds);
   // A decode-only step that used `k` while a model proposer caught up on the steps it sat out
   // (k was 0): charged to the exploration under way, not to the arm.
   void record_catch_up(int batch, int k, double seconds);
-  // A speculating step: of `decoding` decoding sequences, `proposed` got guesses; `accepted`
+  // A step that chose k > 0 (with guesses or not): of `decoding` decoding sequences, `proposed`
+  // got guesses; `accepted`
   // guesses were accepted in all, and `rejected` of those sequences had one rejected (a
   // sequence stops at its first rejection, so the per-guess acceptance a is estimated as
   // accepted / (accepted + rejected), the geometric law's maximum likelihood).
@@ -103,7 +115,11 @@ class SpeculationPolicy {
  private:
   static constexpr size_t kNone = static_cast<size_t>(-1);
   struct Arm {
-    double seconds = 0.0;  // decayed mean step time
+    // The current arm's step time (decayed mean); another's relative cost: its mean step time
+    // over the current arm's, timed side by side (1 for the current arm), and its seconds.
+    double seconds = 0.0;
+    double relative = 1.0;
+    double prior = 0.0;  // `relative` when last timed (0: never), while an exploration re-times it
     int samples = 0;
   };
   struct Bucket {
@@ -124,7 +140,12 @@ class SpeculationPolicy {
   };
   static int bucket_of(int batch);
   Bucket& bucket(int batch);
-  double arm_rate(const Arm& arm, int k) const;
+  // Predicted tokens per second per sequence of `arm` (of k guesses) in `b`.
+  double arm_rate(const Bucket& b, size_t arm) const;
+  // A step of the current arm, or one of another arm compared with the current arm's recent
+  // steps.
+  void time_current(Bucket& b, double seconds);
+  void time_other(Bucket& b, size_t arm, double seconds);
   size_t arm_index(int k) const;
   // Moves the current arm to the best predicted of it and its neighbours.
   void climb(Bucket& b);
@@ -145,8 +166,10 @@ class SpeculationPolicy {
   int64_t idle_steps_ = 0, catch_up_gap_ = 0;
   // The last exploration's catch-up cost beyond its arm's step, per sequence-step it covered.
   double catch_up_per_token_ = 0.0;
-  // Decayed sums over speculating steps.
+  // Decayed sums over speculating steps, and of those steps, and of those where some sequence
+  // got guesses.
   double accepted_ = 0.0, rejected_ = 0.0, decoding_ = 0.0, proposed_ = 0.0;
+  double speculating_steps_ = 0.0, guessing_steps_ = 0.0;
 };
 
 }  // namespace weft

@@ -248,5 +248,86 @@ TEST(SpeculationPolicyTest, BatchSizesLearnApart) {
   EXPECT_GE(k64_count, 18);
 }
 
+// Near a tie, on a real machine: step times grow as the contexts do (attention reads every
+// earlier token) and carry noise that only adds (interrupts, other processes; here a mean of 10%
+// of the step). An arm timed during an exploration must not look cheap later only because the
+// steps grew dearer since, nor a fresh arm's fastest step against the current arm's mean. Each
+// guess costs `cost` of a plain step and stands half the time, so one guess makes 1.5 tokens for
+// 1 + cost of the time: at 0.55 speculating is 3% slower, and the run (to the same output) may take
+// at most 2% longer than plain decoding would; at 0.35 it is 11% faster, and the run takes at most
+// 0.93 of plain's time (0.90 at best).
+TEST(SpeculationPolicyTest, GrowingNoisyStepsNearATieDoNotMisleadIt) {
+  for (const auto& [cost, bound] : {std::pair{0.55, 1.02}, std::pair{0.35, 0.93}}) {
+    for (uint32_t seed : {21u, 22u, 23u, 24u, 25u}) {
+      SpeculationPolicy policy(4, true);
+      std::mt19937 rng(seed);
+      std::exponential_distribution<double> noise(1.0 / 0.10);
+      std::bernoulli_distribution stands(0.5);
+      double position = 0.0, total = 0.0, plain = 0.0;
+      int speculating = 0, steps = 0;
+      while (position < 3000.0) {
+        const int k = policy.choose(32);
+        const double base = 0.010 * (1.0 + position / 1000.0);
+        const double seconds = base * (1.0 + cost * k) * (1.0 + noise(rng));
+        const double before = position;
+        position += 1.0;
+        if (k > 0) {
+          int64_t accepted = 0, rejected = 0;
+          for (int s = 0; s < 32; ++s) {
+            int j = 0;
+            while (j < k && stands(rng)) ++j;
+            accepted += j;
+            rejected += j < k;
+          }
+          policy.record_acceptance(32, 32, accepted, rejected);
+          position += static_cast<double>(accepted) / 32.0;
+          ++speculating;
+        }
+        policy.record_time(32, k, seconds);
+        total += seconds;
+        // What plain decoding spends on the same tokens, its mean noise included.
+        plain += 0.010 * 1.10 * ((position - before) + (position * position - before * before) / 2000.0);
+        ++steps;
+      }
+      EXPECT_LE(total, bound * plain) << "cost " << cost << ", seed " << seed << ": speculated in " << speculating
+                                      << " of " << steps << " steps";
+    }
+  }
+}
+
+// An n-gram lookup at batch 1 finds a match for half the steps; a step without one is a plain
+// step (the engine times it as k = 0), so a speculating arm's steps fall in two modes. Each guess
+// costs half a plain step and stands a quarter of the time: speculating never pays, and two
+// timed steps of the plain mode would make every k look free. The run stays within 3% of plain.
+TEST(SpeculationPolicyTest, StepsWithoutGuessesDoNotMakeAnArmLookCheap) {
+  for (uint32_t seed : {31u, 32u, 33u, 34u, 35u}) {
+    SpeculationPolicy policy(4, true);
+    std::mt19937 rng(seed);
+    std::bernoulli_distribution matches(0.5), stands(0.25);
+    double total = 0.0, plain = 0.0;
+    int speculating = 0;
+    const int steps = 2000;
+    for (int step = 0; step < steps; ++step) {
+      const int k = policy.choose(1);
+      double seconds = 0.001;
+      int64_t tokens = 1;
+      if (k > 0) {
+        const bool proposed = matches(rng);
+        int64_t accepted = 0;
+        while (proposed && accepted < k && stands(rng)) ++accepted;
+        policy.record_acceptance(1, proposed ? 1 : 0, accepted, proposed && accepted < k ? 1 : 0);
+        if (proposed) seconds *= 1.0 + 0.5 * k;
+        tokens += accepted;
+        ++speculating;
+      }
+      policy.record_time(1, seconds > 0.001 ? k : 0, seconds);
+      total += seconds;
+      plain += 0.001 * static_cast<double>(tokens);
+    }
+    EXPECT_LE(total, 1.03 * plain) << "seed " << seed << ": speculated in " << speculating << " of " << steps
+                                   << " steps";
+  }
+}
+
 }  // namespace
 }  // namespace weft
