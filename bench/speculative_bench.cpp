@@ -13,7 +13,8 @@
 // The three engines run their rounds in turn (plain, adaptive, fixed K, plain, ...), and each
 // keeps its best round.
 //   speculative_bench [--batches 1,16,64] [--max-tokens 128] [--k 4] [--threads N] [--rounds R]
-//                     [--workloads text,copy,json] [--json-schema FILE]
+//                     [--workloads text,copy,json] [--json-schema FILE] [--model M --draft-model D]
+//                     [--matmul-precision f32|bf16|int8]   (default f32)
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -25,6 +26,7 @@
 
 #include "engine/local_engine.h"
 #include "tokenizer/tokenizer.h"
+#include "weft/kernels/linear.h"
 #ifdef WEFT_BENCH_CONSTRAIN
 #include "constrain/grammar_constraint.h"
 #include "nlohmann/json.hpp"
@@ -163,6 +165,15 @@ int main_impl(int argc, char** argv) {
       o.model = value;
     } else if (flag == "--draft-model") {
       o.draft = value;
+    } else if (flag == "--matmul-precision") {
+      if (value != "f32" && value != "bf16" && value != "int8") {
+        std::fprintf(stderr, "speculative_bench: --matmul-precision: %s is not f32, bf16 or int8\n", value.c_str());
+        return 2;
+      }
+      // Process-wide: the target and the draft both (kernels/linear.h).
+      kernels::set_matmul_precision(value == "bf16" ? kernels::MatmulPrecision::kBf16
+                                    : value == "int8" ? kernels::MatmulPrecision::kInt8
+                                                      : kernels::MatmulPrecision::kF32);
     } else if (flag == "--workloads") {
       o.workloads.clear();
       std::stringstream ss(value);
