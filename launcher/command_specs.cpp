@@ -94,6 +94,7 @@ std::vector<CommandSpec> make_specs() {
             {"pp", "P", "... and this many pipeline stages (default 1)"},
             {"ep", "E", "... and this expert parallelism (default 1)"},
             {"quantize", "none|int8|int4|...", "... and this weight quantization (default none)"},
+            {"quantize-lm-head", "", "... with the LM head quantized to int8 (an own copy when tied)"},
             {"kv-disk-cache", "DIR", "what this disk KV tier directory holds (block files by model, bytes, lock)"},
             kHelp});
 

@@ -47,6 +47,9 @@ std::vector<FlagSpec> engine_flag_specs() {
        "not a multiple of the group takes the next smaller group); fp8: e4m3 with a scale per 64 "
        "(W8A16; shards a multiple of 64); or a GGUF type q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
        "q5_k, q6_k"},
+      {"quantize-lm-head", "",
+       "also quantize the LM head at load, to int8 per output row (W8A16; CPU); a head tied to the "
+       "embedding gets its own int8 copy. Off by default, as vLLM; llama.cpp's files quantize it"},
       {"matmul-precision", "auto|f32|bf16|int8",
        "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16 or AMX); int8: quantized weights "
        "(GGUF, --quantize int4, and --quantize int8 on AVX512-VNNI) multiply int8-rounded activations (llama.cpp's way, faster); "
@@ -204,6 +207,7 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args, cons
   }
   WEFT_RETURN_IF_ERROR(limit_cpu_features(args.get_or("cpu-isa", "native")));
   WEFT_ASSIGN_OR_RETURN(o.quantization, parse_weight_quantization(args.get_or("quantize", "none")));
+  o.quantize_lm_head = args.has("quantize-lm-head");
   const std::string precision = args.get_or("matmul-precision", "auto");
   if (precision != "auto" && precision != "f32" && precision != "bf16" && precision != "int8") {
     return absl::InvalidArgumentError(absl::StrCat(

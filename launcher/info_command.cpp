@@ -251,6 +251,7 @@ int run_info(const std::vector<std::string>& args) {
     std::cerr << "weft info: " << quantization.status().message() << "\n";
     return 2;
   }
+  const bool quantize_lm_head = cli->has("quantize-lm-head");
   for (int stage = 0; stage < *pp; ++stage) {
     auto layout = stage_layout(static_cast<int>(c.num_hidden_layers), static_cast<int>(*pp), stage);
     if (!layout.ok()) {
@@ -258,7 +259,7 @@ int run_info(const std::vector<std::string>& args) {
       return 1;
     }
     const absl::StatusOr<int64_t> planned = checked_planned_weight_bytes(
-        c, static_cast<int>(*tp), static_cast<int>(*ep), *layout, *quantization);
+        c, static_cast<int>(*tp), static_cast<int>(*ep), *layout, *quantization, quantize_lm_head);
     if (!planned.ok()) {
       std::cerr << "weft info: " << planned.status().message() << "\n";
       return 1;
@@ -271,7 +272,7 @@ int run_info(const std::vector<std::string>& args) {
               << (*quantization != WeightQuantization::kNone
                       ? absl::StrCat(", ", weight_quantization_name(*quantization))
                       : "")
-              << ")\n";
+              << (quantize_lm_head ? ", LM head int8" : "") << ")\n";
   }
   return 0;
 }

@@ -28,7 +28,8 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
                           stage_layout(static_cast<int>(config.num_hidden_layers), options.pp,
                                        e->config_.pp_rank(), options.layers_per_stage));
     WEFT_ASSIGN_OR_RETURN(e->model_, load_rank_model(options.engine.model_dir, *e->groups_.tp, layout,
-                                                          ModelLoadOptions{options.ep, options.engine.quantization}));
+                                                          ModelLoadOptions{options.ep, options.engine.quantization,
+                                                                           options.engine.quantize_lm_head}));
     return absl::OkStatus();
   }();
   WEFT_RETURN_IF_ERROR(agree_on_status(world, loaded));

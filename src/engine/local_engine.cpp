@@ -25,6 +25,10 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
         "--quantize ", weight_quantization_name(options.quantization),
         ": quantized weights run on the CPU only for now; use --device cpu"));
   }
+  if (options.device != EngineDevice::kCpu && options.quantize_lm_head) {
+    return absl::UnimplementedError(
+        "--quantize-lm-head: quantized weights run on the CPU only for now; use --device cpu");
+  }
   if (options.device != EngineDevice::kCpu && options.attention_probe) {
     return absl::UnimplementedError(
         "--attention-layers: attention weights are recorded by the CPU kernels only for now; use --device cpu");
@@ -32,7 +36,7 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
   std::unique_ptr<LocalEngine> e(new LocalEngine());
   e->pool_ = std::make_unique<ThreadPool>(options.num_threads, options.thread_spin);
   WEFT_ASSIGN_OR_RETURN(e->model_, load_whole_model(options.model_dir, e->tp_,
-                                                    ModelLoadOptions{1, options.quantization}));
+                                                    ModelLoadOptions{1, options.quantization, options.quantize_lm_head}));
   if (options.device == EngineDevice::kCpu) {
     WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(options.kv),
                                                     e->model_->blocks_fitting(options.kv)));

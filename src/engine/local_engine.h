@@ -34,6 +34,7 @@ struct LocalEngineOptions {
   int64_t max_model_len = 0;  // 0: the model's max_position_embeddings
   std::optional<uint64_t> seed;
   WeightQuantization quantization = WeightQuantization::kNone;  // --quantize (CPU only)
+  bool quantize_lm_head = false;  // --quantize-lm-head (CPU only; LoadContext::quantize_lm_head)
   SpeculativeDecodingOptions speculative;  // --speculative ... (enabled on the coordinator)
   bool overlap_constraint_masks = true;     // EngineConfig::overlap_constraint_masks
   // Set (weft inspect, CPU only): this rank's forward passes record attention weights into it.

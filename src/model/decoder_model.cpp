@@ -18,7 +18,7 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
   auto model = std::make_unique<DecoderModel>();
   model->config_ = config;
   model->layout_ = layout;
-  const LoadContext ctx{weights, model->config_, tp, expert_parallel, options.quantization};
+  const LoadContext ctx{weights, model->config_, tp, expert_parallel, options.quantization, options.quantize_lm_head};
   if (expert_parallel > 1 && !config.moe.enabled()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--ep ", expert_parallel, ": ", config.architecture, " has no experts (expert parallelism is for mixtures of experts)"));
@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
   if (layout.has_head) {
     WEFT_ASSIGN_OR_RETURN(model->final_norm_, RmsNorm::load(ctx, "model.norm", config.hidden_size));
     if (config.tie_word_embeddings) {
-      model->lm_head_ = ParallelLmHead::tied(*model->embedding_, config.vocab_size);
+      WEFT_ASSIGN_OR_RETURN(model->lm_head_, ParallelLmHead::tied(ctx, *model->embedding_));
     } else {
       WEFT_ASSIGN_OR_RETURN(model->lm_head_, ParallelLmHead::load(ctx, "lm_head"));
     }

@@ -17,7 +17,7 @@ namespace {
 // planned_weight_bytes; `misfit` (may be null) gets the first linear weight whose shard columns
 // fit no layout of the quantization.
 int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayout& layout,
-             WeightQuantization quantization, absl::Status* misfit) {
+             WeightQuantization quantization, bool quantize_lm_head, absl::Status* misfit) {
   const int64_t t = tp, d = c.head_dim, h = c.hidden_size;
   const int64_t q = c.num_attention_heads / t * d;
   const int64_t kv = (c.num_key_value_heads >= t ? c.num_key_value_heads / t : 1) * d;
@@ -129,11 +129,15 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
       other += h;  // shared_expert_gate
     }
   }
-  const int64_t vocab_shard = ceil_div(c.vocab_size, t) * h;
+  const int64_t vocab_rows = ceil_div(c.vocab_size, t), vocab_shard = vocab_rows * h;
   if (layout.has_embedding || (layout.has_head && c.tie_word_embeddings)) other += vocab_shard;
   if (layout.has_head) {
     norm_elements += h;
-    if (!c.tie_word_embeddings) other += vocab_shard;
+    if (quantize_lm_head) {
+      bytes += vocab_shard + vocab_rows * 4;  // int8 rows and their F32 scales (a tied head's own copy)
+    } else if (!c.tie_word_embeddings) {
+      other += vocab_shard;
+    }
   }
   return bytes + other * dtype_bytes + norm_elements * norm_bytes;
 }
@@ -141,13 +145,15 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
 }  // namespace
 
 int64_t planned_weight_bytes(const ModelConfig& config, int tp, int expert_parallel,
-                             const StageLayout& layout, WeightQuantization quantization) {
-  return plan(config, tp, expert_parallel, layout, quantization, nullptr);
+                             const StageLayout& layout, WeightQuantization quantization,
+                             bool quantize_lm_head) {
+  return plan(config, tp, expert_parallel, layout, quantization, quantize_lm_head, nullptr);
 }
 
 absl::StatusOr<int64_t> checked_planned_weight_bytes(const ModelConfig& config, int tp,
                                                      int expert_parallel, const StageLayout& layout,
-                                                     WeightQuantization quantization) {
+                                                     WeightQuantization quantization,
+                                                     bool quantize_lm_head) {
   if (config.checkpoint_quantization.enabled() && quantization != WeightQuantization::kNone) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--quantize ", weight_quantization_name(quantization),
@@ -155,7 +161,7 @@ absl::StatusOr<int64_t> checked_planned_weight_bytes(const ModelConfig& config, 
         config.checkpoint_quantization.describe(), "); run it without --quantize"));
   }
   absl::Status misfit;
-  const int64_t bytes = plan(config, tp, expert_parallel, layout, quantization, &misfit);
+  const int64_t bytes = plan(config, tp, expert_parallel, layout, quantization, quantize_lm_head, &misfit);
   if (!misfit.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(misfit.message(), " (tensor parallelism of degree ",
                                                    tp, "): this layout cannot load"));

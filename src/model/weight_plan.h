@@ -22,15 +22,18 @@ namespace weft {
 // With kInt8 the column- and row-parallel weights take one byte per element plus an F32 scale
 // per output row, with int4 / GGUF block types their blocks' bytes (quantized_weight_bytes, with
 // the same group fallback as the load); biases, embeddings, the LM head, routers and norms keep
-// their dtype.
+// their dtype. With quantize_lm_head (LoadContext) the head takes int8 rows and F32 scales, a
+// tied one besides the embedding.
 int64_t planned_weight_bytes(const ModelConfig& config, int tp, int expert_parallel,
                              const StageLayout& layout,
-                             WeightQuantization quantization = WeightQuantization::kNone);
+                             WeightQuantization quantization = WeightQuantization::kNone,
+                             bool quantize_lm_head = false);
 
 // The same, or an InvalidArgument when some linear weight's shard fits no layout of the
 // quantization (the load would fail: model/weight_quantization.h quantized_layout): weft info.
 absl::StatusOr<int64_t> checked_planned_weight_bytes(const ModelConfig& config, int tp,
                                                      int expert_parallel, const StageLayout& layout,
-                                                     WeightQuantization quantization);
+                                                     WeightQuantization quantization,
+                                                     bool quantize_lm_head = false);
 
 }  // namespace weft

@@ -235,11 +235,11 @@ float max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   return worst;
 }
 
-int64_t planned_one_rank_weight_bytes(LocalEngine& engine, WeightQuantization quantization) {
+int64_t planned_one_rank_weight_bytes(LocalEngine& engine, WeightQuantization quantization, bool quantize_lm_head) {
   const ModelConfig& config = engine.model().config;
   auto layout = stage_layout(static_cast<int>(config.num_hidden_layers), 1, 0);
   if (!layout.ok()) throw std::runtime_error(std::string(layout.status().message()));
-  return planned_weight_bytes(config, 1, 1, *layout, quantization);
+  return planned_weight_bytes(config, 1, 1, *layout, quantization, quantize_lm_head);
 }
 
 std::vector<float> log_softmax_row(const Tensor& logits, int64_t row) {

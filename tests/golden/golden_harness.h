@@ -100,9 +100,11 @@ float max_abs_diff(const Tensor& a, const Tensor& b);
 // The largest max_abs_diff(a[i], b[i]) over the prompts.
 float max_abs_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b);
 
-// What weft info prints for the engine's model on one rank under `quantization`
-// (model/weight_plan.h); the golden quantization tests hold the loaded bytes to it.
-int64_t planned_one_rank_weight_bytes(LocalEngine& engine, WeightQuantization quantization);
+// What weft info prints for the engine's model on one rank under `quantization` (and
+// --quantize-lm-head) (model/weight_plan.h); the golden quantization tests hold the loaded bytes
+// to it.
+int64_t planned_one_rank_weight_bytes(LocalEngine& engine, WeightQuantization quantization,
+                                      bool quantize_lm_head = false);
 // Row r of a [rows, vocab] F32 tensor, log-softmaxed.
 std::vector<float> log_softmax_row(const Tensor& logits, int64_t row);
 

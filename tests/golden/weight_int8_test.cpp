@@ -51,6 +51,43 @@ TEST_P(WeightInt8Test, LogitErrorWithinBoundAndBytesAsPlanned) {
   EXPECT_LT(worst, kInt8WeightLogitBound);
 }
 
+// --quantize-lm-head: the LM head int8 per row, alone (every other weight in the checkpoint's
+// dtype) and with --quantize int8; a tied head is an own copy besides the embedding, so the
+// bytes grow by the copy. The same bound against transformers: the head is one more int8 matmul.
+TEST_P(WeightInt8Test, QuantizedLmHeadWithinBoundAndBytesAsPlanned) {
+  const Reference ref = load_reference(GetParam());
+  for (WeightQuantization quantization : {WeightQuantization::kNone, WeightQuantization::kInt8}) {
+    LocalEngineOptions options;
+    options.model_dir = model_dir(GetParam());
+    options.num_threads = 2;
+    options.kv.dtype = DType::kF32;
+    options.kv.max_blocks = 64;
+    options.quantization = quantization;
+    options.quantize_lm_head = true;
+    auto engine = LocalEngine::create(options);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    const ModelConfig& config = (*engine)->model().config;
+    const int64_t planned = planned_one_rank_weight_bytes(**engine, quantization, true);
+    EXPECT_EQ(static_cast<int64_t>((*engine)->model().model->weight_bytes()), planned);
+    // int8 rows and a scale each, instead of (or, tied, besides) the dtype's rows.
+    const int64_t head_int8 = config.vocab_size * (config.hidden_size + 4);
+    const int64_t without = planned_one_rank_weight_bytes(**engine, quantization);
+    if (config.tie_word_embeddings) {
+      EXPECT_EQ(planned, without + head_int8);
+    } else {
+      EXPECT_LT(planned, without);
+      EXPECT_GT(planned, without - config.vocab_size * config.hidden_size * 4);
+    }
+
+    const std::vector<Tensor> logits = score_prompts(**engine, ref.prompts, 7);
+    const float worst = max_abs_diff(logits, ref.prompt_logits);
+    std::printf("%s: %s weights, int8 LM head: max |logit diff| = %.3e\n", GetParam().c_str(),
+                weight_quantization_name(quantization), worst);
+    EXPECT_GT(worst, 1e-4f) << "the head does not look quantized";
+    EXPECT_LT(worst, kInt8WeightLogitBound);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, WeightInt8Test,
                          ::testing::Values("llama_gqa", "llama3_tied", "qwen2_bias", "qwen3_qknorm",
                                            "llama_bf16", "phi3_window", "gemma2_softcap"));

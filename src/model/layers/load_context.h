@@ -21,12 +21,16 @@ struct LoadContext {
   // rank has cut its shard (so a scale never spans two ranks' rows); embeddings, the LM head
   // and norms stay in the checkpoint's dtype.
   WeightQuantization quantization = WeightQuantization::kNone;
+  // --quantize-lm-head: the LM head is quantized to int8 per output row (W8A16) at load; a head
+  // tied to the embedding gets its own int8 copy (token lookups keep reading the embedding).
+  bool quantize_lm_head = false;
 };
 
 // How a rank loads its layers, besides the config and its place in the job.
 struct ModelLoadOptions {
   int expert_parallel = 1;  // LoadContext::expert_parallel
   WeightQuantization quantization = WeightQuantization::kNone;
+  bool quantize_lm_head = false;  // LoadContext::quantize_lm_head
 };
 
 }  // namespace weft

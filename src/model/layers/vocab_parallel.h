@@ -33,19 +33,28 @@ class VocabParallelEmbedding {
 class ParallelLmHead {
  public:
   // Loads `name` ("lm_head"), or shares the embedding's shard when the embeddings are tied.
+  // Under ctx.quantize_lm_head the head is int8 per output row (a tied one its own copy), an
+  // InvalidArgument naming --quantize-lm-head when the weights are not F32 / F16 / BF16.
   static absl::StatusOr<ParallelLmHead> load(const LoadContext& ctx, const std::string& name);
-  static ParallelLmHead tied(const VocabParallelEmbedding& embedding, int64_t vocab_size);
+  static absl::StatusOr<ParallelLmHead> tied(const LoadContext& ctx, const VocabParallelEmbedding& embedding);
 
   // hidden: F32 [rows, hidden]; local_logits: F32 [rows, shard().count]. Padded vocabulary rows
   // produce logits the caller must ignore (ids >= vocab_size()).
   void forward(const TensorView& hidden, const TensorView& local_logits, ThreadPool& pool) const;
   ShardRange shard() const { return shard_; }
   int64_t vocab_size() const { return vocab_size_; }
-  // Bytes this layer owns (0 when tied: the embedding owns them).
-  size_t weight_bytes() const { return tied_ ? 0 : weight_.nbytes(); }
+  // Bytes this layer owns (0 when tied and not quantized: the embedding owns them).
+  size_t weight_bytes() const {
+    return scale_.defined() ? weight_.nbytes() + scale_.nbytes() : tied_ ? 0 : weight_.nbytes();
+  }
+  bool quantized() const { return scale_.defined(); }
 
  private:
+  // Quantizes weight_ to int8 rows under ctx.quantize_lm_head.
+  absl::Status quantize(const LoadContext& ctx);
+
   Tensor weight_;
+  Tensor scale_;  // F32 per row when int8 (--quantize-lm-head)
   ShardRange shard_;
   int64_t vocab_size_ = 0;
   bool tied_ = false;

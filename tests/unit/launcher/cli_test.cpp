@@ -195,6 +195,20 @@ TEST(CliErrorTest, TruncatedModelFileIsNamed) {
   fs::remove_all(dir);
 }
 
+// --quantize-lm-head on a file whose head is already block-quantized (a GGUF Q8_0 file, its head
+// tied to the Q8_0 embedding): refused by name, not quantized twice; on a dense GGUF file it runs.
+TEST(CliErrorTest, QuantizeLmHeadRefusesAnAlreadyQuantizedHead) {
+  const fs::path gguf = kSource / "tests/golden/gguf";
+  RunResult r = weft("generate --model " + (gguf / "tiny_llama.q8_0.gguf").string() +
+                     " --quantize-lm-head --prompt-ids 1,2 --max-tokens 2");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--quantize-lm-head: the LM head (tied to model.embed_tokens) is already q8_0"),
+            std::string::npos) << r.err;
+  r = weft("generate --model " + (gguf / "tiny_llama.f16.gguf").string() +
+           " --quantize-lm-head --prompt-ids 1,2 --max-tokens 2");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(CliErrorTest, UnknownFlagAndBadSamplingParameterAreNamed) {
   const std::string model = (kSource / "tests/golden/models/llama_gqa").string();
   RunResult r = weft("generate --model " + model + " --prompt-ids 1 --bogus 3");
