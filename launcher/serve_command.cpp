@@ -128,8 +128,13 @@ int serve(EngineSession& session, const CliArgs& cli, std::shared_ptr<const Toke
   if (!tool_format.ok()) return fail(tool_format.status());
   model.tool_call_format = *tool_format;
   if (model.tool_call_format) {
+    // Both Mistral forms parse under "mistral"; which one forced calls are written in is said.
     std::cerr << "weft serve: tool calls parsed as " << tool_call_format_name(*model.tool_call_format)
-              << (cli.has("tool-call-parser") ? "" : " (judged from the chat template)") << std::endl;
+              << (cli.has("tool-call-parser") ? "" : " (judged from the chat template)")
+              << (*model.tool_call_format == ToolCallFormat::kMistralNamed
+                      ? "; forced calls in the name form [TOOL_CALLS]name[ARGS]{...}"
+                      : "")
+              << std::endl;
   }
 #ifdef WEFT_HAVE_CONSTRAIN
   auto grammars = model_grammar_compiler(*tokenizer, model.vocab_size, model_eos_ids(session.model()));

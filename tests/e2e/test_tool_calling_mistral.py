@@ -136,9 +136,11 @@ def whole_calls(message):
 
 class ServerLogTest(unittest.TestCase):
     def test_parser_judged_from_the_template(self):
-        # The log names vLLM's parser ("mistral" covers both forms); the form forced calls take
-        # is checked in ForcedCallsTest.test_forced_calls_are_written_in_the_name_form.
-        self.assertTrue(any("tool calls parsed as mistral (judged from the chat template)" in line
+        # The log names vLLM's parser ("mistral" covers both forms) and the form forced calls
+        # take, which ForcedCallsTest.test_forced_calls_are_written_in_the_name_form also sees in
+        # what the model writes.
+        self.assertTrue(any("tool calls parsed as mistral (judged from the chat template); forced calls in "
+                            "the name form [TOOL_CALLS]name[ARGS]{...}" in line
                             for line in SERVER.log), "".join(SERVER.log))
 
 
