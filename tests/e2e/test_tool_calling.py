@@ -35,6 +35,7 @@ sys.path.insert(0, HERE)
 import serve_fixture  # noqa: E402
 jsonschema, openai = serve_fixture.require("jsonschema", "openai")
 from serve_fixture import API_KEY, MODEL, Server, assert_openai_error_shape  # noqa: E402
+from tool_calling_fixture import SCHEMAS, TOOLS, USER, assemble_stream, model_with_template  # noqa: E402
 
 ARGS = None
 
@@ -74,28 +75,11 @@ Call one as <tool_call>
 {%- if add_generation_prompt %}<|assistant|>
 {% endif %}"""
 
-WEATHER = {"type": "object",
-           "properties": {"city": {"type": "string", "minLength": 1, "maxLength": 16},
-                          "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-           "required": ["city"]}
-TIME = {"type": "object", "properties": {"zone": {"type": "string", "pattern": "^[A-Z]{3}$"}}, "required": ["zone"]}
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": WEATHER}},
-         {"type": "function", "function": {"name": "get_time", "description": "The time.", "parameters": TIME}}]
-SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
-USER = [{"role": "user", "content": "What is the weather in Jerusalem?"}]
 
 
 def setUpModule():
     global SERVER, PLAIN, CLIENT, MODEL_DIR
-    MODEL_DIR = tempfile.mkdtemp(prefix="weft-tools-")
-    for name in os.listdir(ARGS.model):
-        shutil.copy(os.path.join(ARGS.model, name), MODEL_DIR)
-    cfg_path = os.path.join(MODEL_DIR, "tokenizer_config.json")
-    with open(cfg_path) as f:
-        cfg = json.load(f)
-    cfg["chat_template"] = TOOL_TEMPLATE
-    with open(cfg_path, "w") as f:
-        json.dump(cfg, f)
+    MODEL_DIR = model_with_template(ARGS.model, TOOL_TEMPLATE, "weft-tools-")
     SERVER = Server(MODEL_DIR, "--api-key", API_KEY, "--max-model-len", "1024")
     CLIENT = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % SERVER.port, api_key=API_KEY, max_retries=0)
     PLAIN = None
@@ -115,21 +99,9 @@ def create(**kw):
 
 
 def streamed(**kw):
-    """The reply of a streamed request, assembled as the client's stream helpers do."""
-    content, calls, finish = "", [], None
-    for chunk in create(stream=True, **kw):
-        if not chunk.choices:
-            continue
-        ch = chunk.choices[0]
-        if ch.delta.content:
-            content += ch.delta.content
-        for tc in ch.delta.tool_calls or []:
-            if tc.index == len(calls):
-                assert tc.id and tc.id.startswith("call_") and tc.type == "function", tc
-                calls.append({"id": tc.id, "name": tc.function.name, "arguments": ""})
-            calls[tc.index]["arguments"] += tc.function.arguments or ""
-        if ch.finish_reason:
-            finish = ch.finish_reason
+    """The reply of a streamed request; the model writes no call ids, so each is a server one."""
+    content, calls, finish = assemble_stream(create(stream=True, **kw))
+    assert all(c["id"].startswith("call_") for c in calls), calls
     return content, calls, finish
 
 

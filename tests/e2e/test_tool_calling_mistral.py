@@ -28,7 +28,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,6 +35,7 @@ sys.path.insert(0, HERE)
 import serve_fixture  # noqa: E402
 jsonschema, openai = serve_fixture.require("jsonschema", "openai")
 from serve_fixture import API_KEY, MODEL, Server, assert_openai_error_shape  # noqa: E402
+from tool_calling_fixture import SCHEMAS, TOOLS, USER, assemble_stream, model_with_template  # noqa: E402
 
 ARGS = None
 
@@ -68,29 +68,12 @@ TOOL_TEMPLATE = r"""
 {%- if add_generation_prompt %}<|assistant|>
 {% endif %}"""
 
-WEATHER = {"type": "object",
-           "properties": {"city": {"type": "string", "minLength": 1, "maxLength": 16},
-                          "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-           "required": ["city"]}
-TIME = {"type": "object", "properties": {"zone": {"type": "string", "pattern": "^[A-Z]{3}$"}}, "required": ["zone"]}
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": WEATHER}},
-         {"type": "function", "function": {"name": "get_time", "description": "The time.", "parameters": TIME}}]
-SCHEMAS = {"get_weather": WEATHER, "get_time": TIME}
-USER = [{"role": "user", "content": "What is the weather in Jerusalem?"}]
 MODEL_ID = "a1B2c3D4e"  # a call id in Mistral's form: 9 letters and digits
 
 
 def setUpModule():
     global SERVER, CLIENT, MODEL_DIR
-    MODEL_DIR = tempfile.mkdtemp(prefix="weft-tools-mistral-")
-    for name in os.listdir(ARGS.model):
-        shutil.copy(os.path.join(ARGS.model, name), MODEL_DIR)
-    cfg_path = os.path.join(MODEL_DIR, "tokenizer_config.json")
-    with open(cfg_path) as f:
-        cfg = json.load(f)
-    cfg["chat_template"] = TOOL_TEMPLATE
-    with open(cfg_path, "w") as f:
-        json.dump(cfg, f)
+    MODEL_DIR = model_with_template(ARGS.model, TOOL_TEMPLATE, "weft-tools-mistral-")
     SERVER = Server(MODEL_DIR, "--api-key", API_KEY, "--max-model-len", "1024")
     CLIENT = openai.OpenAI(base_url="http://127.0.0.1:%d/v1" % SERVER.port, api_key=API_KEY, max_retries=0)
 
@@ -107,26 +90,7 @@ def create(**kw):
 
 
 def streamed(**kw):
-    """The reply of a streamed request, assembled as the client's stream helpers do: content, the
-    calls as {"id", "name", "arguments"}, finish_reason. A call's id, type and name come once, in
-    its first delta."""
-    content, calls, finish = "", [], None
-    for chunk in create(stream=True, **kw):
-        if not chunk.choices:
-            continue
-        ch = chunk.choices[0]
-        if ch.delta.content:
-            content += ch.delta.content
-        for tc in ch.delta.tool_calls or []:
-            if tc.index == len(calls):
-                assert tc.id and tc.type == "function" and tc.function.name, tc
-                calls.append({"id": tc.id, "name": tc.function.name, "arguments": ""})
-            else:
-                assert tc.index == len(calls) - 1 and not tc.id and not (tc.function and tc.function.name), tc
-            calls[tc.index]["arguments"] += tc.function.arguments or ""
-        if ch.finish_reason:
-            finish = ch.finish_reason
-    return content, calls, finish
+    return assemble_stream(create(stream=True, **kw))
 
 
 def whole_calls(message):
