@@ -145,8 +145,11 @@ ReportJson ServedDebugReport::finish(const std::string& response_id, const Engin
   r["stop"] = stop_json(trace_.last(), trace_.text(), prompt_len, trace_.num_output(), params_, model_.eos_token_ids,
                         model_.max_model_len);
   const ProcessUsage usage = ProcessUsage::now();
+  // The gauges are read when events reach the server, after the engine may already have freed
+  // blocks (a finished sequence's at once), so they can miss the peak; the engine held at least
+  // what this request held.
   r["resources"] = {{"kv_blocks_peak_request", trace_.kv_blocks_peak()},
-                    {"kv_blocks_peak_engine", kv_blocks_peak_},
+                    {"kv_blocks_peak_engine", std::max(kv_blocks_peak_, trace_.kv_blocks_peak())},
                     {"kv_blocks_total", gauges.num_kv_blocks},
                     {"kv_blocks_note", "request: the blocks this request's sequence held; engine: every request "
                                        "of the batch, sampled whenever this request had news"},

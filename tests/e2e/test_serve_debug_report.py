@@ -214,13 +214,13 @@ class ServedDebugReport(unittest.TestCase):
         for w in words:
             self.assertIn(w, err["message"])
 
-    def assert_maps_close(self, got, want, what):
+    def assert_maps_close(self, got, want, what, tolerance=1e-5):
         self.assertEqual(sorted(got), sorted(want), what)
         for key, rows in want.items():
             self.assertEqual(len(got[key]), len(rows), (what, key))
             for i, (g, w) in enumerate(zip(got[key], rows)):
                 self.assertEqual(len(g), len(w), (what, key, i))
-                self.assertLess(max(abs(a - b) for a, b in zip(g, w)), 1e-5, (what, key, i))
+                self.assertLess(max(abs(a - b) for a, b in zip(g, w)), tolerance, (what, key, i))
 
     def test_attention_equals_weft_inspect(self):
         # The default selection (first, middle and last layers; heads 0 and 1), greedy.
@@ -391,19 +391,31 @@ class ServedAttentionAcrossRanks(unittest.TestCase):
                 "weft_debug": {"attention_layers": [0, 2, 3, 5], "attention_heads": [0, 3, 4, 7]}}
         # The default model: 8 query heads (TP 2: 0-3 on rank 0, 4-7 on rank 1), 6 layers (PP 2:
         # 0-2 on stage 0, 3-5 on stage 1); the selection takes some of each rank's.
-        status, _, one = post(ON, "/v1/completions", body)
+        # TP sums each projection over ranks in another order, so the weights differ from one
+        # process's by rounding: through 6 layers up to 1.7e-5 with F32 activations (measured on
+        # a Zen 4), held to the bound the weights meet against transformers (1e-4,
+        # tests/golden/attention). F32 in every layout: BF16 activations (--matmul-precision auto
+        # on AVX512-BF16 CPUs) turn those differences into rounding flips of 2^-9, up to 4e-4
+        # here, which says nothing about the recording under test.
+        f32 = ("--matmul-precision", "f32")
+        single = Server(ARGS.model, "--api-key", serve_fixture.API_KEY, "--enable-debug-reports", *f32)
+        try:
+            status, _, one = post(single, "/v1/completions", body)
+        finally:
+            single.stop()
         self.assertEqual(status, 200, one)
         want = maps_of(one["weft_debug"]["attention"])
         self.assertEqual(len(want), 16)
         mpirun = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2"]
         for layout in (["--tp", "2"], ["--pp", "2"]):
-            server = Server(ARGS.model, "--api-key", serve_fixture.API_KEY, "--enable-debug-reports", *layout,
+            server = Server(ARGS.model, "--api-key", serve_fixture.API_KEY, "--enable-debug-reports", *f32, *layout,
                             launcher=mpirun)
             try:
                 status, _, resp = post(server, "/v1/completions", body)
                 self.assertEqual(status, 200, resp)
                 self.assertEqual(resp["choices"][0]["text"], one["choices"][0]["text"], layout)
-                ServedDebugReport.assert_maps_close(self, maps_of(resp["weft_debug"]["attention"]), want, layout)
+                ServedDebugReport.assert_maps_close(self, maps_of(resp["weft_debug"]["attention"]), want, layout,
+                                                    tolerance=1e-4)
             finally:
                 server.stop()
 
