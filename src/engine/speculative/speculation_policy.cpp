@@ -152,10 +152,10 @@ void SpeculationPolicy::time_current(Bucket& b, double seconds) {
 void SpeculationPolicy::time_other(Bucket& b, size_t index, double seconds) {
   Arm& arm = b.arms[index];
   // Against the current arm's time now (its decayed mean is a few steps long): side by side, as
-  // both drift while the contexts grow. A mean of the exploration's steps, not its fastest: a
-  // speculating arm's steps are really spread (an n-gram lookup that finds nothing makes a plain
-  // step), and the tokens it is credited with are a mean too. A step more than kOutlierClip times
-  // what the arm cost when last timed counts that much.
+  // both drift while the contexts grow. A mean of the exploration's steps, not its fastest: the
+  // tokens it is credited with are a mean too, and noise only adds, so a fastest step against the
+  // current arm's mean would flatter it. A step more than kOutlierClip times what the arm cost
+  // when last timed counts that much.
   const double reference = b.arms[b.current].seconds;
   if (reference <= 0.0) return;
   if (arm.prior > 0.0) seconds = std::min(seconds, kOutlierClip * arm.prior * reference);
