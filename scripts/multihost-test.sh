@@ -22,6 +22,11 @@ model=$(readlink -f "$2")
 here=$(cd "$(dirname "$0")" && pwd)
 agent=$here/netns-rsh-agent.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The simulated hosts share this machine's /tmp. Each keeps Open MPI's own session directory,
+# named by host, as separate machines would; the one top that scripts/mpi-test-env.sh gives a
+# test run would be shared by all three hosts' daemons, whose job-family directories one daemon
+# may remove as another creates its own.
+unset OMPI_MCA_orte_top_session_dir
 
 run_id=$$
 prefix=weft-mh$run_id
