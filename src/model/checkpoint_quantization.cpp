@@ -1,5 +1,7 @@
 #include "model/checkpoint_quantization.h"
 
+#include <cctype>
+#include <map>
 #include <regex>
 
 #include "absl/strings/str_cat.h"
@@ -22,32 +24,16 @@ std::string text_of(const nlohmann::json& object, const std::string& key) {
   return it->is_string() ? it->get<std::string>() : it->dump();
 }
 
-// compressed-tensors: config_groups (one group targeting Linear), its weights' QuantizationArgs,
-// the format and the ignore list.
-absl::StatusOr<CheckpointQuantization> parse_compressed_tensors(const nlohmann::json& qc,
-                                                                const std::string& source) {
+// One compressed-tensors config group's scheme (`group` at config field `prefix`): its weights'
+// QuantizationArgs in `format` (the group's own, else the checkpoint's).
+// `format_field` is the config field `format` came from.
+absl::StatusOr<CheckpointQuantization> parse_compressed_tensors_scheme(const nlohmann::json& group,
+                                                                       const std::string& format,
+                                                                       const std::string& format_field,
+                                                                       const std::string& source,
+                                                                       const std::string& prefix) {
   CheckpointQuantization q;
   q.method = CheckpointQuantMethod::kCompressedTensors;
-  const std::string format = text_of(qc, "format");
-  auto groups = qc.find("config_groups");
-  if (groups == qc.end() || !groups->is_object() || groups->size() != 1) {
-    return field_error(source, "config_groups",
-                       "must hold exactly one group (weft reads one scheme for all linear "
-                       "layers), got " + text_of(qc, "config_groups"));
-  }
-  const std::string group_name = groups->begin().key();
-  const nlohmann::json& group = groups->begin().value();
-  const std::string prefix = "config_groups." + group_name;
-  if (!group.is_object()) return field_error(source, prefix, "must be an object");
-  if (text_of(group, "targets") != "[\"Linear\"]") {
-    return field_error(source, prefix + ".targets",
-                       "is " + text_of(group, "targets") + " (weft implements [\"Linear\"])");
-  }
-  const std::string group_format = text_of(group, "format");
-  if (group_format != "null" && group_format != format) {
-    return field_error(source, prefix + ".format",
-                       "is '" + group_format + "', unlike the checkpoint's format '" + format + "'");
-  }
   if (text_of(group, "output_activations") != "null") {
     return field_error(source, prefix + ".output_activations",
                        "is set (weft does not quantize layer outputs)");
@@ -144,9 +130,98 @@ absl::StatusOr<CheckpointQuantization> parse_compressed_tensors(const nlohmann::
       return field_error(source, w + ".symmetric", "is false (weft reads symmetric FP8 weights)");
     }
   } else {
-    return field_error(source, "format",
+    return field_error(source, format_field,
                        "is '" + format +
                            "' (weft implements pack-quantized, int-quantized, float-quantized)");
+  }
+  return q;
+}
+
+// A regular expression of an ignore entry or target ("re:..."), or an error naming the field.
+absl::Status check_pattern(const std::string& entry, const std::string& source,
+                           const std::string& field) {
+  if (entry.rfind("re:", 0) != 0) return absl::OkStatus();
+  try {
+    std::regex pattern(entry.substr(3));
+  } catch (const std::regex_error&) {
+    return field_error(source, field, "entry '" + entry + "' is not a regular expression");
+  }
+  return absl::OkStatus();
+}
+
+// A target that is neither a pattern nor the class Linear: a module name when it has a dot or
+// starts in lower case ("lm_head", "model.layers.0.mlp.down_proj"), else a class name.
+bool names_a_module(const std::string& target) {
+  return target.find('.') != std::string::npos || (!target.empty() && std::islower(
+                                                       static_cast<unsigned char>(target[0])));
+}
+
+// compressed-tensors: config_groups (each group's targets and weights' QuantizationArgs), the
+// format (one for all groups, or "mixed-precision" with one per group) and the ignore list.
+absl::StatusOr<CheckpointQuantization> parse_compressed_tensors(const nlohmann::json& qc,
+                                                                const std::string& source) {
+  const std::string format = text_of(qc, "format");
+  auto groups = qc.find("config_groups");
+  if (groups == qc.end() || !groups->is_object() || groups->empty()) {
+    return field_error(source, "config_groups",
+                       "must hold at least one group, got " + text_of(qc, "config_groups"));
+  }
+  CheckpointQuantization q;
+  q.method = CheckpointQuantMethod::kCompressedTensors;
+  std::map<std::string, size_t> group_of_target;  // the last group listing each target
+  std::vector<std::string> class_targets;          // in the order the groups list them
+  for (const auto& [name, group] : groups->items()) {
+    const std::string prefix = "config_groups." + name;
+    if (!group.is_object()) return field_error(source, prefix, "must be an object");
+    std::string group_format = text_of(group, "format");
+    const bool own_format = group_format != "null";
+    if (!own_format) group_format = format;
+    if (group_format == "mixed-precision") {
+      return field_error(source, prefix + ".format",
+                         "is missing (a mixed-precision checkpoint names each group's format)");
+    }
+    if (own_format && format != "mixed-precision" && format != "null" && group_format != format) {
+      return field_error(source, prefix + ".format",
+                         "is '" + group_format + "', unlike the checkpoint's format '" + format + "'");
+    }
+    WEFT_ASSIGN_OR_RETURN(CheckpointQuantization scheme,
+                          parse_compressed_tensors_scheme(group, group_format,
+                                                          own_format ? prefix + ".format" : "format",
+                                                          source, prefix));
+    auto targets = group.find("targets");
+    if (targets == group.end() || !targets->is_array() || targets->empty()) {
+      return field_error(source, prefix + ".targets",
+                         "must be a non-empty list, got " + text_of(group, "targets"));
+    }
+    for (const nlohmann::json& target : *targets) {
+      if (!target.is_string()) {
+        return field_error(source, prefix + ".targets", "must hold strings, got " + target.dump());
+      }
+      const std::string t = target.get<std::string>();
+      WEFT_RETURN_IF_ERROR(check_pattern(t, source, prefix + ".targets"));
+      if (t.rfind("re:", 0) != 0 && t != "Linear" && !names_a_module(t)) {
+        return field_error(source, prefix + ".targets",
+                           "names the class '" + t +
+                               "' (weft implements the class Linear, module names and re: patterns)");
+      }
+      if (t == "Linear" && group_of_target.count(t) == 0) class_targets.push_back(t);
+      group_of_target[t] = q.group_schemes.size();
+    }
+    q.group_schemes.push_back(std::move(scheme));
+    q.group_names.push_back(name);
+  }
+  // compressed-tensors' match_targets order: exact names, then patterns (each sorted as strings,
+  // which std::map already is), then class names.
+  for (bool patterns : {false, true}) {
+    for (const auto& [t, index] : group_of_target) {
+      if (t != "Linear" && (t.rfind("re:", 0) == 0) == patterns) q.targets.emplace_back(t, index);
+    }
+  }
+  for (const std::string& t : class_targets) q.targets.emplace_back(t, group_of_target.at(t));
+  if (q.group_schemes.size() == 1 && q.targets.size() == 1 && q.targets[0].first == "Linear") {
+    // One scheme for every linear module: it is this object.
+    CheckpointQuantization one = std::move(q.group_schemes[0]);
+    q = std::move(one);
   }
   auto ignore = qc.find("ignore");
   if (ignore != qc.end() && !ignore->is_null()) {
@@ -156,13 +231,7 @@ absl::StatusOr<CheckpointQuantization> parse_compressed_tensors(const nlohmann::
         return field_error(source, "ignore", "must hold strings, got " + entry.dump());
       }
       const std::string name = entry.get<std::string>();
-      if (name.rfind("re:", 0) == 0) {
-        try {
-          std::regex pattern(name.substr(3));
-        } catch (const std::regex_error&) {
-          return field_error(source, "ignore", "entry '" + name + "' is not a regular expression");
-        }
-      }
+      WEFT_RETURN_IF_ERROR(check_pattern(name, source, "ignore"));
       q.ignore.push_back(name);
     }
   }
@@ -294,7 +363,10 @@ absl::StatusOr<CheckpointQuantization> parse_fp8(const nlohmann::json& qc,
 }  // namespace
 
 bool ignore_entry_matches(const std::string& entry, const std::string& module) {
-  if (entry.rfind("re:", 0) == 0) return std::regex_match(module, std::regex(entry.substr(3)));
+  if (entry.rfind("re:", 0) == 0) {
+    return std::regex_search(module, std::regex(entry.substr(3)),
+                             std::regex_constants::match_continuous);
+  }
   return entry == module;
 }
 
@@ -303,7 +375,22 @@ bool CheckpointQuantization::quantizes(const std::string& module) const {
   for (const std::string& entry : ignore) {
     if (ignore_entry_matches(entry, module)) return false;
   }
-  return true;
+  return group_schemes.empty() || &scheme_for(module) != this;
+}
+
+const CheckpointQuantization& CheckpointQuantization::scheme_for(const std::string& module) const {
+  for (const auto& [target, index] : targets) {
+    // quantizes() is asked only about linear modules, so the class Linear matches them all.
+    if (target == "Linear" || ignore_entry_matches(target, module)) return group_schemes[index];
+  }
+  return *this;
+}
+
+std::vector<const CheckpointQuantization*> CheckpointQuantization::schemes() const {
+  if (group_schemes.empty()) return {this};
+  std::vector<const CheckpointQuantization*> out;
+  for (const CheckpointQuantization& s : group_schemes) out.push_back(&s);
+  return out;
 }
 
 bool CheckpointQuantization::quantizes(const std::string& module, int64_t rows,
@@ -350,7 +437,19 @@ int64_t CheckpointQuantization::shard_bytes(int64_t rows, int64_t cols, int64_t 
 std::string CheckpointQuantization::describe() const {
   if (!enabled()) return "none";
   std::string out;
-  if (format == StoredWeightFormat::kFp8) {
+  if (!group_schemes.empty()) {
+    out = "compressed-tensors config groups, the first target that names a module choosing its "
+          "group (exact names, then re: patterns, then Linear):";
+    for (size_t g = 0; g < group_schemes.size(); ++g) {
+      std::vector<std::string> listed;
+      for (const auto& [target, index] : targets) {
+        if (index == g) listed.push_back(target);
+      }
+      absl::StrAppend(&out, " ", group_names[g], " [", absl::StrJoin(listed, ", "), "] ",
+                      group_schemes[g].describe(), ";");
+    }
+    out.pop_back();
+  } else if (format == StoredWeightFormat::kFp8) {
     const std::string scales =
         fp8_block_rows == 0 ? "per tensor"
         : fp8_block_cols == 0 ? "per channel"

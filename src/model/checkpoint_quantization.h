@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -72,12 +73,30 @@ struct CheckpointQuantization {
   std::vector<std::string> ignore;
   std::string ignore_field = "ignore";  // the config field `ignore` came from, for errors
 
+  // compressed-tensors config groups other than one group targeting every Linear (several
+  // groups, a "mixed-precision" checkpoint, or targets naming modules): each group's scheme (the
+  // fields above from `format` to `quantized_activations`; no groups, no ignore list) and name,
+  // and the targets in the order compressed-tensors' match_targets tries them: exact module
+  // names, then "re:" patterns (each sorted as strings), then the class "Linear". A target that
+  // several groups list belongs to the last of them (compressed-tensors maps targets to groups
+  // in a dict). Empty: this object's own fields are the one scheme, for every quantized module.
+  std::vector<CheckpointQuantization> group_schemes;
+  std::vector<std::string> group_names;
+  std::vector<std::pair<std::string, size_t>> targets;  // target, index into group_schemes
+
   bool enabled() const { return method != CheckpointQuantMethod::kNone; }
   // Whether decoder linear module `module` ("model.layers.0.self_attn.q_proj") of full shape
-  // [rows, cols] is stored quantized: enabled and not ignored, and for native FP8 only when its
-  // blocks tile the weight (transformers' Fp8Quantize leaves other shapes dense).
+  // [rows, cols] is stored quantized: enabled, not ignored, matched by a group's target (when
+  // there are groups), and for native FP8 only when its blocks tile the weight (transformers'
+  // Fp8Quantize leaves other shapes dense).
   bool quantizes(const std::string& module) const;
   bool quantizes(const std::string& module, int64_t rows, int64_t cols) const;
+  // The scheme module `module` is stored in: the group whose target matches it first (see
+  // `targets`), or this object when there are no groups. For a module quantizes() keeps dense,
+  // this object (whose format is kNone when there are groups).
+  const CheckpointQuantization& scheme_for(const std::string& module) const;
+  // Every scheme the checkpoint uses: the groups', or this object.
+  std::vector<const CheckpointQuantization*> schemes() const;
   // The dtype weft holds such a weight in: Q4_0 / Q4_1 (int4 group 32), I4G64 / I4G128
   // (groups 64, 128), I8 (+ an F32 scale per row) for compressed-tensors int8; F32 (the exact
   // dequantized values: an f16 scale times an integer below 2^9 has at most 20 significant
@@ -102,14 +121,16 @@ struct CheckpointQuantization {
   std::string describe() const;
 };
 
-// Whether ignore entry `entry` (a module name, or "re:" and a regular expression that must match
-// the whole name) names `module`.
+// Whether ignore entry or config-group target `entry` names `module`: an exact module name, or
+// "re:" and a regular expression that matches from the start of the name (Python's re.match, as
+// compressed-tensors and vLLM apply them: "re:.*mlp\.down" names "...mlp.down_proj").
 bool ignore_entry_matches(const std::string& entry, const std::string& module);
 
 // Reads config.json's quantization_config object. Errors (naming `source`, the field and the
 // value): an unknown or unimplemented quant_method, format, bit width, strategy, group size (32,
-// 64, 128 for int4), more than one config group, a group whose targets are not ["Linear"], a
-// weight type other than int, an ignore entry that is not a string; GPTQ bits other than 4 / 8,
+// 64, 128 for int4), no config group, a target that names a class other than Linear or is not
+// a valid pattern, a group without a format in a "mixed-precision" checkpoint, a weight type
+// other than int, an ignore entry that is not a string; GPTQ bits other than 4 / 8,
 // an unknown checkpoint_format; AWQ version other than gemm, zero_point false, bits other than 4.
 absl::StatusOr<CheckpointQuantization> parse_checkpoint_quantization(const nlohmann::json& object,
                                                                      const std::string& source);

@@ -30,7 +30,8 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
                           int64_t full_cols) -> int64_t {
     if (stored.enabled()) {
       if (!stored.quantizes(name, full_rows, full_cols)) return rows * cols * dtype_bytes;
-      const DType held = stored.held_dtype(full_cols);
+      const CheckpointQuantization& scheme = stored.scheme_for(name);
+      const DType held = scheme.held_dtype(full_cols);
       const int64_t group = is_block_quantized(held) ? dtype_block_elems(held) : 0;
       if (misfit != nullptr && misfit->ok() && group > 0 && cols % group != 0) {
         *misfit = absl::InvalidArgumentError(absl::StrCat(
@@ -39,7 +40,7 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
             group, " do not divide (a ", held == DType::kF8B64 ? "block" : "group",
             " may not cross a shard edge)"));
       }
-      return stored.shard_bytes(rows, cols, full_cols);
+      return scheme.shard_bytes(rows, cols, full_cols);
     }
     if (misfit != nullptr && misfit->ok() && quantization != WeightQuantization::kNone &&
         quantization != WeightQuantization::kInt8) {
@@ -63,7 +64,7 @@ int64_t plan(const ModelConfig& c, int tp, int expert_parallel, const StageLayou
       bool any_f32 = false, any_f8 = false, any_dense = false;
       for (const Part& p : parts) {
         const bool quantized = stored.quantizes(p.name, p.full_rows, full_cols);
-        const DType held = stored.held_dtype(full_cols);
+        const DType held = stored.scheme_for(p.name).held_dtype(full_cols);
         any_f32 = any_f32 || (quantized && held == DType::kF32);
         any_f8 = any_f8 || (quantized && held == DType::kF8B64);
         any_dense = any_dense || !quantized;

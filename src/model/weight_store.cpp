@@ -171,7 +171,7 @@ absl::Status WeightStore::index_quantized_modules() {
     }
   }
   for (const std::string& module : quantized_modules_) {
-    const std::string marker = quantized_marker_tensor(quantization_, module);
+    const std::string marker = quantized_marker_tensor(quantization_.scheme_for(module), module);
     auto it = index_.find(marker);
     if (it == index_.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -249,13 +249,13 @@ absl::StatusOr<Tensor> WeightStore::get(const std::string& name, const Shape& ex
   if (dot != std::string::npos && quantized_modules_.count(name.substr(0, dot))) {
     const std::string module = name.substr(0, dot), field = name.substr(dot + 1);
     const StoredTensorLookup lookup = [this](const std::string& n) { return stored_tensor(n); };
+    const CheckpointQuantization& scheme = quantization_.scheme_for(module);
     if (field == "weight") {
-      return convert_checkpoint_weight(quantization_, module, expected, lookup,
-                                       file.path().string());
+      return convert_checkpoint_weight(scheme, module, expected, lookup, file.path().string());
     }
-    if (field == "weight_scale" && quantization_.format == StoredWeightFormat::kInt8Channel &&
+    if (field == "weight_scale" && scheme.format == StoredWeightFormat::kInt8Channel &&
         expected.rank() == 1) {
-      return convert_checkpoint_row_scales(quantization_, module, expected[0], lookup,
+      return convert_checkpoint_row_scales(scheme, module, expected[0], lookup,
                                            file.path().string());
     }
   }

@@ -37,7 +37,7 @@ from compressed_tensors.compressors.naive_quantized.base import (FloatQuantizati
                                                                 IntQuantizationCompressor)
 from compressed_tensors.compressors.pack_quantized.base import PackedQuantizationCompressor
 from compressed_tensors.quantization import (QuantizationArgs, QuantizationConfig,
-                                             QuantizationScheme)
+                                             QuantizationScheme, apply_quantization_config)
 from compressed_tensors.quantization.utils.helpers import calculate_qparams
 
 HERE = Path(__file__).resolve().parent
@@ -65,6 +65,26 @@ CHECKPOINTS = {
                                                strategy="channel")),
     "ct_fp8_tensor": ("float-quantized", dict(num_bits=8, type="float", symmetric=True,
                                               strategy="tensor")),
+}
+# Several config groups in one checkpoint (format "mixed-precision", each group its own format),
+# as llm-compressor writes mixed recipes. Each module's group is the one compressed-tensors' own
+# matching picks (match_targets: exact names, then "re:" patterns, then class names; a pattern
+# matches from the start of the name, re.match). The choices below make every rule decide some
+# module: layer 1's o_proj by its exact name over both other groups, v_proj (fused with q / k of
+# another group) and down_proj (a pattern that is a prefix) by pattern over the class name, and
+# layer 0's up_proj ignored by a pattern that is a prefix of its name.
+MIXED = {
+    "ct_mixed_groups": dict(
+        groups={
+            "group_0": (["Linear"], "pack-quantized",
+                        dict(num_bits=4, type="int", symmetric=True, strategy="group",
+                             group_size=64)),
+            "group_1": (["re:.*self_attn\\.v_proj$", "re:.*mlp\\.down"], "int-quantized",
+                        dict(num_bits=8, type="int", symmetric=True, strategy="channel")),
+            "group_2": (["model.layers.1.self_attn.o_proj"], "float-quantized",
+                        dict(num_bits=8, type="float", symmetric=True, strategy="channel")),
+        },
+        ignore=["lm_head", "re:model\\.layers\\.0\\.mlp\\.up"]),
 }
 # Native FP8 (quant_method fp8): transformers' own FineGrainedFP8 quantizer (Fp8Quantize) writes
 # it, transformers' own dequantizer (FineGrainedFP8Config(dequantize=True)) reads it back.
@@ -167,29 +187,38 @@ def save_reference(out, ref, prompts, info):
     return stats
 
 
+COMPRESSORS = {"pack-quantized": PackedQuantizationCompressor,
+               "int-quantized": IntQuantizationCompressor,
+               "float-quantized": FloatQuantizationCompressor}
+
+
+def compress_module(module, linear, scheme, fmt, state, dequantized):
+    """Replaces `module`'s weight in `state` by the package's compression of it under `scheme` in
+    format `fmt`, and records its exact float32 dequantization in `dequantized`."""
+    scale, zero = qparams(linear.weight.data, scheme.weights)
+    local = {"weight": linear.weight.data, "weight_scale": scale, "weight_zero_point": zero}
+    compressor = COMPRESSORS[fmt]
+    packed = compressor.compress(local, scheme)
+    del state[module + ".weight"]
+    for key, value in packed.items():
+        state[f"{module}.{key}"] = value.contiguous()
+    # The package's own decompress, with the scale in float32 so that (q - zero) * scale is
+    # exact (in the checkpoint's bfloat16 the product would be rounded to 8 bits).
+    exact = dict(packed)
+    exact["weight_scale"] = packed["weight_scale"].float()
+    back = compressor.decompress(exact, scheme)["weight"]
+    assert back.dtype == torch.float32
+    dequantized[module + ".weight"] = back.contiguous()
+
+
 def write_checkpoint(name, fmt, args_dict, prompts):
     out, config, model = new_model(name, torch.bfloat16)
     args = QuantizationArgs(**args_dict)
     scheme = QuantizationScheme(targets=["Linear"], weights=args)
-    compressor = {"pack-quantized": PackedQuantizationCompressor,
-                  "int-quantized": IntQuantizationCompressor,
-                  "float-quantized": FloatQuantizationCompressor}[fmt]
     state = {k: v.contiguous() for k, v in model.state_dict().items()}
     dequantized = {}
     for module, linear in linear_modules(model):
-        scale, zero = qparams(linear.weight.data, args)
-        local = {"weight": linear.weight.data, "weight_scale": scale, "weight_zero_point": zero}
-        packed = compressor.compress(local, scheme)
-        del state[module + ".weight"]
-        for key, value in packed.items():
-            state[f"{module}.{key}"] = value.contiguous()
-        # The package's own decompress, with the scale in float32 so that (q - zero) * scale is
-        # exact (in the checkpoint's bfloat16 the product would be rounded to 8 bits).
-        exact = dict(packed)
-        exact["weight_scale"] = packed["weight_scale"].float()
-        back = compressor.decompress(exact, scheme)["weight"]
-        assert back.dtype == torch.float32
-        dequantized[module + ".weight"] = back.contiguous()
+        compress_module(module, linear, scheme, fmt, state, dequantized)
     qc = QuantizationConfig(config_groups={"group_0": scheme}, format=fmt,
                             quant_method="compressed-tensors", ignore=["lm_head"],
                             quantization_status="compressed")
@@ -208,6 +237,61 @@ def write_checkpoint(name, fmt, args_dict, prompts):
                   "the exact float32 (q - zero) * scale of compressed-tensors' decompress "
                   "(transformers' own are those rounded to bfloat16; checked)",
         max_abs_quantization_error_of_weights=weight_err,
+        compressed_tensors_version=compressed_tensors.__version__))
+
+
+def write_mixed_checkpoint(name, spec, prompts):
+    from compressed_tensors.utils.match import is_match, match_targets
+    out, config, model = new_model(name, torch.bfloat16)
+    schemes, target_to_group = {}, {}
+    for group, (targets, fmt, args_dict) in spec["groups"].items():
+        schemes[group] = QuantizationScheme(targets=targets, weights=QuantizationArgs(**args_dict),
+                                            format=fmt)
+        for target in targets:
+            target_to_group[target] = group
+    state = {k: v.contiguous() for k, v in model.state_dict().items()}
+    dequantized, assignment = {}, {}
+    for module, linear in linear_modules(model):
+        if is_match(module, linear, spec["ignore"]):
+            assignment[module] = "dense"
+            continue
+        matched = match_targets(module, linear, target_to_group)
+        group = target_to_group[matched[0]]
+        scheme = schemes[group]
+        assignment[module] = group
+        compress_module(module, linear, scheme, scheme.format, state, dequantized)
+    assert set(assignment.values()) == {"dense", *spec["groups"]}, assignment
+    qc = QuantizationConfig(config_groups=schemes, format="mixed-precision",
+                            quant_method="compressed-tensors", ignore=spec["ignore"],
+                            quantization_status="compressed")
+    # The package's own assignment of schemes to modules (apply_quantization_config, which
+    # llm-compressor runs before it compresses) must agree with the one above.
+    probe = LlamaForCausalLM(config).eval()
+    apply_quantization_config(probe, qc)
+    for module, linear in linear_modules(probe):
+        held = getattr(linear, "quantization_scheme", None)
+        expected = assignment[module]
+        assert (held is None) == (expected == "dense"), module
+        assert held is None or held.targets == schemes[expected].targets, module
+    save_checkpoint(out, model, qc.to_dict(), "bfloat16", state, dequantized)
+    # transformers 5.25 reads every dense module of a mixed checkpoint with one group's scheme
+    # (integrations/compressed_tensors.py get_dense_scheme), so it cannot load this one: the
+    # reference is transformers' Llama in float32 over compressed-tensors' own decompression of
+    # each module with its group's compressor (as write_gptq_awq does for its packers).
+    ref = LlamaForCausalLM(config).eval()
+    ref.config._attn_implementation = "eager"
+    with torch.no_grad():
+        dense = {k: v.float() for k, v in model.state_dict().items()}
+        dense.update(dequantized)
+        ref.load_state_dict(dense)
+    save_reference(out, ref.float(), prompts, dict(
+        model=name, format="mixed-precision",
+        groups={g: dict(targets=t, format=f, weights=a) for g, (t, f, a) in spec["groups"].items()},
+        ignore=spec["ignore"], module_groups=assignment,
+        reference="transformers LlamaForCausalLM in float32, eager attention, over the exact "
+                  "float32 weights of compressed-tensors' decompress, each module with the "
+                  "compressor of the group compressed-tensors' match_targets assigns it "
+                  "(checked against apply_quantization_config)",
         compressed_tensors_version=compressed_tensors.__version__))
 
 
@@ -382,6 +466,10 @@ def main():
         if a.only and name not in a.only:
             continue
         write_checkpoint(name, fmt, args_dict, prompts)
+    for name, spec in MIXED.items():
+        if a.only and name not in a.only:
+            continue
+        write_mixed_checkpoint(name, spec, prompts)
     for name, block in FP8_NATIVE.items():
         if a.only and name not in a.only:
             continue

@@ -13,8 +13,10 @@ QuantizedTolerance quantized_tolerance(const CheckpointQuantization& q) {
   // 11, bf16 scales (compressed-tensors) 12. A wrong nibble order, scale or zero point gives
   // errors of the logits' own size (several units).
   constexpr float kRoundedMinimumLogitBound = 0.75f;
-  const bool rounded = is_block_quantized(q.weft_dtype()) && !q.symmetric;
-  if (rounded) return {kRoundedMinimumLogitBound, kRoundedMinimumLogitBound};
+  for (const CheckpointQuantization* scheme : q.schemes()) {
+    const bool rounded = is_block_quantized(scheme->weft_dtype()) && !scheme->symmetric;
+    if (rounded) return {kRoundedMinimumLogitBound, kRoundedMinimumLogitBound};
+  }
   return {kExactWeightsLogitBound, 2 * kExactWeightsLogitBound};
 }
 

@@ -32,7 +32,7 @@ const std::vector<std::string> kModels = {"ct_int4_g32_asym",       "ct_int4_g64
                                "gptq_int4_g64_sym",      "gptq_int4_g32_desc_act",
                                "gptq_int8_per_row_v2",   "awq_int4_g32",
                                "ct_fp8_channel",         "ct_fp8_tensor",
-                               "fp8_block128"};
+                               "fp8_block128",           "ct_mixed_groups"};
 
 class HfQuantizedTest : public ::testing::TestWithParam<std::string> {};
 
@@ -70,14 +70,15 @@ TEST_P(HfQuantizedTest, WeightsEqualThePackagesDequantization) {
     const int64_t rows = expected.dim(0), cols = expected.dim(1);
     const std::string module = tensor.substr(0, tensor.size() - 7);  // without ".weight"
     ASSERT_TRUE(store->is_quantized_module(module)) << module;
+    const CheckpointQuantization& scheme = q.scheme_for(module);
     auto got = store->get(tensor, expected.shape());
     ASSERT_TRUE(got.ok()) << got.status();
-    EXPECT_EQ(got->dtype(), q.weft_dtype()) << tensor;
+    EXPECT_EQ(got->dtype(), scheme.weft_dtype()) << tensor;
     if (got->dtype() == DType::kF8B64) {
       // FP8 held as stored: 1 byte per weight, plus an F32 scale per 64.
       EXPECT_EQ(static_cast<int64_t>(got->nbytes()), rows * cols + rows * cols / 64 * 4) << tensor;
     }
-    const bool exact = !is_block_quantized(got->dtype()) || q.symmetric;
+    const bool exact = !is_block_quantized(got->dtype()) || scheme.symmetric;
     std::vector<float> row(static_cast<size_t>(cols));
     Tensor row_scales;
     if (got->dtype() == DType::kI8) {
@@ -102,7 +103,7 @@ TEST_P(HfQuantizedTest, WeightsEqualThePackagesDequantization) {
         const double diff = std::fabs(row[c] - want);
         double bound = 0.0;
         if (!exact) {
-          const float s = group_scale(**packed, q, module, r, c, rows, cols);
+          const float s = group_scale(**packed, scheme, module, r, c, rows, cols);
           worst_relative_to_step = std::max(worst_relative_to_step, diff / s);
           bound = 16.0 * s * std::ldexp(1.0, -11);
         }
@@ -116,7 +117,8 @@ TEST_P(HfQuantizedTest, WeightsEqualThePackagesDequantization) {
   // into its 128 x 128 blocks).
   EXPECT_EQ(modules, name == "fp8_block128" ? 2 : 3);
   std::printf("%s (%s): max |weft - reference| dequantized weight = %.3g quantization steps\n",
-              name.c_str(), dtype_name(q.weft_dtype()), worst_relative_to_step);
+              name.c_str(), q.group_schemes.empty() ? dtype_name(q.weft_dtype()) : "config groups",
+              worst_relative_to_step);
 }
 
 TEST_P(HfQuantizedTest, MatchesTransformersAndHoldsThePlannedBytes) {
@@ -135,11 +137,15 @@ TEST_P(HfQuantizedTest, MatchesTransformersAndHoldsThePlannedBytes) {
   dense_config.checkpoint_quantization = CheckpointQuantization{};
   auto layout = stage_layout(static_cast<int>(dense_config.num_hidden_layers), 1, 0);
   // Fewer bytes than dense, unless dequantized at load (F32, more than the f16 / bf16 checkpoint).
-  const DType held = (*engine)->model().config.checkpoint_quantization.weft_dtype();
-  if (held != DType::kF32) {
+  const CheckpointQuantization& stored = (*engine)->model().config.checkpoint_quantization;
+  bool dequantized_at_load = false;
+  for (const CheckpointQuantization* scheme : stored.schemes()) {
+    dequantized_at_load = dequantized_at_load || scheme->weft_dtype() == DType::kF32;
+  }
+  if (!dequantized_at_load) {
     EXPECT_LT(planned, planned_weight_bytes(dense_config, 1, 1, *layout));
   }
-  if (held == DType::kF8B64) {
+  if (stored.group_schemes.empty() && stored.weft_dtype() == DType::kF8B64) {
     // FP8: every quantized linear weight 68 bytes per 64 (e4m3 + an F32 scale per 64) instead of
     // the dense checkpoint's 2 (bf16); fp8_block128's q_proj is fused with k / v_proj, which its
     // 128 x 128 blocks leave dense, so that fused weight is F32 (4 bytes) instead.
@@ -179,6 +185,58 @@ TEST_P(HfQuantizedTest, MatchesTransformersAndHoldsThePlannedBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Checkpoints, HfQuantizedTest, ::testing::ValuesIn(kModels),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// ct_mixed_groups: every module is held in the layout of the group compressed-tensors' own
+// matching assigned it (reference.json module_groups, from match_targets and checked against
+// apply_quantization_config): exact name over pattern over class, patterns and ignore entries
+// matching from the start of a name. Its bytes are counted here from those layouts, apart from
+// the weight plan.
+TEST(HfQuantizedMixedGroups, EachModuleIsHeldInItsGroupsLayout) {
+  const std::filesystem::path dir = model_dir("ct_mixed_groups");
+  std::ifstream in(dir / "reference.json");
+  const nlohmann::json info = nlohmann::json::parse(in);
+  auto store = WeightStore::open(dir);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto config = load_model_config(dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const std::map<std::string, DType> held = {{"group_0", DType::kI4G64}, {"group_1", DType::kI8},
+                                             {"group_2", DType::kF8B64}, {"dense", DType::kBF16}};
+  int64_t linear_bytes = 0, dense_linear_bytes = 0;
+  for (const auto& [module, group_json] : info.at("module_groups").items()) {
+    const std::string group = group_json.get<std::string>();
+    SCOPED_TRACE(module + " in " + group);
+    EXPECT_EQ(store->is_quantized_module(module), group != "dense");
+    EXPECT_EQ(config->checkpoint_quantization.quantizes(module), group != "dense");
+    const bool attention = module.find("self_attn") != std::string::npos;
+    const int64_t kv = config->num_key_value_heads * config->head_dim;
+    const bool kv_proj = module.find("k_proj") != std::string::npos ||
+                         module.find("v_proj") != std::string::npos;
+    const int64_t rows = module.find("down_proj") != std::string::npos ? config->hidden_size
+                         : attention ? (kv_proj ? kv : config->num_attention_heads * config->head_dim)
+                                     : config->intermediate_size;
+    const int64_t cols = module.find("down_proj") != std::string::npos ? config->intermediate_size
+                         : module.find("o_proj") != std::string::npos
+                             ? config->num_attention_heads * config->head_dim
+                             : config->hidden_size;
+    auto weight = store->get(module + ".weight", Shape{rows, cols});
+    ASSERT_TRUE(weight.ok()) << weight.status();
+    EXPECT_EQ(weight->dtype(), held.at(group));
+    linear_bytes += static_cast<int64_t>(weight->nbytes()) + (weight->dtype() == DType::kI8 ? rows * 4 : 0);
+    dense_linear_bytes += rows * cols * 2;
+  }
+  EXPECT_EQ(info.at("module_groups").size(), 14u);
+  auto layout = stage_layout(static_cast<int>(config->num_hidden_layers), 1, 0);
+  ModelConfig dense_config = *config;
+  dense_config.checkpoint_quantization = CheckpointQuantization{};
+  EXPECT_EQ(planned_weight_bytes(*config, 1, 1, *layout),
+            planned_weight_bytes(dense_config, 1, 1, *layout) - dense_linear_bytes + linear_bytes);
+  const std::string described = config->checkpoint_quantization.describe();
+  for (const char* part : {"group_0 [Linear]", "group_1 [re:.*mlp\\.down, re:.*self_attn\\.v_proj$]",
+                           "group_2 [model.layers.1.self_attn.o_proj]", "-> i8", "-> i4g64", "-> f8b64",
+                           "kept dense: lm_head, re:model\\.layers\\.0\\.mlp\\.up"}) {
+    EXPECT_NE(described.find(part), std::string::npos) << part << " not in: " << described;
+  }
+}
 
 // --- malformed checkpoints: a copy of a checkpoint with one thing changed -------------------
 
@@ -311,6 +369,28 @@ TEST(HfQuantizedErrors, IgnoredModuleStoredQuantized) {
   BrokenCheckpoint b;
   b.edit_config([](nlohmann::json& q) { q["ignore"] = {"lm_head", "re:.*o_proj"}; });
   expect_error(b.load(), {"o_proj", "ignore"});
+}
+
+TEST(HfQuantizedErrors, TargetNamingAnotherClass) {
+  BrokenCheckpoint b("ct_mixed_groups");
+  b.edit_config([](nlohmann::json& q) { q["config_groups"]["group_2"]["targets"] = {"LlamaAttention"}; });
+  expect_error(b.load(), {"config.json", "config_groups.group_2.targets", "LlamaAttention", "Linear"});
+}
+
+TEST(HfQuantizedErrors, MixedPrecisionGroupWithoutFormat) {
+  BrokenCheckpoint b("ct_mixed_groups");
+  b.edit_config([](nlohmann::json& q) { q["config_groups"]["group_1"].erase("format"); });
+  expect_error(b.load(), {"config.json", "config_groups.group_1.format", "mixed-precision"});
+}
+
+// A module the config's targets put in another group than the one it was stored with: layer 1's
+// o_proj (stored fp8) falls to group_0 (pack-quantized) when group_2 targets q_proj instead.
+TEST(HfQuantizedErrors, ModuleStoredInAnotherGroupsFormat) {
+  BrokenCheckpoint b("ct_mixed_groups");
+  b.edit_config([](nlohmann::json& q) {
+    q["config_groups"]["group_2"]["targets"] = {"model.layers.1.self_attn.q_proj"};
+  });
+  expect_error(b.load(), {"model.layers.1.self_attn.o_proj", "weight_packed"});
 }
 
 TEST(HfQuantizedErrors, QuantizeOnAQuantizedCheckpoint) {

@@ -167,14 +167,15 @@ Tensor concat_rows(const std::vector<Tensor>& parts) {
 absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
     const LoadContext& ctx, const std::vector<ColumnPart>& parts, int64_t in_features,
     bool has_bias) {
+  // scales[i]: part i's F32 row scales when the checkpoint stores it as int8 rows, else undefined.
   std::vector<Tensor> weights, biases, scales;
   for (const ColumnPart& part : parts) {
     WEFT_RETURN_IF_ERROR(check_checkpoint_linear(ctx, part.name));
     WEFT_ASSIGN_OR_RETURN(Tensor w, load_part_rows(ctx, part, ".weight", in_features));
+    Tensor scale;
     if (w.dtype() == DType::kI8 && ctx.weights.is_quantized_module(part.name)) {
       // The checkpoint's int8 rows come with their F32 scales, cut like the rows.
-      WEFT_ASSIGN_OR_RETURN(Tensor s, load_part_rows(ctx, part, ".weight_scale", 0));
-      scales.push_back(std::move(s));
+      WEFT_ASSIGN_OR_RETURN(scale, load_part_rows(ctx, part, ".weight_scale", 0));
     }
     const auto f32_or_fp8 = [](DType d) { return is_float_dtype(d) || d == DType::kF8B64; };
     if (!weights.empty() && w.dtype() != weights[0].dtype() &&
@@ -186,13 +187,8 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
       w = to_f32(w);
       for (Tensor& earlier : weights) earlier = to_f32(earlier);
     }
-    if (!weights.empty() && w.dtype() != weights[0].dtype() && !scales.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor '", part.name, ".weight' has dtype ", dtype_name(w.dtype()), " but '",
-          parts[0].name, ".weight' has ", dtype_name(weights[0].dtype()),
-          "; fused int8 projections with scales need one dtype"));
-    }
     weights.push_back(std::move(w));
+    scales.push_back(std::move(scale));
     if (has_bias) {
       WEFT_ASSIGN_OR_RETURN(Tensor b, load_part_rows(ctx, part, ".bias", 0));
       biases.push_back(std::move(b));
@@ -204,6 +200,8 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
   const bool one_dtype = std::all_of(weights.begin(), weights.end(),
                                      [&](const Tensor& w) { return w.dtype() == weights[0].dtype(); });
   if (!one_dtype) {
+    // Held apart (a GGUF file's mixed types; a compressed-tensors checkpoint whose config groups
+    // store the parts differently, each int8 part with its scales).
     for (size_t i = 0; i < weights.size(); ++i) {
       Tensor no_scale;
       WEFT_RETURN_IF_ERROR(quantize_linear_weight(ctx, parts[i].name, weights[i], no_scale));
@@ -213,10 +211,11 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
       }
     }
     layer.separate_ = std::move(weights);
+    layer.separate_scales_ = std::move(scales);
     return layer;
   }
   layer.weight_ = concat_rows(weights);
-  if (!scales.empty()) layer.weight_scale_ = concat_rows(scales);
+  if (scales[0].defined()) layer.weight_scale_ = concat_rows(scales);
   if (weights.size() > 1) {
     // The fused copy is the only one used from now on: hold the weights once.
     for (const Tensor& w : weights) ctx.weights.release(w);
@@ -237,10 +236,11 @@ void ColumnParallelLinear::forward(const TensorView& x, const TensorView& y,
   const int64_t m = y.shape[0];
   float* out = y.as<float>();
   int64_t column = 0;
-  for (const Tensor& w : separate_) {
+  for (size_t p = 0; p < separate_.size(); ++p) {
+    const Tensor& w = separate_[p];
     const int64_t rows = w.dim(0);
     Tensor part = Tensor::empty(DType::kF32, Shape{m, rows});
-    apply(x, w, Tensor(), nullptr, part.view(), pool);
+    apply(x, w, separate_scales_[p], nullptr, part.view(), pool);
     const float* src = part.data_as<float>();
     for (int64_t i = 0; i < m; ++i) {
       std::memcpy(out + i * out_features_ + column, src + i * rows, static_cast<size_t>(rows) * sizeof(float));
@@ -253,6 +253,7 @@ void ColumnParallelLinear::forward(const TensorView& x, const TensorView& y,
 size_t ColumnParallelLinear::weight_bytes() const {
   size_t bytes = weight_.defined() ? weight_.nbytes() : 0;
   for (const Tensor& w : separate_) bytes += w.nbytes();
+  for (const Tensor& s : separate_scales_) bytes += s.defined() ? s.nbytes() : 0;
   if (weight_scale_.defined()) bytes += weight_scale_.nbytes();
   if (bias_.defined()) bytes += bias_.nbytes();
   return bytes;

@@ -31,7 +31,7 @@ struct ColumnPart {
 // file of llama.cpp's mixed types, e.g. Q4_K_M's q/k in Q5_0 and v in Q8_0) stay apart, one
 // product each, written into their columns of y. No communication. A rank reads and holds only
 // its shard rows of each part. Errors: those of WeightStore::get_slice (a missing tensor, a shape
-// other than [tensor_rows, in_features]); parts of different dtypes with int8 scales.
+// other than [tensor_rows, in_features]).
 class ColumnParallelLinear {
  public:
   static absl::StatusOr<ColumnParallelLinear> load(const LoadContext& ctx,
@@ -51,8 +51,10 @@ class ColumnParallelLinear {
   Tensor weight_;
   Tensor weight_scale_;  // F32 [out_features] when weight_ is I8
   Tensor bias_;
-  // Parts of different dtypes, in order, instead of weight_.
+  // Parts of different dtypes, in order, instead of weight_, and each one's F32 row scales when
+  // it is I8 (else undefined).
   std::vector<Tensor> separate_;
+  std::vector<Tensor> separate_scales_;
   int64_t out_features_ = 0;
 };
 
