@@ -211,6 +211,18 @@ def compress_module(module, linear, scheme, fmt, state, dequantized):
     dequantized[module + ".weight"] = back.contiguous()
 
 
+def llama_over(config, model, dequantized):
+    """transformers' Llama in float32, eager attention, with `model`'s weights and the exact
+    dequantized linear weights in place of the packed ones."""
+    ref = LlamaForCausalLM(config).eval()
+    ref.config._attn_implementation = "eager"
+    with torch.no_grad():
+        dense = {k: v.float() for k, v in model.state_dict().items()}
+        dense.update(dequantized)
+        ref.load_state_dict(dense)
+    return ref.float()
+
+
 def write_checkpoint(name, fmt, args_dict, prompts):
     out, config, model = new_model(name, torch.bfloat16)
     args = QuantizationArgs(**args_dict)
@@ -278,13 +290,8 @@ def write_mixed_checkpoint(name, spec, prompts):
     # (integrations/compressed_tensors.py get_dense_scheme), so it cannot load this one: the
     # reference is transformers' Llama in float32 over compressed-tensors' own decompression of
     # each module with its group's compressor (as write_gptq_awq does for its packers).
-    ref = LlamaForCausalLM(config).eval()
-    ref.config._attn_implementation = "eager"
-    with torch.no_grad():
-        dense = {k: v.float() for k, v in model.state_dict().items()}
-        dense.update(dequantized)
-        ref.load_state_dict(dense)
-    save_reference(out, ref.float(), prompts, dict(
+    ref = llama_over(config, model, dequantized)
+    save_reference(out, ref, prompts, dict(
         model=name, format="mixed-precision",
         groups={g: dict(targets=t, format=f, weights=a) for g, (t, f, a) in spec["groups"].items()},
         ignore=spec["ignore"], module_groups=assignment,
@@ -404,13 +411,8 @@ def write_gptq_awq(name, settings, prompts, packing):
                   checkpoint_format=settings["checkpoint_format"])
     save_checkpoint(out, model, qc, "float16", state, dequantized)
     # Reference: transformers' Llama in float32 with the exact dequantized linear weights.
-    ref = LlamaForCausalLM(config).eval()
-    ref.config._attn_implementation = "eager"
-    with torch.no_grad():
-        dense = {k: v.float() for k, v in model.state_dict().items()}
-        dense.update(dequantized)
-        ref.load_state_dict(dense)
-    save_reference(out, ref.float(), prompts, dict(
+    ref = llama_over(config, model, dequantized)
+    save_reference(out, ref, prompts, dict(
         model=name, settings=settings,
         packer="gptqmodel 7.7.0 packing_utils (pack_exllama / pack_awq)",
         reference="transformers LlamaForCausalLM in float32, eager attention, over the "
