@@ -87,10 +87,13 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
     fn(0, n);
     return;
   }
-  // A few chunks per thread balance uneven work without much scheduling overhead.
+  // A few chunks per thread balance uneven work without much scheduling overhead. Work too small
+  // for a chunk of min_chunk per thread is split evenly: min_chunk items to one thread and the
+  // rest to another would leave the step waiting on min_chunk items rather than n / threads (the
+  // default model's down_proj at batch 1: 8 tasks of min_chunk 5 went 5 + 3; 4 + 4 decodes 3-4%
+  // faster).
   int64_t chunk = std::max(min_chunk, (n + threads * 4 - 1) / (threads * 4));
   if (n <= threads * min_chunk) chunk = (n + threads - 1) / threads;
-  chunk = std::max(chunk, min_chunk);
 
   in_job_ = true;
   job_ = &fn;

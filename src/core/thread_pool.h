@@ -41,7 +41,9 @@ class ThreadPool {
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs fn(begin, end) over [0, n) in chunks of at least `min_chunk` items.
+  // Runs fn(begin, end) over [0, n): inline when n <= min_chunk; else in chunks of at least
+  // `min_chunk` items, or, when n is at most min_chunk per thread, in one even chunk per thread.
+  // `min_chunk` is a cost threshold (items worth a hand-off), never needed for correctness.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn,
                     int64_t min_chunk = 1);
 

@@ -5,7 +5,10 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
+#include <utility>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -22,6 +25,34 @@ TEST(ThreadPoolTest, CoversEveryIndexOnce) {
     });
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
   }
+}
+
+// The chunks parallel_for hands out, sorted: min_chunk decides whether to split and how small the
+// chunks of large jobs may get; a job under min_chunk per thread is split evenly, not min_chunk to
+// one thread and the rest to the other.
+std::vector<std::pair<int64_t, int64_t>> chunks_of(ThreadPool& pool, int64_t n, int64_t min_chunk) {
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  pool.parallel_for(
+      n,
+      [&](int64_t b, int64_t e) {
+        std::lock_guard<std::mutex> lock(mutex);
+        chunks.emplace_back(b, e);
+      },
+      min_chunk);
+  std::sort(chunks.begin(), chunks.end());
+  return chunks;
+}
+
+TEST(ThreadPoolTest, ChunksSmallJobsEvenlyAndLargeOnesByMinChunk) {
+  using Chunks = std::vector<std::pair<int64_t, int64_t>>;
+  ThreadPool pool(2);
+  EXPECT_EQ(chunks_of(pool, 5, 5), (Chunks{{0, 5}}));                  // inline
+  EXPECT_EQ(chunks_of(pool, 8, 5), (Chunks{{0, 4}, {4, 8}}));          // not 5 + 3
+  EXPECT_EQ(chunks_of(pool, 7, 5), (Chunks{{0, 4}, {4, 7}}));
+  EXPECT_EQ(chunks_of(pool, 30, 5), (Chunks{{0, 5}, {5, 10}, {10, 15}, {15, 20}, {20, 25}, {25, 30}}));
+  EXPECT_EQ(chunks_of(pool, 16, 1), (Chunks{{0, 2}, {2, 4}, {4, 6}, {6, 8}, {8, 10}, {10, 12},
+                                            {12, 14}, {14, 16}}));  // a few chunks per thread
 }
 
 TEST(ThreadPoolTest, NestedCallsRunInline) {
