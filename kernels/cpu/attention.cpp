@@ -11,29 +11,65 @@
 namespace weft::kernels {
 namespace {
 
+// Keys per online-softmax step of run_item (whole blocks; at least one).
+constexpr int64_t kChunkKeys = 128;
+// Chunks per key segment. Every query row's softmax runs separately over each segment of its keys
+// (segment s: keys [s * segment_keys, (s + 1) * segment_keys) from key 0, whatever the batch),
+// and the segments' results are folded in order (fold_segment). So one long context can be split
+// over threads by whole segments (a lone decode row with a few KV heads would otherwise leave
+// threads idle, or split the heads and read its cache twice) and every row still gets the same
+// bits in every batch and on any thread count. Rows within one segment fold nothing.
+constexpr int64_t kSegmentChunks = 4;
+
+struct Geometry {
+  int64_t num_heads, num_kv_heads, head_dim, group;
+  int64_t block_size;
+  int64_t chunk_keys;    // whole blocks, about kChunkKeys
+  int64_t segment_keys;  // kSegmentChunks chunks
+};
+
 // One unit of parallel work: query rows [q_begin, q_end) of sequence `seq` (relative to its
-// first query row) for query heads [h_begin, h_end) of the group that reads kv head `kv_head`.
-// Heads of one group share each K/V block load, so they stay together unless the batch is too
-// small to keep every thread busy.
+// first query row) for query heads [h_begin, h_end) of the group that reads kv head `kv_head`,
+// over key segments [seg_begin, seg_end). Heads of one group share each K/V block load, so they
+// stay together unless the batch is too small to keep every thread busy; then long contexts are
+// split by segments (each item writes its segments' partial results, `unit`), short ones by heads.
 struct WorkItem {
   int32_t seq;
   int32_t kv_head;
   int32_t h_begin, h_end;
   int32_t q_begin, q_end;
+  int64_t seg_begin = 0, seg_end = std::numeric_limits<int64_t>::max();
+  int32_t unit = -1;  // the SplitUnit it belongs to; -1: it covers every key and writes the output
+  int64_t cost = 0;   // keys times heads, for the order of hand-out
 };
 
-struct Geometry {
-  int64_t num_heads, num_kv_heads, head_dim, group;
-  int64_t block_size;
+// Rows [q_begin, q_end) of `seq` over kv head `kv_head`'s whole group, split by key segments: each
+// (row, head, segment in [first_segment, end_segment)) has a partial result in the call's buffer
+// at `offset` (Partial layout), folded in segment order once every item is done.
+struct SplitUnit {
+  int32_t seq, kv_head, q_begin, q_end;
+  int64_t first_segment, end_segment;
+  int64_t offset;
 };
 
-std::vector<WorkItem> plan_items(const AttentionBatch& batch, const Geometry& g, int64_t threads) {
+// A (row, head, segment) partial result: running max, sum of exponentials, then head_dim sums.
+constexpr int64_t kPartialHeader = 2;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Plan {
+  std::vector<WorkItem> items;
+  std::vector<SplitUnit> units;
+  int64_t partial_floats = 0;
+};
+
+Plan plan_items(const AttentionBatch& batch, const Geometry& g, int64_t threads) {
   const int64_t want = 2 * threads;
   auto count = [&](int64_t q_tile) {
     int64_t items = 0;
     for (int s = 0; s < batch.num_seqs; ++s) {
       const int64_t ql = batch.query_start[s + 1] - batch.query_start[s];
-      items += (ql + q_tile - 1) / q_tile * g.num_kv_heads;
+      items += ceil_div(ql, q_tile) * g.num_kv_heads;
     }
     return items;
   };
@@ -41,36 +77,53 @@ std::vector<WorkItem> plan_items(const AttentionBatch& batch, const Geometry& g,
   int64_t q_tile = 16;
   while (q_tile > 1 && count(q_tile) < want) q_tile /= 2;
   const int64_t items = count(q_tile);
-  int64_t head_split = 1;
-  if (items > 0 && items < want) head_split = std::min(g.group, (want + items - 1) / items);
-  const int64_t h_tile = (g.group + head_split - 1) / head_split;
+  // How many pieces each (sequence, query tile, kv head) should become to keep every thread busy.
+  const int64_t pieces = items > 0 && items < want ? ceil_div(want, items) : 1;
+  const int64_t h_tile = ceil_div(g.group, std::min(g.group, pieces));
+  // Recorded rows turn scores into weights with the row's final max and sum: never split by keys.
+  const bool key_split = pieces > 1 && batch.weights_out == nullptr;
 
-  std::vector<WorkItem> out;
+  Plan plan;
   for (int s = 0; s < batch.num_seqs; ++s) {
     const int32_t ql = batch.query_start[s + 1] - batch.query_start[s];
+    const int64_t first_pos = batch.context_len[s] - ql;
     for (int32_t q0 = 0; q0 < ql; q0 += static_cast<int32_t>(q_tile)) {
       const int32_t q1 = std::min<int32_t>(ql, q0 + static_cast<int32_t>(q_tile));
+      const int64_t n_keys = first_pos + q1;
+      const int64_t first_key =
+          batch.window > 0 ? std::max<int64_t>(0, first_pos + q0 - batch.window + 1) : 0;
+      const int64_t seg0 = first_key / g.segment_keys, seg1 = ceil_div(n_keys, g.segment_keys);
       for (int64_t kvh = 0; kvh < g.num_kv_heads; ++kvh) {
+        WorkItem it{s, static_cast<int32_t>(kvh), 0, static_cast<int32_t>(g.group), q0, q1};
+        if (key_split && seg1 - seg0 >= 2) {
+          const int64_t parts = std::min(pieces, seg1 - seg0);
+          it.unit = static_cast<int32_t>(plan.units.size());
+          plan.units.push_back({s, static_cast<int32_t>(kvh), q0, q1, seg0, seg1, plan.partial_floats});
+          plan.partial_floats += (q1 - q0) * g.group * (seg1 - seg0) * (kPartialHeader + g.head_dim);
+          for (int64_t p = 0; p < parts; ++p) {
+            it.seg_begin = seg0 + (seg1 - seg0) * p / parts;
+            it.seg_end = seg0 + (seg1 - seg0) * (p + 1) / parts;
+            it.cost = (std::min(n_keys, it.seg_end * g.segment_keys) -
+                       std::max(first_key, it.seg_begin * g.segment_keys)) * g.group;
+            plan.items.push_back(it);
+          }
+          continue;
+        }
         for (int64_t h0 = 0; h0 < g.group; h0 += h_tile) {
-          out.push_back({s, static_cast<int32_t>(kvh), static_cast<int32_t>(h0),
-                         static_cast<int32_t>(std::min(g.group, h0 + h_tile)), q0, q1});
+          it.h_begin = static_cast<int32_t>(h0);
+          it.h_end = static_cast<int32_t>(std::min(g.group, h0 + h_tile));
+          it.cost = n_keys * (it.h_end - it.h_begin);
+          plan.items.push_back(it);
         }
       }
     }
   }
-  // Later query tiles attend to more keys; handing them out first balances the dynamic chunks.
-  std::stable_sort(out.begin(), out.end(), [&](const WorkItem& a, const WorkItem& b) {
-    const int64_t ka = batch.context_len[a.seq] -
-                       (batch.query_start[a.seq + 1] - batch.query_start[a.seq]) + a.q_end;
-    const int64_t kb = batch.context_len[b.seq] -
-                       (batch.query_start[b.seq + 1] - batch.query_start[b.seq]) + b.q_end;
-    return ka * (a.h_end - a.h_begin) > kb * (b.h_end - b.h_begin);
-  });
-  return out;
+  // Items over more keys first: that balances the dynamic chunks.
+  std::stable_sort(plan.items.begin(), plan.items.end(),
+                   [](const WorkItem& a, const WorkItem& b) { return a.cost > b.cost; });
+  return plan;
 }
 
-// Keys per online-softmax step of run_item (whole blocks; at least one).
-constexpr int64_t kChunkKeys = 128;
 // Query heads of one row whose scores and outputs are computed together.
 constexpr int kHeadsPerPass = 4;
 
@@ -91,7 +144,11 @@ struct KeyRun {
 
 // Per-thread buffers, reused across the items one chunk processes.
 struct Scratch {
-  std::vector<float> acc, row_max, row_sum, k, v, scores;
+  // Per row of the item (query row by head): the current segment's softmax state, and the folded
+  // segments before it (items that write the output).
+  std::vector<float> acc, row_max, row_sum;
+  std::vector<float> folded_acc, folded_max, folded_sum;
+  std::vector<float> k, v, scores;
   std::vector<KeyRun> runs;
 };
 
@@ -112,9 +169,38 @@ void dequantize_row(const int8_t* src, float scale, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]) * scale;
 }
 
+// Folds one segment's softmax state (max m, sum l, weighted values acc) into a row's folded state
+// (the segments before it). A segment the row has no keys in (l == 0) changes nothing; the first
+// one with keys is copied, so a row within one segment keeps its online softmax's bits. Split and
+// whole items fold through this one function, in segment order: the same bits either way.
+void fold_segment(float m, float l, const float* acc, float& folded_max, float& folded_sum,
+                  float* folded_acc, int64_t d) {
+  if (l == 0.0f) return;
+  if (folded_sum == 0.0f) {
+    folded_max = m;
+    folded_sum = l;
+    std::copy(acc, acc + d, folded_acc);
+    return;
+  }
+  const float new_max = std::max(folded_max, m);
+  const float a = std::exp(folded_max - new_max), b = std::exp(m - new_max);
+  folded_sum = folded_sum * a + l * b;
+  folded_max = new_max;
+  for (int64_t i = 0; i < d; ++i) folded_acc[i] = folded_acc[i] * a + acc[i] * b;
+}
+
+// o = acc / sum (0 for a row that saw no keys).
+void write_output(const float* acc, float sum, float* o, int64_t d) {
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  for (int64_t i = 0; i < d; ++i) o[i] = acc[i] * inv;
+}
+
+// Runs one item: writes its rows' outputs, or (a split item) its segments' partial results
+// into `partials` at its unit's place.
 void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
               const TensorView& v_cache, const Scales& scales, const AttentionBatch& batch,
-              const Geometry& g, float scale, float* out, const cpu::VecOps& ops, Scratch& sc) {
+              const Geometry& g, float scale, float* out, const SplitUnit* unit, float* partials,
+              const cpu::VecOps& ops, Scratch& sc) {
   const int64_t d = g.head_dim;
   const int64_t bs = g.block_size;
   const int64_t ql = batch.query_start[it.seq + 1] - batch.query_start[it.seq];
@@ -134,14 +220,41 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
   const bool in_place_16 = !direct && scales.k == nullptr && it.q_end - it.q_begin <= kMaxRowsReadingInPlace;
   // Keys go through the online softmax a chunk of whole blocks at a time (one max, one exp pass
   // and one rescale per row and chunk rather than per block). Chunks start at multiples of
-  // chunk_blocks from key 0, whatever the item, so a row's arithmetic is the same in every item
-  // and batch it is part of (a decode row equals its row in a prefill).
-  const int64_t chunk_blocks = std::max<int64_t>(1, kChunkKeys / bs);
-  const int64_t chunk_keys = chunk_blocks * bs;
+  // chunk_keys from key 0 and segments at multiples of segment_keys, whatever the item, so a
+  // row's arithmetic is the same in every item and batch it is part of (a decode row equals its
+  // row in a prefill).
+  const int64_t chunk_keys = g.chunk_keys;
 
   sc.acc.assign(static_cast<size_t>(rows * d), 0.0f);
   sc.row_max.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
   sc.row_sum.assign(static_cast<size_t>(rows), 0.0f);
+  if (unit == nullptr) {
+    sc.folded_acc.assign(static_cast<size_t>(rows * d), 0.0f);
+    sc.folded_max.assign(static_cast<size_t>(rows), -std::numeric_limits<float>::infinity());
+    sc.folded_sum.assign(static_cast<size_t>(rows), 0.0f);
+  }
+  // Ends segment `seg` for every row: folds it (or stores it, for a split item) and starts afresh.
+  auto close_segment = [&](int64_t seg) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* acc = sc.acc.data() + r * d;
+      if (unit != nullptr) {
+        const int64_t j = it.q_begin + r / heads, h = it.h_begin + r % heads;
+        const int64_t segments = unit->end_segment - unit->first_segment;
+        float* p = partials + unit->offset +
+                   (((j - unit->q_begin) * g.group + h) * segments + seg - unit->first_segment) *
+                       (kPartialHeader + d);
+        p[0] = sc.row_max[r];
+        p[1] = sc.row_sum[r];
+        std::copy(acc, acc + d, p + kPartialHeader);
+      } else {
+        fold_segment(sc.row_max[r], sc.row_sum[r], acc, sc.folded_max[r], sc.folded_sum[r],
+                     sc.folded_acc.data() + r * d, d);
+      }
+      std::fill(acc, acc + d, 0.0f);
+      sc.row_max[r] = -std::numeric_limits<float>::infinity();
+      sc.row_sum[r] = 0.0f;
+    }
+  };
   sc.scores.resize(static_cast<size_t>(kHeadsPerPass * chunk_keys));
   if (!direct) {
     sc.k.resize(static_cast<size_t>(chunk_keys * d));
@@ -151,7 +264,11 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
       batch.block_tables + static_cast<int64_t>(it.seq) * batch.max_blocks_per_seq;
   std::vector<KeyRun>& runs = sc.runs;
 
-  for (int64_t c = first_key(it.q_begin) / chunk_keys; c * chunk_keys < n_keys; ++c) {
+  const int64_t c_begin =
+      std::max(first_key(it.q_begin) / chunk_keys, std::min(it.seg_begin, n_keys) * kSegmentChunks);
+  const int64_t c_end = std::min(ceil_div(n_keys, chunk_keys), std::min(it.seg_end, n_keys) * kSegmentChunks);
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    if (c > c_begin && c % kSegmentChunks == 0) close_segment(c / kSegmentChunks - 1);
     const int64_t t0 = c * chunk_keys;
     const int64_t nt = std::min(chunk_keys, n_keys - t0);
     runs.clear();
@@ -265,20 +382,47 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
     }
   }
 
+  if (c_end > c_begin) close_segment((c_end - 1) / kSegmentChunks);
+  if (unit != nullptr) return;  // merge_split_units writes the outputs
+
   for (int64_t j = it.q_begin; j < it.q_end; ++j) {
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t r = (j - it.q_begin) * heads + h;
       const int64_t head = it.kv_head * g.group + it.h_begin + h;
-      float* o = out + ((q_row0 + j) * g.num_heads + head) * d;
-      const float* acc = sc.acc.data() + r * d;
-      const float inv = sc.row_sum[r] > 0.0f ? 1.0f / sc.row_sum[r] : 0.0f;
-      for (int64_t i = 0; i < d; ++i) o[i] = acc[i] * inv;
+      write_output(sc.folded_acc.data() + r * d, sc.folded_sum[r],
+                   out + ((q_row0 + j) * g.num_heads + head) * d, d);
       if (float* w = recorded_row(batch, g, q_row0 + j, head)) {
         // Keys [first_key(j), position]: exp(score - max) / sum, the weights the output mixed.
-        for (int64_t t = first_key(j); t <= first_pos + j; ++t) w[t] = std::exp(w[t] - sc.row_max[r]) * inv;
+        const float inv = sc.folded_sum[r] > 0.0f ? 1.0f / sc.folded_sum[r] : 0.0f;
+        for (int64_t t = first_key(j); t <= first_pos + j; ++t) w[t] = std::exp(w[t] - sc.folded_max[r]) * inv;
       }
     }
   }
+}
+
+// Folds each split unit's partial results, in segment order, into its rows' outputs.
+void merge_split_units(const Plan& plan, const float* partials, const AttentionBatch& batch,
+                       const Geometry& g, float* out, ThreadPool& pool) {
+  const int64_t d = g.head_dim;
+  pool.parallel_for(static_cast<int64_t>(plan.units.size()), [&](int64_t begin, int64_t end) {
+    std::vector<float> acc(static_cast<size_t>(d));
+    for (int64_t u = begin; u < end; ++u) {
+      const SplitUnit& unit = plan.units[static_cast<size_t>(u)];
+      const int64_t segments = unit.end_segment - unit.first_segment;
+      for (int64_t j = unit.q_begin; j < unit.q_end; ++j) {
+        for (int64_t h = 0; h < g.group; ++h) {
+          const float* p = partials + unit.offset +
+                           ((j - unit.q_begin) * g.group + h) * segments * (kPartialHeader + d);
+          float max = -std::numeric_limits<float>::infinity(), sum = 0.0f;
+          for (int64_t s = 0; s < segments; ++s, p += kPartialHeader + d) {
+            fold_segment(p[0], p[1], p + kPartialHeader, max, sum, acc.data(), d);
+          }
+          const int64_t head = unit.kv_head * g.group + h;
+          write_output(acc.data(), sum, out + ((batch.query_start[unit.seq] + j) * g.num_heads + head) * d, d);
+        }
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -408,17 +552,24 @@ void paged_attention_impl(const TensorView& q, const TensorView& k_cache,
   g.group = g.num_heads / g.num_kv_heads;
   if (batch.num_seqs == 0) return;
 
-  const std::vector<WorkItem> items = plan_items(batch, g, pool.num_threads());
+  g.chunk_keys = std::max<int64_t>(1, kChunkKeys / g.block_size) * g.block_size;
+  g.segment_keys = kSegmentChunks * g.chunk_keys;
+
+  const Plan plan = plan_items(batch, g, pool.num_threads());
+  // Segments no item reaches (a row's keys end before its unit's last segment) stay empty.
+  std::vector<float> partials(static_cast<size_t>(plan.partial_floats), 0.0f);
   const cpu::VecOps& ops = cpu::vec_ops();
   const float* qp = q.as<const float>();
   float* op = out.as<float>();
-  pool.parallel_for(static_cast<int64_t>(items.size()), [&](int64_t begin, int64_t end) {
+  pool.parallel_for(static_cast<int64_t>(plan.items.size()), [&](int64_t begin, int64_t end) {
     Scratch sc;
     for (int64_t i = begin; i < end; ++i) {
-      run_item(items[static_cast<size_t>(i)], qp, k_cache, v_cache, scales, batch, g, scale, op,
-               ops, sc);
+      const WorkItem& it = plan.items[static_cast<size_t>(i)];
+      run_item(it, qp, k_cache, v_cache, scales, batch, g, scale, op,
+               it.unit >= 0 ? &plan.units[static_cast<size_t>(it.unit)] : nullptr, partials.data(), ops, sc);
     }
   });
+  if (!plan.units.empty()) merge_split_units(plan, partials.data(), batch, g, op, pool);
 }
 
 }  // namespace

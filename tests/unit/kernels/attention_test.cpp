@@ -8,11 +8,13 @@
 // With a soft-cap c, each score s becomes c * tanh(s / c) before the softmax (Gemma 2).
 // Every other query row also records its softmax weights (AttentionWeightsOut, weft inspect's
 // path): they must equal the dense softmax within 1e-6, zero outside the row's keys, and recording
-// must not change any output.
+// must not change any output bit (a batch with recorded rows is never split over key segments,
+// one without may be: the same bits either way).
 #include "weft/kernels/attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <tuple>
@@ -119,6 +121,12 @@ void check_attention(const std::vector<SeqSpec>& seqs, int64_t num_heads, int64_
   batch.weights_out = &weights_out;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   paged_attention(q, k_cache, v_cache, batch, scale, out, pool);
+  Tensor unrecorded = Tensor::zeros(DType::kF32, {tokens, num_heads, d});
+  batch.weights_out = nullptr;
+  paged_attention(q, k_cache, v_cache, batch, scale, unrecorded, pool);
+  EXPECT_EQ(0, std::memcmp(out.data(), unrecorded.data(), static_cast<size_t>(out.numel()) * sizeof(float)))
+      << "recording weights changed the outputs (heads " << num_heads << "/" << num_kv_heads << ", d " << d
+      << ", bs " << bs << ", " << dtype_name(cache_dt) << ", window " << window << ")";
 
   const int64_t group = num_heads / num_kv_heads;
   int failures = 0;
@@ -201,6 +209,19 @@ TEST_P(AttentionTest, SingleLongPrefillAcrossThreadCounts) {
   }
 }
 
+// Contexts over several key segments (512 keys with blocks of 16; 500 with blocks of 5): few query
+// rows are split over threads by segments, and with a window the segments before it are skipped.
+TEST_P(AttentionTest, LongContextsSplitByKeySegments) {
+  uint32_t seed = 110;
+  for (int threads : {2, 3, 8}) {
+    ThreadPool pool(threads);
+    check_attention({{1300, 1}}, 8, 2, 64, 16, DType::kBF16, pool, seed++);
+    check_attention({{1300, 1}, {700, 2}}, 6, 3, 32, 5, DType::kF32, pool, seed++);
+    check_attention({{1100, 1}}, 4, 1, 32, 16, DType::kF16, pool, seed++, 700);
+    check_attention({{1100, 3}}, 4, 1, 32, 16, DType::kF32, pool, seed++, 100, 1.0f);
+  }
+}
+
 // Sliding windows shorter than, equal to and longer than the contexts; block-aligned and not;
 // a window of 1 (each query sees only itself).
 TEST_P(AttentionTest, SlidingWindow) {
@@ -229,7 +250,8 @@ TEST_P(AttentionTest, SoftCappedScores) {
 // A query row's output, bit for bit, does not depend on what else the kernel computes with it:
 // the last token of a 150-token prefill equals that token decoded alone, whatever the thread
 // count (a lone decode row has its heads split over work items, a prefill keeps a group
-// together, so heads go through the multi-head routines in different company).
+// together, so heads go through the multi-head routines in different company; at 1100 tokens, three
+// key segments, the lone row is split by segments and the prefill row is not).
 TEST_P(AttentionTest, DecodeRowEqualsItsPrefillRowBitForBit) {
   // A decode row reads a 16-bit cache in place; a prefill's query tiles of 16 rows widen it chunk by
   // chunk first (with 160 tokens the last row is in such a tile; with 150, in a tile of 6, read in
@@ -237,7 +259,7 @@ TEST_P(AttentionTest, DecodeRowEqualsItsPrefillRowBitForBit) {
   constexpr int64_t kHeads = 12, kD = 64, kBlock = 16;
   for (const auto& [kv_heads, cache_dtype, kLen] :
        {std::tuple<int64_t, DType, int32_t>{1, DType::kBF16, 160}, {3, DType::kBF16, 160}, {3, DType::kBF16, 150},
-        {3, DType::kF16, 160}, {3, DType::kF32, 150}}) {
+        {3, DType::kF16, 160}, {3, DType::kF32, 150}, {1, DType::kBF16, 1100}}) {
     const int64_t blocks = (kLen + kBlock - 1) / kBlock;
     std::vector<float> k = random_floats(static_cast<size_t>(blocks * kBlock * kv_heads * kD), 7);
     std::vector<float> v = random_floats(k.size(), 8);

@@ -62,8 +62,10 @@ struct AttentionBatch {
 // q: F32 [tokens, num_heads, head_dim]; out: F32 [tokens, num_heads, head_dim].
 // num_heads must be a multiple of num_kv_heads (grouped-query attention: head h reads kv head
 // h / (num_heads / num_kv_heads)). scale multiplies q.k (usually 1/sqrt(head_dim)).
-// Softmax in F32 with a running max (online softmax); threads split over (sequence, head, query
-// tile), so one long sequence still uses every thread.
+// Softmax in F32 with a running max (online softmax), restarted every key segment (4 chunks, 512 keys) and
+// folded over the segments in order; threads split over (sequence, kv head, query tile), and when
+// those are too few, over key segments (long contexts) or query heads, so one long sequence or a
+// lone decode row still uses every thread. A row's result is the same bits in any batch.
 void paged_attention(const TensorView& q, const TensorView& k_cache, const TensorView& v_cache,
                      const AttentionBatch& batch, float scale, const TensorView& out,
                      ThreadPool& pool);
