@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Builds model directories in each chat-template layout a checkpoint uses today, loads them with
 transformers 5's AutoTokenizer and writes what it renders to reference.json. The C++ tests
-(tests/unit/tokenizer/chat_template_source_test.cpp, tests/unit/launcher/cli_test.cpp) rebuild
+(tests/unit/tokenizer/chat_template_source_test.cpp, tests/unit/launcher/cli_chat_layout_test.cpp) rebuild
 the same directories from reference.json and the qwen3 fixture and compare byte for byte.
 
 A case's layout:
