@@ -241,6 +241,7 @@ BENCHMARK(BM_PagedAttentionDecode)
     ->Args({8, 1024, 2})
     ->Args({8, 1024, 0})
     ->Args({32, 512, 2})
+    ->Args({1, 65536, 2})  // one long context: its 64 MiB of K/V are past the caches
     ->UseRealTime();
 
 // One parallel_for hand-off: a job of one tiny chunk per thread, back to back, as the
