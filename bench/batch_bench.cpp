@@ -14,6 +14,7 @@
 // to be identical across schedules (greedy) so the comparison is of the same work.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -111,6 +112,19 @@ void report(const char* name, const Result& r, const Result* baseline) {
   std::printf("\n");
 }
 
+constexpr const char* kFlags[] = {"--requests", "--threads", "--static-batch", "--max-num-seqs"};
+
+// Every argument is one of kFlags followed by its value; anything else ends the run with the usage
+// (a mistyped flag would otherwise measure the defaults).
+bool arguments_known(int argc, char** argv) {
+  for (int i = 1; i < argc; i += 2) {
+    const bool known = std::any_of(std::begin(kFlags), std::end(kFlags),
+                                   [&](const char* f) { return std::strcmp(argv[i], f) == 0; });
+    if (!known || i + 1 >= argc) return false;
+  }
+  return true;
+}
+
 int arg_int(int argc, char** argv, const char* name, int fallback) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], name) == 0) return std::atoi(argv[i + 1]);
@@ -123,6 +137,10 @@ int arg_int(int argc, char** argv, const char* name, int fallback) {
 
 int main(int argc, char** argv) {
   using namespace weft;
+  if (!arguments_known(argc, argv)) {
+    std::fprintf(stderr, "usage: batch_bench [--requests 240] [--threads N] [--static-batch 16] [--max-num-seqs 64]\n");
+    return 2;
+  }
   const int n = arg_int(argc, argv, "--requests", 240);
   const int threads = arg_int(argc, argv, "--threads", 0);
   const int static_batch = arg_int(argc, argv, "--static-batch", 16);

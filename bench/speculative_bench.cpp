@@ -145,8 +145,24 @@ Result result_of(const Contender& c, int batch) {
   return r;
 }
 
+constexpr const char* kUsage =
+    "usage: speculative_bench [--batches 1,16,64] [--max-tokens 128] [--k 4] [--threads N] [--rounds R]\n"
+    "                         [--workloads text,copy,json] [--json-schema FILE] [--model M --draft-model D]\n"
+    "                         [--matmul-precision f32|bf16|int8]   (default f32)\n";
+
 int main_impl(int argc, char** argv) {
   Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  }
+  if (argc % 2 == 0) {  // every flag takes a value
+    std::fprintf(stderr, "speculative_bench: %s needs a value\n%s", argv[argc - 1], kUsage);
+    return 2;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--batches") {
