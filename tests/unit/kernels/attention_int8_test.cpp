@@ -195,6 +195,8 @@ TEST_P(AttentionInt8Test, MatchesDenseSoftmaxOverDequantizedCache) {
     worst = std::max(worst, check_int8_attention(ragged, 8, kv_heads, 64, 16, pool, seed++));
   }
   worst = std::max(worst, check_int8_attention({{9, 9}, {4, 1}}, 6, 3, 20, 5, pool, seed++));
+  // Contexts over several key segments (512 keys): decode rows split over threads by segment.
+  worst = std::max(worst, check_int8_attention({{1300, 1}, {700, 2}}, 8, 2, 64, 16, pool, seed++));
   // Quantization error: values in [-1, 1] rounded to 1/254 of the row's range, |error| <=
   // 0.004 per element; after the softmax average the output moves by about that much.
   std::printf("int8 KV attention vs unquantized: max |diff| = %.2e\n", worst);

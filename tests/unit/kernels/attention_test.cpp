@@ -209,8 +209,9 @@ TEST_P(AttentionTest, SingleLongPrefillAcrossThreadCounts) {
   }
 }
 
-// Contexts over several key segments (512 keys with blocks of 16; 500 with blocks of 5): few query
-// rows are split over threads by segments, and with a window the segments before it are skipped.
+// Contexts over several key segments (512 keys with blocks of 16, 500 with blocks of 5, 1024 with
+// blocks of 256): few query rows are split over threads by segments, and with a window the
+// segments before it are skipped.
 TEST_P(AttentionTest, LongContextsSplitByKeySegments) {
   uint32_t seed = 110;
   for (int threads : {2, 3, 8}) {
@@ -219,6 +220,7 @@ TEST_P(AttentionTest, LongContextsSplitByKeySegments) {
     check_attention({{1300, 1}, {700, 2}}, 6, 3, 32, 5, DType::kF32, pool, seed++);
     check_attention({{1100, 1}}, 4, 1, 32, 16, DType::kF16, pool, seed++, 700);
     check_attention({{1100, 3}}, 4, 1, 32, 16, DType::kF32, pool, seed++, 100, 1.0f);
+    check_attention({{2100, 1}}, 4, 2, 32, 256, DType::kBF16, pool, seed++);  // chunks of one 256-token block
   }
 }
 
