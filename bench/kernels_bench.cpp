@@ -102,7 +102,7 @@ BENCHMARK(BM_Linear)->Apply(LinearArgs);
 // bandwidth.
 constexpr DType kBenchBlockDTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                                        DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
-                                       DType::kI4G64, DType::kI4G128};
+                                       DType::kI4G64, DType::kI4G128, DType::kI4G128F};
 
 void BM_LinearBlock(benchmark::State& state) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);

@@ -212,6 +212,22 @@ void quantize_int4_group(const float* x, int group, bool symmetric, bool has_min
   pack_nibbles(q, group, b + (has_min ? 4 : 2));
 }
 
+// The I4G*F groups: I4G*'s levels, with the scale and minimum stored in F32 (not rounded). They hold
+// checkpoints' groups; quantizing into them (tests, kernels_bench) takes the asymmetric levels.
+void quantize_int4_group_f32(const float* x, int group, bool symmetric, uint8_t* b) {
+  uint8_t q[128];
+  float d, min;
+  if (symmetric) {
+    d = quantize_sym4(x, group, q);
+    min = -8.0f * d;
+  } else {
+    quantize_asym(x, group, 15, q, d, min);
+  }
+  std::memcpy(b, &d, sizeof(d));
+  std::memcpy(b + 4, &min, sizeof(min));
+  pack_nibbles(q, group, b + 8);
+}
+
 // F8B64: the block's F32 scale max |x| / 448 (e4m3's largest finite value), then each x / scale
 // as the nearest e4m3 code (float_to_fp8_e4m3). An all-zero block: scale 0, codes 0.
 void quantize_f8b64(const float* x, uint8_t* b) {
@@ -236,6 +252,9 @@ void quantize_block(DType dtype, const float* x, uint8_t* b, bool symmetric) {
     case DType::kI4G64: return quantize_int4_group(x, 64, symmetric, true, b);
     case DType::kI4G128: return quantize_int4_group(x, 128, symmetric, true, b);
     case DType::kF8B64: return quantize_f8b64(x, b);
+    case DType::kI4G32F: return quantize_int4_group_f32(x, 32, symmetric, b);
+    case DType::kI4G64F: return quantize_int4_group_f32(x, 64, symmetric, b);
+    case DType::kI4G128F: return quantize_int4_group_f32(x, 128, symmetric, b);
     default: return;
   }
 }

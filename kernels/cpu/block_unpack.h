@@ -46,6 +46,12 @@ inline float half_at(const uint8_t* p) {
   return f16_to_float(h);
 }
 
+inline float f32_at(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
 inline uint32_t u32_at(const uint8_t* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -215,6 +221,10 @@ inline void unpack_block_of(const uint8_t* b, uint8_t* u, float* a, float* c) {
   } else if constexpr (D == DType::kI4G128) {
     unpack_nibbles(b + 4, 64, u);
     fill_groups(a, c, 8, half_at(b), half_at(b + 2));
+  } else if constexpr (D == DType::kI4G32F || D == DType::kI4G64F || D == DType::kI4G128F) {
+    constexpr int kElems = D == DType::kI4G32F ? 32 : D == DType::kI4G64F ? 64 : 128;
+    unpack_nibbles(b + 8, kElems / 2, u);
+    fill_groups(a, c, kElems / 16, f32_at(b), f32_at(b + 4));
   }
 }
 
@@ -233,6 +243,9 @@ inline void with_block_dtype(DType dtype, F&& f) {
     case DType::kQ6_K: return f(std::integral_constant<DType, DType::kQ6_K>{});
     case DType::kI4G64: return f(std::integral_constant<DType, DType::kI4G64>{});
     case DType::kI4G128: return f(std::integral_constant<DType, DType::kI4G128>{});
+    case DType::kI4G32F: return f(std::integral_constant<DType, DType::kI4G32F>{});
+    case DType::kI4G64F: return f(std::integral_constant<DType, DType::kI4G64F>{});
+    case DType::kI4G128F: return f(std::integral_constant<DType, DType::kI4G128F>{});
     default: return;
   }
 }

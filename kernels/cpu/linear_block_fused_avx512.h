@@ -36,6 +36,12 @@ inline __m128 halves_pair(const uint8_t* p0, const uint8_t* p1) {
   return _mm_cvtph_ps(_mm_unpacklo_epi16(v, v));
 }
 
+// [x0, x0, x1, x1] for the F32 values at p0 and p1.
+inline __m128 floats_pair(const uint8_t* p0, const uint8_t* p1) {
+  const float x0 = f32_at(p0), x1 = f32_at(p1);
+  return _mm_setr_ps(x0, x0, x1, x1);
+}
+
 // 8 bytes as 16 floats, each twice: a K-quant sub-block's value for its 2 groups of 16.
 inline __m512 per_group(uint64_t bytes) {
   const __m128i v = _mm_cvtsi64_si128(static_cast<long long>(bytes));
@@ -74,19 +80,22 @@ class FusedRow {
   // steps (128, 256), whose per-group scales are then decoded once at the block's first step.
   static constexpr int64_t kBlockElems =
       (D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ6_K) ? 256
-      : D == DType::kI4G128                                        ? 128
-      : D == DType::kI4G64                                         ? 64
+      : (D == DType::kI4G128 || D == DType::kI4G128F)              ? 128
+      : (D == DType::kI4G64 || D == DType::kI4G64F)                ? 64
                                                                    : 32;
-  static constexpr size_t kBlockBytes = D == DType::kQ8_0    ? 34
-                                        : D == DType::kQ4_0  ? 18
-                                        : D == DType::kQ4_1  ? 20
-                                        : D == DType::kQ5_0  ? 22
-                                        : D == DType::kQ5_1  ? 24
-                                        : D == DType::kQ4_K  ? 144
-                                        : D == DType::kQ5_K  ? 176
-                                        : D == DType::kQ6_K  ? 210
-                                        : D == DType::kI4G64 ? 36
-                                                             : 68;  // kI4G128
+  static constexpr size_t kBlockBytes = D == DType::kQ8_0      ? 34
+                                        : D == DType::kQ4_0    ? 18
+                                        : D == DType::kQ4_1    ? 20
+                                        : D == DType::kQ5_0    ? 22
+                                        : D == DType::kQ5_1    ? 24
+                                        : D == DType::kQ4_K    ? 144
+                                        : D == DType::kQ5_K    ? 176
+                                        : D == DType::kQ6_K    ? 210
+                                        : D == DType::kI4G64   ? 36
+                                        : D == DType::kI4G128  ? 68
+                                        : D == DType::kI4G32F  ? 24
+                                        : D == DType::kI4G64F  ? 40
+                                                               : 72;  // kI4G128F
 
   explicit FusedRow(const uint8_t* row) : row_(row) {}
 
@@ -101,9 +110,12 @@ class FusedRow {
     if constexpr (kBlockElems == 32) {
       const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes;
       const uint8_t* b1 = b0 + kBlockBytes;
-      a4 = halves_pair(b0, b1);
+      a4 = D == DType::kI4G32F ? floats_pair(b0, b1) : halves_pair(b0, b1);
       base_c = _mm_setzero_ps();
-      if constexpr (D == DType::kQ8_0) {
+      if constexpr (D == DType::kI4G32F) {
+        w = two_blocks_of_nibbles(b0 + 8, b1 + 8);
+        base_c = floats_pair(b0 + 4, b1 + 4);
+      } else if constexpr (D == DType::kQ8_0) {
         const __m512i q = _mm512_inserti64x4(
             _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1);
@@ -152,6 +164,8 @@ class FusedRow {
       const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
       _mm512_storeu_ps(a_, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc))));
       _mm512_storeu_ps(c_, _mm512_setzero_ps());
+    } else if constexpr (D == DType::kI4G64F || D == DType::kI4G128F) {  // F32 scale and minimum
+      fill_groups(a_, c_, static_cast<int>(kBlockElems / 16), f32_at(b), f32_at(b + 4));
     } else {  // I4G64 / I4G128: one scale and minimum for the block
       static_assert(D == DType::kI4G64 || D == DType::kI4G128);
       fill_groups(a_, c_, static_cast<int>(kBlockElems / 16), half_at(b), half_at(b + 2));
@@ -184,12 +198,12 @@ class FusedRow {
       }
       const __m512i high = _mm512_slli_epi16(_mm512_and_si512(hz, _mm512_set1_epi8(3)), 4);
       return _mm512_or_si512(low_nibbles(q), high);
-    } else if constexpr (D == DType::kI4G64) {
-      return nibbles_low_then_high(b + 4);
+    } else if constexpr (D == DType::kI4G64 || D == DType::kI4G64F) {
+      return nibbles_low_then_high(b + (D == DType::kI4G64 ? 4 : 8));
     } else {
-      static_assert(D == DType::kI4G128);
+      static_assert(D == DType::kI4G128 || D == DType::kI4G128F);
       // 64 nibble bytes: elements 0..63 the low nibbles, 64..127 the high ones.
-      const __m512i q = _mm512_loadu_si512(b + 4);
+      const __m512i q = _mm512_loadu_si512(b + (D == DType::kI4G128 ? 4 : 8));
       return low_nibbles(step == 0 ? q : _mm512_srli_epi16(q, 4));
     }
   }

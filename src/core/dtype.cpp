@@ -29,6 +29,9 @@ size_t dtype_block_bytes(DType dtype) {
     case DType::kI4G128: return 68;
     case DType::kF8E4M3: return 1;
     case DType::kF8B64: return 68;
+    case DType::kI4G32F: return 24;
+    case DType::kI4G64F: return 40;
+    case DType::kI4G128F: return 72;
   }
   return 0;
 }
@@ -39,13 +42,16 @@ int64_t dtype_block_elems(DType dtype) {
     case DType::kQ4_0:
     case DType::kQ4_1:
     case DType::kQ5_0:
-    case DType::kQ5_1: return 32;
+    case DType::kQ5_1:
+    case DType::kI4G32F: return 32;
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K: return 256;
     case DType::kI4G64:
+    case DType::kI4G64F:
     case DType::kF8B64: return 64;
-    case DType::kI4G128: return 128;
+    case DType::kI4G128:
+    case DType::kI4G128F: return 128;
     default: return 1;
   }
 }
@@ -87,6 +93,9 @@ const char* dtype_name(DType dtype) {
     case DType::kI4G128: return "i4g128";
     case DType::kF8E4M3: return "f8_e4m3";
     case DType::kF8B64: return "f8b64";
+    case DType::kI4G32F: return "i4g32f";
+    case DType::kI4G64F: return "i4g64f";
+    case DType::kI4G128F: return "i4g128f";
   }
   return "?";
 }

@@ -45,6 +45,15 @@ enum class DType : uint8_t {
   // 128 x 128 block scales of FP8 checkpoints all map onto it (a 64 block, not 128, so that a
   // tensor-parallel shard of 64 input columns stays in the layout). Not a GGUF type.
   kF8B64,   // 64 elements  (68 bytes)
+  // weft's exact int4 groups, for checkpoints whose int4 groups have zero points (GPTQ, AWQ,
+  // compressed-tensors asymmetric): kI4G64's layout with F32 fields: F32 scale d, F32 minimum m,
+  // then g/2 bytes of nibbles (low nibbles elements [0, g/2), high nibbles [g/2, g)); element =
+  // d * nibble + m. A checkpoint's f16 / bf16 scale s and integer zero z give d = s and
+  // m = -s * z exactly, so every element d * q + m is s * (q - z) exactly, as the checkpoint's
+  // own dequantization computes it (kQ4_1 and kI4G* round d and m to f16). Not a GGUF type.
+  kI4G32F,   // 32 elements  (24 bytes)
+  kI4G64F,   // 64 elements  (40 bytes)
+  kI4G128F,  // 128 elements (72 bytes)
 };
 
 // Bytes per element of a plain (not block-quantized) dtype. Aborts on a block-quantized one,

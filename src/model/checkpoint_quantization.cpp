@@ -413,8 +413,12 @@ DType CheckpointQuantization::weft_dtype() const {
   // Only compressed-tensors' symmetric groups have a zero point fixed at 8 (GPTQ stores its
   // zeros even when symmetric, so they are read as minimums).
   const bool fixed_zero = symmetric && format == StoredWeightFormat::kPackedInt4Group;
-  if (group_size == 32) return fixed_zero ? DType::kQ4_0 : DType::kQ4_1;
-  return group_size == 64 ? DType::kI4G64 : DType::kI4G128;
+  // Symmetric groups (zero 8) keep f16 fields: m = -8 s is exact in f16. Groups with their own
+  // zero points take the F32-field types, where s * (q - z) is exact (an f16 minimum -s * z would
+  // be rounded).
+  if (group_size == 32) return fixed_zero ? DType::kQ4_0 : symmetric ? DType::kQ4_1 : DType::kI4G32F;
+  if (group_size == 64) return symmetric ? DType::kI4G64 : DType::kI4G64F;
+  return symmetric ? DType::kI4G128 : DType::kI4G128F;
 }
 
 DType CheckpointQuantization::held_dtype(int64_t cols) const {
@@ -474,7 +478,8 @@ std::string CheckpointQuantization::describe() const {
                            : "",
                        " -> ", dtype_name(d),
                        d == DType::kF32 ? " (dequantized at load, exact)"
-                                        : " (minimum -scale*zero rounded to f16)");
+                       : symmetric      ? " (f16 scale and minimum -8*scale, exact)"
+                                        : " (f32 scale and minimum -scale*zero, exact)");
   } else if (format == StoredWeightFormat::kInt8Channel) {
     out = "compressed-tensors int-quantized int8 channel -> i8 + f32 row scale (exact)";
     if (quantized_activations) {
@@ -484,8 +489,7 @@ std::string CheckpointQuantization::describe() const {
   } else {
     out = absl::StrCat("compressed-tensors pack-quantized int4 group ", group_size,
                        symmetric ? " symmetric" : " asymmetric", " -> ", dtype_name(weft_dtype()),
-                       symmetric ? " (scale rounded to f16)"
-                                 : " (scale and minimum -scale*zero rounded to f16)");
+                       symmetric ? " (scale rounded to f16)" : " (f32 scale and minimum -scale*zero, exact)");
   }
   if (!ignore.empty()) absl::StrAppend(&out, "; kept dense: ", absl::StrJoin(ignore, ", "));
   return out;

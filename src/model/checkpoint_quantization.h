@@ -116,8 +116,8 @@ struct CheckpointQuantization {
   // weft holds it (with the F32 row scales of the int8 path).
   int64_t shard_bytes(int64_t rows, int64_t cols, int64_t full_cols) const;
   // One line for weft info: the checkpoint's scheme and weft's layout, with what the mapping
-  // rounds ("compressed-tensors pack-quantized int4 group 128 asymmetric -> i4g128 (scale and
-  // minimum rounded to f16)").
+  // rounds or that it is exact ("compressed-tensors pack-quantized int4 group 128 asymmetric ->
+  // i4g128f (f32 scale and minimum -scale*zero, exact)").
   std::string describe() const;
 };
 

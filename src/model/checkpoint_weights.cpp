@@ -88,7 +88,8 @@ int64_t int_at(const Tensor& t, int64_t i) {
 // A [rows, cols] weight whose element (r, c) is scale(r, g) * (code(r, c) - zero(r, g)) for the
 // group g = group_of(c), in `dtype`: F32 (computed in float: exact for these integer codes and
 // f16 / bf16 scales), or a 4-bit block dtype whose blocks are the groups (group_of(c) = c / block)
-// with d = f16(scale), m = f16(-scale * zero) (Q4_0: no minimum, zero must be 8).
+// with d = scale and m = -scale * zero: in F32 for the I4G*F types (exact), else f16 (Q4_0: no
+// minimum, zero must be 8; I4G64 / I4G128: symmetric groups, m = -8 d exactly).
 template <typename Code, typename Zero, typename Scale, typename GroupOf>
 Tensor build_weight(DType dtype, int64_t rows, int64_t cols, Code code, Zero zero, Scale scale,
                     GroupOf group_of) {
@@ -106,18 +107,26 @@ Tensor build_weight(DType dtype, int64_t rows, int64_t cols, Code code, Zero zer
   const int64_t block = dtype_block_elems(dtype), half = block / 2;
   const size_t block_bytes = dtype_block_bytes(dtype);
   const bool has_minimum = dtype != DType::kQ4_0;
+  const bool f32_fields = dtype == DType::kI4G32F || dtype == DType::kI4G64F || dtype == DType::kI4G128F;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t b = 0; b < cols / block; ++b) {
       uint8_t* dst = static_cast<uint8_t*>(out.data()) + dtype_nbytes(dtype, r * cols) +
                      static_cast<size_t>(b) * block_bytes;
       const float s = scale(r, b);
-      const uint16_t d = float_to_f16(s);
-      std::memcpy(dst, &d, 2);
+      const float minimum = -s * static_cast<float>(zero(r, b));
       uint8_t* qs = dst + 2;
-      if (has_minimum) {
-        const uint16_t minimum = float_to_f16(-s * static_cast<float>(zero(r, b)));
-        std::memcpy(dst + 2, &minimum, 2);
-        qs = dst + 4;
+      if (f32_fields) {
+        std::memcpy(dst, &s, 4);
+        std::memcpy(dst + 4, &minimum, 4);
+        qs = dst + 8;
+      } else {
+        const uint16_t d = float_to_f16(s);
+        std::memcpy(dst, &d, 2);
+        if (has_minimum) {
+          const uint16_t m = float_to_f16(minimum);
+          std::memcpy(dst + 2, &m, 2);
+          qs = dst + 4;
+        }
       }
       for (int64_t i = 0; i < half; ++i) {
         qs[i] = static_cast<uint8_t>(code(r, b * block + i) | (code(r, b * block + i + half) << 4));

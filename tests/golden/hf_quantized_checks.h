@@ -17,13 +17,9 @@ namespace weft::golden {
 // steps (twice the logits': a logprob moves by its logit's error plus at most the largest error
 // through the log-sum-exp). The engine runs weft's default kernels, which meet F32 activations
 // (block dtypes dequantized to F32 inside the kernel, int8 rows times their F32 scale), so its
-// weights are the reference's exactly wherever weft holds them exactly: F32 (dequantized at load),
-// int8, symmetric int4 (scale exact in f16, minimum -8 * scale too). There only F32 summation
-// order differs: the golden tolerance 2e-3. Asymmetric int4 rounds each group's minimum
-// -scale * zero to f16 (at most 2^-11 of 16 scales per weight, measured 0.45% of a quantization
-// step; one error shared by the group's weights, so it adds up along a dot product instead of
-// averaging out): kRoundedMinimumLogitBound 0.75 on logits and logprobs, measured up to 0.44
-// (hf_quantized_checks.cpp). The greedy tokens still compare on every step.
+// weights are the reference's exactly, as weft holds every format exactly: F32 (dequantized at
+// load), int8, symmetric int4 (scale exact in f16, minimum -8 * scale too), int4 with zero points
+// (I4G*F: F32 scale and minimum). Only F32 summation order differs: the golden tolerance 2e-3.
 struct QuantizedTolerance {
   float logits;
   float logprobs;

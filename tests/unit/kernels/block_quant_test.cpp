@@ -22,7 +22,8 @@ namespace {
 
 const DType kBlockDTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                               DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
-                              DType::kI4G64, DType::kI4G128};
+                              DType::kI4G64, DType::kI4G128, DType::kI4G32F, DType::kI4G64F,
+                              DType::kI4G128F};
 
 DType dtype_named(const std::string& name) {
   for (DType d : kBlockDTypes) {
@@ -131,7 +132,7 @@ double levels_of(DType d) {
 TEST(BlockQuant, RoundTripWithinAStepOfEachBlocksRange) {
   for (DType d : kBlockDTypes) {
     for (bool symmetric : {false, true}) {
-      if (symmetric && d != DType::kI4G64 && d != DType::kI4G128) continue;
+      if (symmetric && d != DType::kI4G64 && d != DType::kI4G128 && d != DType::kI4G64F) continue;
       const int64_t block = dtype_block_elems(d), n = block * 6;
       std::vector<float> x = random_floats(static_cast<size_t>(n), 7);
       for (int64_t t = 0; t < block; ++t) x[t] = 0.0f;              // an all-zero block
