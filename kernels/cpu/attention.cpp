@@ -55,6 +55,15 @@ struct SplitUnit {
 // A (row, head, segment) partial result: running max, sum of exponentials, then head_dim sums.
 constexpr int64_t kPartialHeader = 2;
 
+// Where unit u's partial result of query row j (relative to its sequence), head h of the group and
+// segment seg is; a row's and head's segments follow one another.
+float* partial_at(float* partials, const SplitUnit& u, int64_t group, int64_t d, int64_t j, int64_t h,
+                  int64_t seg) {
+  const int64_t segments = u.end_segment - u.first_segment;
+  return partials + u.offset +
+         (((j - u.q_begin) * group + h) * segments + seg - u.first_segment) * (kPartialHeader + d);
+}
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 struct Plan {
@@ -238,11 +247,7 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
     for (int64_t r = 0; r < rows; ++r) {
       float* acc = sc.acc.data() + r * d;
       if (unit != nullptr) {
-        const int64_t j = it.q_begin + r / heads, h = it.h_begin + r % heads;
-        const int64_t segments = unit->end_segment - unit->first_segment;
-        float* p = partials + unit->offset +
-                   (((j - unit->q_begin) * g.group + h) * segments + seg - unit->first_segment) *
-                       (kPartialHeader + d);
+        float* p = partial_at(partials, *unit, g.group, d, it.q_begin + r / heads, it.h_begin + r % heads, seg);
         p[0] = sc.row_max[r];
         p[1] = sc.row_sum[r];
         std::copy(acc, acc + d, p + kPartialHeader);
@@ -265,7 +270,7 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
   std::vector<KeyRun>& runs = sc.runs;
 
   const int64_t c_begin =
-      std::max(first_key(it.q_begin) / chunk_keys, std::min(it.seg_begin, n_keys) * kSegmentChunks);
+      std::max(first_key(it.q_begin) / chunk_keys, it.seg_begin * kSegmentChunks);
   const int64_t c_end = std::min(ceil_div(n_keys, chunk_keys), std::min(it.seg_end, n_keys) * kSegmentChunks);
   for (int64_t c = c_begin; c < c_end; ++c) {
     if (c > c_begin && c % kSegmentChunks == 0) close_segment(c / kSegmentChunks - 1);
@@ -401,20 +406,18 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
 }
 
 // Folds each split unit's partial results, in segment order, into its rows' outputs.
-void merge_split_units(const Plan& plan, const float* partials, const AttentionBatch& batch,
+void merge_split_units(const Plan& plan, float* partials, const AttentionBatch& batch,
                        const Geometry& g, float* out, ThreadPool& pool) {
   const int64_t d = g.head_dim;
   pool.parallel_for(static_cast<int64_t>(plan.units.size()), [&](int64_t begin, int64_t end) {
     std::vector<float> acc(static_cast<size_t>(d));
     for (int64_t u = begin; u < end; ++u) {
       const SplitUnit& unit = plan.units[static_cast<size_t>(u)];
-      const int64_t segments = unit.end_segment - unit.first_segment;
       for (int64_t j = unit.q_begin; j < unit.q_end; ++j) {
         for (int64_t h = 0; h < g.group; ++h) {
-          const float* p = partials + unit.offset +
-                           ((j - unit.q_begin) * g.group + h) * segments * (kPartialHeader + d);
           float max = -std::numeric_limits<float>::infinity(), sum = 0.0f;
-          for (int64_t s = 0; s < segments; ++s, p += kPartialHeader + d) {
+          for (int64_t s = unit.first_segment; s < unit.end_segment; ++s) {
+            const float* p = partial_at(partials, unit, g.group, d, j, h, s);
             fold_segment(p[0], p[1], p + kPartialHeader, max, sum, acc.data(), d);
           }
           const int64_t head = unit.kv_head * g.group + h;

@@ -196,19 +196,24 @@ void quantize_q6_k(const float* x, uint8_t* b) {
   }
 }
 
-// Q4_0, Q4_1 and the I4G* groups: 4-bit levels, scale (and minimum) in front.
+// A group's 4-bit levels q, scale d and minimum m (symmetric: levels around 8, m = -8 d).
+void int4_levels(const float* x, int group, bool symmetric, uint8_t* q, float& d, float& min) {
+  if (symmetric) {
+    d = quantize_sym4(x, group, q);
+    min = -8.0f * d;
+  } else {
+    quantize_asym(x, group, 15, q, d, min);
+  }
+}
+
+// Q4_0, Q4_1 and the I4G* groups: 4-bit levels, f16 scale (and minimum) in front.
 void quantize_int4_group(const float* x, int group, bool symmetric, bool has_min, uint8_t* b) {
   uint8_t q[128];
-  if (symmetric) {
-    const float d = quantize_sym4(x, group, q);
-    store_half(b, d);
-    if (has_min) store_half(b + 2, -8.0f * f16_to_float(float_to_f16(d)));
-  } else {
-    float d, min;
-    quantize_asym(x, group, 15, q, d, min);
-    store_half(b, d);
-    store_half(b + 2, min);
-  }
+  float d, min;
+  int4_levels(x, group, symmetric, q, d, min);
+  store_half(b, d);
+  // A symmetric minimum is -8 times the stored (rounded) scale.
+  if (has_min) store_half(b + 2, symmetric ? -8.0f * f16_to_float(float_to_f16(d)) : min);
   pack_nibbles(q, group, b + (has_min ? 4 : 2));
 }
 
@@ -217,12 +222,7 @@ void quantize_int4_group(const float* x, int group, bool symmetric, bool has_min
 void quantize_int4_group_f32(const float* x, int group, bool symmetric, uint8_t* b) {
   uint8_t q[128];
   float d, min;
-  if (symmetric) {
-    d = quantize_sym4(x, group, q);
-    min = -8.0f * d;
-  } else {
-    quantize_asym(x, group, 15, q, d, min);
-  }
+  int4_levels(x, group, symmetric, q, d, min);
   std::memcpy(b, &d, sizeof(d));
   std::memcpy(b + 4, &min, sizeof(min));
   pack_nibbles(q, group, b + 8);
