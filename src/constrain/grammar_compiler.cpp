@@ -68,7 +68,8 @@ class GrammarCompiler::State {
       const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
       return std::make_shared<const CompiledGrammar>(
           std::make_unique<CompiledGrammar::Impl>(std::move(compiled)), vocabulary, spec.kind(),
-          seconds, std::move(bound));
+          seconds, std::move(bound), options.mask_cache_bytes,
+          options.mask_cache_min_fill_seconds);
     } catch (const std::exception& e) {
       return xgrammar_error(spec.parameter(), "compiling the grammar failed", e);
     }

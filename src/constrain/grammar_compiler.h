@@ -24,6 +24,13 @@ struct GrammarCompilerOptions {
   int threads = 1;
   // Bytes of compiled grammars kept (CompiledGrammar::memory_bytes); 0 disables the cache.
   size_t cache_bytes = size_t{1} << 30;
+  // Per compiled grammar: bytes of filled masks kept for its slow parser states
+  // (CompiledGrammar::mask_cache; mask_cache.h); 0 disables it. The default holds about 200 rows
+  // of a 151k-token vocabulary.
+  size_t mask_cache_bytes = size_t{4} << 20;
+  // Fills faster than this are not stored in the mask cache (MaskCache::worth_storing); tests
+  // set 0 to store every fill that has a key.
+  double mask_cache_min_fill_seconds = MaskCache::kDefaultMinFillSeconds;
 };
 
 struct GrammarCompilerStats {

@@ -1,6 +1,7 @@
 #include "constrain/grammar_matcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -14,9 +15,16 @@ class GrammarMatcher::Impl {
  public:
   explicit Impl(xgrammar::GrammarMatcher m) : matcher(std::move(m)) {}
   xgrammar::GrammarMatcher matcher;
+  std::string mask_key;  // reused by every fill
 };
 
 namespace {
+
+// Only states that leave at least this many tokens to xgrammar's byte-by-byte check are looked
+// up: the others fill in a few microseconds, about what building the key costs.
+constexpr int32_t kMaskKeyMinUncertainTokens = 128;
+// Keys longer than this (deeply nested documents) are not looked up.
+constexpr int32_t kMaxMaskKeyBytes = 16384;
 
 // A 1-D int32 DLTensor over one mask row, as xgrammar's FillNextTokenBitmask takes it.
 struct RowTensor {
@@ -98,7 +106,22 @@ absl::StatusOr<bool> GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t>
   RowTensor t(row);
   bool restricts = false;
   try {
-    restricts = impl_->matcher.FillNextTokenBitmask(&t.tensor);  // writes the whole row
+    MaskCache* cache = grammar_->mask_cache();
+    const bool keyed =
+        cache != nullptr && impl_->matcher._GetMaskStateKey(
+                                &impl_->mask_key, kMaskKeyMinUncertainTokens, kMaxMaskKeyBytes);
+    const std::optional<bool> cached =
+        keyed ? cache->lookup(impl_->mask_key, row) : std::nullopt;
+    if (cached) {
+      restricts = *cached;
+    } else {
+      const auto start = std::chrono::steady_clock::now();
+      restricts = impl_->matcher.FillNextTokenBitmask(&t.tensor);  // writes the whole row
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      if (keyed && cache->worth_storing(took.count())) {
+        cache->insert(impl_->mask_key, row, restricts);
+      }
+    }
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("grammar matcher: filling the token mask failed: ", xgrammar_message(e)));

@@ -41,7 +41,9 @@ class GrammarMatcher {
 
   // Writes the next-token mask into `row` (vocab_size bits, see token_bitmask.h). Returns false
   // when every token is allowed (the row then need not be applied). After termination the row
-  // allows only the stop tokens. Error: InvalidArgument when `row` does not have
+  // allows only the stop tokens. A state whose fill is slow is looked up in, and stored into,
+  // the grammar's mask cache (mask_cache.h), which any matcher of the grammar may share; the row
+  // is the same either way. Error: InvalidArgument when `row` does not have
   // bitmask_words(vocab_size()) words.
   absl::StatusOr<bool> fill_next_token_bitmask(std::span<uint32_t> row);
 
