@@ -98,6 +98,11 @@ inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
+// One vector's sum in reduce4's order (_mm512_reduce_add_ps adds the lanes in another order), so
+// a row reduced alone equals, bit for bit, the same row reduced in a group of four: a linear's
+// output rows and attention's keys do not depend on how many others share the call.
+inline float reduce_like4(__m512 a) { return _mm_cvtss_f32(reduce4(a, a, a, a)); }
+
 template <class Rows>
 void dot_rows_t(const float* q, const typename Rows::T* k, int64_t rows, int64_t d, int64_t k_stride,
                 float scale, float* out) {
@@ -122,7 +127,7 @@ void dot_rows_t(const float* q, const typename Rows::T* k, int64_t rows, int64_t
       const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
       a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), Rows::load(kr + i, m), a);
     }
-    out[r] = scale * _mm512_reduce_add_ps(a);
+    out[r] = scale * reduce_like4(a);
   }
 }
 

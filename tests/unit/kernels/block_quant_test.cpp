@@ -406,11 +406,8 @@ TEST_P(BlockLinearTest, LargeShapesAcrossThreadCounts) {
   }
 }
 
-// Batch invariance: every row of a product equals, bit for bit, the same row multiplied alone or
-// in any slice of the batch, whatever the tiles (1-4 rows) and column blocks it falls in. The
-// engine relies on it (preemption recompute, speculative verification); on VNNI it also holds
-// between weights decoded in registers and in a scratch row (k = 96: a half step).
-TEST_P(BlockLinearTest, RowsEqualTheRowAlone) {
+// RowsEqualTheRowAlone at the current matmul precision.
+void check_rows_equal_the_row_alone() {
   ThreadPool pool(2);
   uint32_t seed = 500;
   for (DType d : kBlockDTypes) {
@@ -439,6 +436,23 @@ TEST_P(BlockLinearTest, RowsEqualTheRowAlone) {
     }
   }
 }
+
+// Batch invariance: every row of a product equals, bit for bit, the same row multiplied alone or
+// in any slice of the batch, whatever the tiles (1-4 rows) and column blocks it falls in. The
+// engine relies on it (preemption recompute, speculative verification); on VNNI it also holds
+// between weights decoded in registers and in a scratch row (k = 96: a half step). Both
+// precisions: int8 activations, and the default exact product (dequantized rows dotted with F32
+// activations), whose lone rows were once summed across lanes in another order than rows in a
+// group of four.
+TEST_P(BlockLinearTest, RowsEqualTheRowAlone) {
+  for (const MatmulPrecision precision : {MatmulPrecision::kInt8, MatmulPrecision::kF32}) {
+    SCOPED_TRACE(precision == MatmulPrecision::kInt8 ? "int8 activations" : "f32 activations");
+    set_matmul_precision(precision);
+    check_rows_equal_the_row_alone();
+    if (HasFatalFailure()) return;
+  }
+}
+
 
 INSTANTIATE_TEST_SUITE_P(Isa, BlockLinearTest,
                          testing::Values("portable", "avx2", "avx512-novnni", "native"),

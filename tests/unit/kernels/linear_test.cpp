@@ -365,8 +365,8 @@ TEST_P(LinearTest, Fp8LargeShapesAcrossThreadCounts) {
 // On every path, a row of x gets bit-identical outputs whether it is multiplied alone (the GEMV
 // tiles) or inside a batch (the GEMM tiles, at any offset in the batch): decode and prefill of
 // the same token agree exactly, and a sequence's output does not depend on its batch neighbours.
-// Checked where a path sums every output element in one fixed order (BF16 weights on AVX2 and
-// AVX-512, the portable path); elsewhere it is recorded as not checked.
+// Checked where a path sums every output element in one fixed order (F32, F16 and BF16 weights on
+// AVX2 and AVX-512, the portable path); elsewhere it is recorded as not checked.
 TEST_P(LinearTest, BatchedRowsEqualTheRowAlone) {
   const std::string isa(cpu_kernel_isa());
   const bool fixed_order = isa == "portable" || isa == "avx2" || isa.starts_with("avx512");
@@ -374,24 +374,26 @@ TEST_P(LinearTest, BatchedRowsEqualTheRowAlone) {
   if (!fixed_order) return;
   ThreadPool pool(2);
   uint32_t seed = 1300;
-  for (int64_t k : {15, 16, 48, 67, 576}) {
-    for (int64_t n : {1, 3, 8, 21, 200}) {
-      const int64_t m = 11;
-      std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
-      std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
-      seed += 2;
-      Tensor x = make_f32(xv, {m, k});
-      Tensor w = make_stored(wv, DType::kBF16, {n, k});
-      Tensor y = Tensor::zeros(DType::kF32, {m, n});
-      linear(x, w, nullptr, y, pool);
-      for (int64_t i = 0; i < m; ++i) {
-        std::vector<float> row(xv.begin() + i * k, xv.begin() + (i + 1) * k);
-        Tensor xi = make_f32(row, {1, k});
-        Tensor yi = Tensor::zeros(DType::kF32, {1, n});
-        linear(xi, w, nullptr, yi, pool);
-        for (int64_t j = 0; j < n; ++j) {
-          ASSERT_EQ(yi.data_as<float>()[j], y.data_as<float>()[i * n + j])
-              << "k=" << k << " n=" << n << " row " << i << " column " << j;
+  for (const DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    for (int64_t k : {15, 16, 48, 67, 576}) {
+      for (int64_t n : {1, 3, 8, 21, 200}) {
+        const int64_t m = 11;
+        std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
+        std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
+        seed += 2;
+        Tensor x = make_f32(xv, {m, k});
+        Tensor w = make_stored(wv, dtype, {n, k});
+        Tensor y = Tensor::zeros(DType::kF32, {m, n});
+        linear(x, w, nullptr, y, pool);
+        for (int64_t i = 0; i < m; ++i) {
+          std::vector<float> row(xv.begin() + i * k, xv.begin() + (i + 1) * k);
+          Tensor xi = make_f32(row, {1, k});
+          Tensor yi = Tensor::zeros(DType::kF32, {1, n});
+          linear(xi, w, nullptr, yi, pool);
+          for (int64_t j = 0; j < n; ++j) {
+            ASSERT_EQ(yi.data_as<float>()[j], y.data_as<float>()[i * n + j])
+                << dtype_name(dtype) << " k=" << k << " n=" << n << " row " << i << " column " << j;
+          }
         }
       }
     }
