@@ -24,7 +24,9 @@ struct VecOps {
   void (*widen)(DType dtype, const void* src, float* dst, int64_t n);
   // dst[i] = dtype(src[i]) (round to nearest even) for dst of dtype F32, F16 or BF16.
   void (*narrow)(const float* src, DType dtype, void* dst, int64_t n);
-  // out[r] = scale * dot(q[0..d), k[r * k_stride .. + d)) for r < rows.
+  // out[r] = scale * dot(q[0..d), k[r * k_stride .. + d)) for r < rows. Each out[r] is the same,
+  // bit for bit, whatever `rows` is (the exact product of block-quantized weights relies on it
+  // for batch invariance).
   void (*dot_rows)(const float* q, const float* k, int64_t rows, int64_t d, int64_t k_stride,
                    float scale, float* out);
   // acc[0..d) += sum_r p[r] * v[r * v_stride .. + d).

@@ -87,9 +87,7 @@ inline __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-// One vector's sum in reduce4's order (reduce1 adds the lanes in another order), so a row reduced
-// alone equals, bit for bit, the same row reduced in a group of four: a linear's output rows and
-// attention's keys do not depend on how many others share the call.
+// One vector's sum in reduce4's order (reduce1 adds the lanes in another order).
 inline float reduce_like4(__m256 a) { return _mm_cvtss_f32(reduce4(a, a, a, a)); }
 
 inline float reduce1(__m256 a) {
@@ -130,7 +128,7 @@ void dot_rows(const float* q, const float* k, int64_t rows, int64_t d, int64_t k
     int64_t i = 0;
     for (; i < dv; i += kW) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(kr + i), a);
     if (i < d) a = _mm256_fmadd_ps(_mm256_maskload_ps(q + i, m), _mm256_maskload_ps(kr + i, m), a);
-    out[r] = scale * reduce_like4(a);
+    out[r] = scale * reduce_like4(a);  // as in a group of four: VecOps::dot_rows' contract
   }
 }
 

@@ -98,12 +98,13 @@ inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
   return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
 }
 
-// One vector's sum in reduce4's order (_mm512_reduce_add_ps adds the lanes in another order), so
-// a row reduced alone equals, bit for bit, the same row reduced in a group of four: a linear's
-// output rows and attention's keys do not depend on how many others share the call.
+// One vector's sum in reduce4's order (_mm512_reduce_add_ps adds the lanes in another order).
 inline float reduce_like4(__m512 a) { return _mm_cvtss_f32(reduce4(a, a, a, a)); }
 
-template <class Rows>
+// kLoneRowsLikeGroups: the last rows (fewer than four) are reduced in the order of a group of
+// four, so each out[r] is the same whatever `rows` is (VecOps::dot_rows' contract). Attention's
+// callers keep the cheaper reduction for them: a key's score there does not need it.
+template <class Rows, bool kLoneRowsLikeGroups = false>
 void dot_rows_t(const float* q, const typename Rows::T* k, int64_t rows, int64_t d, int64_t k_stride,
                 float scale, float* out) {
   int64_t r = 0;
@@ -127,13 +128,13 @@ void dot_rows_t(const float* q, const typename Rows::T* k, int64_t rows, int64_t
       const __mmask16 m = d - i >= kW ? __mmask16(0xffff) : tail_mask(d - i);
       a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), Rows::load(kr + i, m), a);
     }
-    out[r] = scale * reduce_like4(a);
+    out[r] = scale * (kLoneRowsLikeGroups ? reduce_like4(a) : _mm512_reduce_add_ps(a));
   }
 }
 
 void dot_rows(const float* q, const float* k, int64_t rows, int64_t d, int64_t k_stride,
               float scale, float* out) {
-  dot_rows_t<F32Rows>(q, k, rows, d, k_stride, scale, out);
+  dot_rows_t<F32Rows, /*kLoneRowsLikeGroups=*/true>(q, k, rows, d, k_stride, scale, out);
 }
 
 template <class Rows>
