@@ -192,17 +192,52 @@ inline void unpack_q6_k(const uint8_t* __restrict b, uint8_t* __restrict u, floa
 }
 
 // One block of D at b: its dtype_block_elems(D) values into u, its groups into a and c.
+// The 4-bit types whose block is one scale a and one offset c over packed nibbles (Q4_0, Q4_1,
+// I4G*, I4G*F): where the nibbles start in the block and how many bytes they take (unpack_nibbles'
+// `half`: the low nibbles are the first 2 * half / 2 elements, the high ones the rest); half 0
+// for every other type.
+struct NibbleLayout {
+  int values = 0;
+  int half = 0;
+};
+template <DType D>
+constexpr NibbleLayout nibble_layout() {
+  switch (D) {
+    case DType::kQ4_0: return {2, 16};
+    case DType::kQ4_1: return {4, 16};
+    case DType::kI4G64: return {4, 32};
+    case DType::kI4G128: return {4, 64};
+    case DType::kI4G32F: return {8, 16};
+    case DType::kI4G64F: return {8, 32};
+    case DType::kI4G128F: return {8, 64};
+    default: return {};
+  }
+}
+
+struct BlockScale {
+  float a = 0.0f;
+  float c = 0.0f;
+};
+// a and c of a nibble_layout type's block: F16 fields (F32 for I4G*F), Q4_0 without an offset.
+template <DType D>
+inline BlockScale nibble_block_scale(const uint8_t* b) {
+  if constexpr (D == DType::kQ4_0) return {half_at(b), 0.0f};
+  if constexpr (D == DType::kI4G32F || D == DType::kI4G64F || D == DType::kI4G128F) {
+    return {f32_at(b), f32_at(b + 4)};
+  }
+  return {half_at(b), half_at(b + 2)};
+}
+
 template <DType D>
 inline void unpack_block_of(const uint8_t* b, uint8_t* u, float* a, float* c) {
   if constexpr (D == DType::kQ8_0) {
     unpack_offset_bytes(b + 2, u);
     fill_groups(a, c, 2, half_at(b), 0.0f);
-  } else if constexpr (D == DType::kQ4_0) {
-    unpack_nibbles(b + 2, 16, u);
-    fill_groups(a, c, 2, half_at(b), 0.0f);
-  } else if constexpr (D == DType::kQ4_1) {
-    unpack_nibbles(b + 4, 16, u);
-    fill_groups(a, c, 2, half_at(b), half_at(b + 2));
+  } else if constexpr (nibble_layout<D>().half > 0) {
+    constexpr NibbleLayout L = nibble_layout<D>();
+    unpack_nibbles(b + L.values, L.half, u);
+    const BlockScale s = nibble_block_scale<D>(b);
+    fill_groups(a, c, 2 * L.half / kUnpackGroup, s.a, s.c);
   } else if constexpr (D == DType::kQ5_0) {
     unpack_5bit(b + 2, b + 6, u);
     fill_groups(a, c, 2, half_at(b), 0.0f);
@@ -215,16 +250,6 @@ inline void unpack_block_of(const uint8_t* b, uint8_t* u, float* a, float* c) {
     unpack_k4_k5(b, b + 16, b + 48, u, a, c);
   } else if constexpr (D == DType::kQ6_K) {
     unpack_q6_k(b, u, a, c);
-  } else if constexpr (D == DType::kI4G64) {
-    unpack_nibbles(b + 4, 32, u);
-    fill_groups(a, c, 4, half_at(b), half_at(b + 2));
-  } else if constexpr (D == DType::kI4G128) {
-    unpack_nibbles(b + 4, 64, u);
-    fill_groups(a, c, 8, half_at(b), half_at(b + 2));
-  } else if constexpr (D == DType::kI4G32F || D == DType::kI4G64F || D == DType::kI4G128F) {
-    constexpr int kElems = D == DType::kI4G32F ? 32 : D == DType::kI4G64F ? 64 : 128;
-    unpack_nibbles(b + 8, kElems / 2, u);
-    fill_groups(a, c, kElems / 16, f32_at(b), f32_at(b + 4));
   }
 }
 

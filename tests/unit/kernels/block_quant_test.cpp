@@ -129,6 +129,30 @@ double levels_of(DType d) {
   }
 }
 
+// Every path dequantizes every block type to the same bits as the portable loop (the GGUF types
+// are also checked against gguf above; this covers weft's own int4 groups and the AVX-512
+// in-register decoding of the nibble types).
+TEST(BlockQuant, DequantizeIsTheSameOnEveryPath) {
+  for (DType d : kBlockDTypes) {
+    const int64_t n = dtype_block_elems(d) * 5;
+    std::vector<float> x = random_floats(static_cast<size_t>(n), 23, -3.0f, 2.0f);
+    std::vector<uint8_t> q(dtype_nbytes(d, n));
+    quantize_row(d, x.data(), q.data(), n, false);
+    ASSERT_TRUE(limit_cpu_features("portable").ok());
+    std::vector<float> want(static_cast<size_t>(n));
+    dequantize_row(d, q.data(), want.data(), n);
+    for (const char* isa : {"avx2", "avx512-novnni", "native"}) {
+      ASSERT_TRUE(limit_cpu_features(isa).ok());
+      std::vector<float> got(static_cast<size_t>(n));
+      dequantize_row(d, q.data(), got.data(), n);
+      for (int64_t t = 0; t < n; ++t) {
+        ASSERT_EQ(got[t], want[t]) << dtype_name(d) << " element " << t << " (" << isa << ")";
+      }
+    }
+  }
+  ASSERT_TRUE(limit_cpu_features("native").ok());
+}
+
 TEST(BlockQuant, RoundTripWithinAStepOfEachBlocksRange) {
   for (DType d : kBlockDTypes) {
     for (bool symmetric : {false, true}) {
