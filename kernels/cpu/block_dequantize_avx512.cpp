@@ -2,8 +2,8 @@
 // CPU has AVX-512: the same decoder (block_unpack.h) and the same arithmetic per element,
 // a * float(u - zero) then + c, rounded twice (this file too is built with -ffp-contract=off), so
 // the rows are bit-identical, 16 at a time. The F32-activation path of linear_block_quantized()
-// dequantizes every weight row of every call through it, so the commonest types (Q8_0 and the
-// 4-bit nibble types) are decoded from the block's bytes straight into registers instead of
+// dequantizes every weight row of every call through it, so the commonest types (Q8_0, the 4-bit
+// nibble types, Q4_K and Q6_K) are decoded from the block's bytes straight into registers instead of
 // through unpack_block_of's buffers (SmolLM2 Q4_1 at batch 1: about 100 -> 124 tok/s on Zen 4).
 // BlockQuant.DequantizeIsTheSameOnEveryPath checks the bits against the portable loop.
 #include <immintrin.h>
@@ -61,6 +61,68 @@ void dequantize_q8_0_row(const uint8_t* b, float* dst, int64_t n) {
   }
 }
 
+// Q4_K likewise: per 64 elements, 32 bytes whose low nibbles are sub-block 2j and high nibbles
+// sub-block 2j + 1, each with its own scale and offset (k4_sub_block_scale); zero 0.
+void dequantize_q4_k_row(const uint8_t* b, float* dst, int64_t n) {
+  const size_t bytes = dtype_block_bytes(DType::kQ4_K);
+  const __m512i none = _mm512_setzero_si512();
+  const __m512i low = _mm512_set1_epi32(0x0F);
+  for (int64_t i = 0; i < n / 256; ++i, b += bytes) {
+    const uint8_t* qs = b + 16;
+    float* out = dst + i * 256;
+    for (int j = 0; j < 4; ++j) {
+      const BlockScale s0 = k4_sub_block_scale(b, 2 * j), s1 = k4_sub_block_scale(b, 2 * j + 1);
+      const __m512 a0 = _mm512_set1_ps(s0.a), c0 = _mm512_set1_ps(s0.c);
+      const __m512 a1 = _mm512_set1_ps(s1.a), c1 = _mm512_set1_ps(s1.c);
+      for (int h = 0; h < 32; h += 16) {
+        const __m512i v = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32 * j + h)));
+        _mm512_storeu_ps(out + 64 * j + h, dequantized16(_mm512_and_si512(v, low), none, a0, c0));
+        _mm512_storeu_ps(out + 64 * j + 32 + h,
+                         dequantized16(_mm512_srli_epi32(v, 4), none, a1, c1));
+      }
+    }
+  }
+}
+
+// Q6_K likewise (unpack_q6_k's layout): per 128 elements, 64 bytes of low nibbles and 32 of
+// 2-bit high parts; element group g (of 16) has scale d * sc[g], zero 32, offset 0.
+void dequantize_q6_k_row(const uint8_t* b, float* dst, int64_t n) {
+  const size_t bytes = dtype_block_bytes(DType::kQ6_K);
+  const __m512i zero = _mm512_set1_epi32(32);
+  const __m512i low = _mm512_set1_epi32(0x0F), two = _mm512_set1_epi32(3);
+  const __m512 c = _mm512_setzero_ps();
+  auto load16 = [](const uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  };
+  for (int64_t i = 0; i < n / 256; ++i, b += bytes) {
+    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+    const float d = half_at(b + 208);
+    float* out = dst + i * 256;
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* l0 = b + 64 * half;
+      const uint8_t* h0 = b + 128 + 32 * half;
+      for (int l = 0; l < 32; l += 16) {
+        const __m512i lo = load16(l0 + l), hi = load16(l0 + 32 + l), qh = load16(h0 + l);
+        const __m512i u[4] = {
+            _mm512_or_si512(_mm512_and_si512(lo, low), _mm512_slli_epi32(_mm512_and_si512(qh, two), 4)),
+            _mm512_or_si512(_mm512_and_si512(hi, low),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 2), two), 4)),
+            _mm512_or_si512(_mm512_srli_epi32(lo, 4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4), two), 4)),
+            _mm512_or_si512(_mm512_srli_epi32(hi, 4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 6), two), 4)),
+        };
+        for (int q = 0; q < 4; ++q) {
+          const int64_t e = 128 * half + 32 * q + l;  // the first of these 16 elements
+          const __m512 a = _mm512_set1_ps(d * static_cast<float>(sc[e / 16]));
+          _mm512_storeu_ps(out + e, dequantized16(u[q], zero, a, c));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n) {
@@ -71,6 +133,12 @@ void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n) 
       return;
     } else if constexpr (D == DType::kQ8_0) {
       dequantize_q8_0_row(static_cast<const uint8_t*>(src), dst, n);
+      return;
+    } else if constexpr (D == DType::kQ4_K) {
+      dequantize_q4_k_row(static_cast<const uint8_t*>(src), dst, n);
+      return;
+    } else if constexpr (D == DType::kQ6_K) {
+      dequantize_q6_k_row(static_cast<const uint8_t*>(src), dst, n);
       return;
     }
     const int64_t block = dtype_block_elems(D);

@@ -147,11 +147,21 @@ inline void k_scale_min(int j, const uint8_t* q, int& scale, int& min) {
   }
 }
 
-// Q4_K and Q5_K (qh null for Q4_K): 8 sub-blocks of 32, a = d * scale, c = -(dmin * min).
+struct BlockScale {
+  float a = 0.0f;
+  float c = 0.0f;
+};
+
+// Q4_K / Q5_K sub-block j (0..7) of the block at b: a = d * scale, c = -(dmin * min).
+inline BlockScale k4_sub_block_scale(const uint8_t* b, int j) {
+  int scale, min;
+  k_scale_min(j, b + 4, scale, min);
+  return {half_at(b) * static_cast<float>(scale), -(half_at(b + 2) * static_cast<float>(min))};
+}
+
+// Q4_K and Q5_K (qh null for Q4_K): 8 sub-blocks of 32, a and c from k4_sub_block_scale.
 inline void unpack_k4_k5(const uint8_t* b, const uint8_t* __restrict qh,
                          const uint8_t* __restrict qs, uint8_t* __restrict u, float* a, float* c) {
-  const float d = half_at(b), dmin = half_at(b + 2);
-  const uint8_t* scales = b + 4;
   for (int j = 0; j < 4; ++j) {
     uint8_t* out = u + 64 * j;
     unpack_nibbles(qs + 32 * j, 32, out);
@@ -160,10 +170,8 @@ inline void unpack_k4_k5(const uint8_t* b, const uint8_t* __restrict qh,
       add_k5_high_bits(qh, static_cast<uint8_t>(2u << (2 * j)), out + 32);
     }
     for (int s = 0; s < 2; ++s) {
-      int scale, min;
-      k_scale_min(2 * j + s, scales, scale, min);
-      fill_groups(a + 4 * j + 2 * s, c + 4 * j + 2 * s, 2, d * static_cast<float>(scale),
-                  -(dmin * static_cast<float>(min)));
+      const BlockScale sub = k4_sub_block_scale(b, 2 * j + s);
+      fill_groups(a + 4 * j + 2 * s, c + 4 * j + 2 * s, 2, sub.a, sub.c);
     }
   }
 }
@@ -191,11 +199,10 @@ inline void unpack_q6_k(const uint8_t* __restrict b, uint8_t* __restrict u, floa
   }
 }
 
-// One block of D at b: its dtype_block_elems(D) values into u, its groups into a and c.
 // The 4-bit types whose block is one scale a and one offset c over packed nibbles (Q4_0, Q4_1,
 // I4G*, I4G*F): where the nibbles start in the block and how many bytes they take (unpack_nibbles'
-// `half`: the low nibbles are the first 2 * half / 2 elements, the high ones the rest); half 0
-// for every other type.
+// `half`: the low nibbles are the block's first `half` elements, the high ones the next `half`);
+// half 0 for every other type.
 struct NibbleLayout {
   int values = 0;
   int half = 0;
@@ -214,10 +221,6 @@ constexpr NibbleLayout nibble_layout() {
   }
 }
 
-struct BlockScale {
-  float a = 0.0f;
-  float c = 0.0f;
-};
 // a and c of a nibble_layout type's block: F16 fields (F32 for I4G*F), Q4_0 without an offset.
 template <DType D>
 inline BlockScale nibble_block_scale(const uint8_t* b) {
@@ -228,6 +231,7 @@ inline BlockScale nibble_block_scale(const uint8_t* b) {
   return {half_at(b), half_at(b + 2)};
 }
 
+// One block of D at b: its dtype_block_elems(D) values into u, its groups into a and c.
 template <DType D>
 inline void unpack_block_of(const uint8_t* b, uint8_t* u, float* a, float* c) {
   if constexpr (D == DType::kQ8_0) {
