@@ -24,6 +24,15 @@ inline __m512 dequantized16(__m512i u, __m512i zero, __m512 a, __m512 c) {
   return _mm512_add_ps(_mm512_mul_ps(a, _mm512_cvtepi32_ps(_mm512_sub_epi32(u, zero))), c);
 }
 
+// The 16 bytes of nibbles at p, each low nibble into lo[0..16) and each high one into hi[0..16),
+// with their own scales and offsets.
+inline void dequantize_nibbles16(const uint8_t* p, __m512i zero, float* lo, __m512 a_lo,
+                                 __m512 c_lo, float* hi, __m512 a_hi, __m512 c_hi) {
+  const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  _mm512_storeu_ps(lo, dequantized16(_mm512_and_si512(v, _mm512_set1_epi32(0x0F)), zero, a_lo, c_lo));
+  _mm512_storeu_ps(hi, dequantized16(_mm512_srli_epi32(v, 4), zero, a_hi, c_hi));
+}
+
 // The nibble types (nibble_layout) straight from the block's bytes into registers: the same
 // values, scale and offset as unpack_block_of writes to its buffers, without the round trip.
 template <DType D>
@@ -32,16 +41,12 @@ void dequantize_nibble_row(const uint8_t* b, float* dst, int64_t n) {
   constexpr int64_t block = 2 * L.half;
   const size_t bytes = dtype_block_bytes(D);
   const __m512i zero = _mm512_set1_epi32(unpack_zero(D));
-  const __m512i low = _mm512_set1_epi32(0x0F);
   for (int64_t i = 0; i < n / block; ++i, b += bytes) {
     const BlockScale s = nibble_block_scale<D>(b);
     const __m512 a = _mm512_set1_ps(s.a), c = _mm512_set1_ps(s.c);
     float* out = dst + i * block;
     for (int j = 0; j < L.half; j += 16) {
-      const __m512i v = _mm512_cvtepu8_epi32(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + L.values + j)));
-      _mm512_storeu_ps(out + j, dequantized16(_mm512_and_si512(v, low), zero, a, c));
-      _mm512_storeu_ps(out + L.half + j, dequantized16(_mm512_srli_epi32(v, 4), zero, a, c));
+      dequantize_nibbles16(b + L.values + j, zero, out + j, a, c, out + L.half + j, a, c);
     }
   }
 }
@@ -66,7 +71,6 @@ void dequantize_q8_0_row(const uint8_t* b, float* dst, int64_t n) {
 void dequantize_q4_k_row(const uint8_t* b, float* dst, int64_t n) {
   const size_t bytes = dtype_block_bytes(DType::kQ4_K);
   const __m512i none = _mm512_setzero_si512();
-  const __m512i low = _mm512_set1_epi32(0x0F);
   for (int64_t i = 0; i < n / 256; ++i, b += bytes) {
     const uint8_t* qs = b + 16;
     float* out = dst + i * 256;
@@ -75,11 +79,8 @@ void dequantize_q4_k_row(const uint8_t* b, float* dst, int64_t n) {
       const __m512 a0 = _mm512_set1_ps(s0.a), c0 = _mm512_set1_ps(s0.c);
       const __m512 a1 = _mm512_set1_ps(s1.a), c1 = _mm512_set1_ps(s1.c);
       for (int h = 0; h < 32; h += 16) {
-        const __m512i v = _mm512_cvtepu8_epi32(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 32 * j + h)));
-        _mm512_storeu_ps(out + 64 * j + h, dequantized16(_mm512_and_si512(v, low), none, a0, c0));
-        _mm512_storeu_ps(out + 64 * j + 32 + h,
-                         dequantized16(_mm512_srli_epi32(v, 4), none, a1, c1));
+        dequantize_nibbles16(qs + 32 * j + h, none, out + 64 * j + h, a0, c0, out + 64 * j + 32 + h,
+                             a1, c1);
       }
     }
   }
