@@ -2,8 +2,8 @@
 // CPU has AVX-512: the same decoder (block_unpack.h) and the same arithmetic per element,
 // a * float(u - zero) then + c, rounded twice (this file too is built with -ffp-contract=off), so
 // the rows are bit-identical, 16 at a time. The F32-activation path of linear_block_quantized()
-// dequantizes every weight row of every call through it, so the commonest types (Q8_0, the 4-bit
-// nibble types, Q4_K and Q6_K) are decoded from the block's bytes straight into registers instead of
+// dequantizes every weight row of every call through it, so every GGUF type (Q8_0, the 4- and 5-bit
+// types, Q4_K, Q5_K and Q6_K) is decoded from the block's bytes straight into registers instead of
 // through unpack_block_of's buffers (SmolLM2 Q4_1 at batch 1: about 100 -> 124 tok/s on Zen 4).
 // BlockQuant.DequantizeIsTheSameOnEveryPath checks the bits against the portable loop.
 #include <immintrin.h>
@@ -25,12 +25,19 @@ inline __m512 dequantized16(__m512i u, __m512i zero, __m512 a, __m512 c) {
 }
 
 // The 16 bytes of nibbles at p, each low nibble into lo[0..16) and each high one into hi[0..16),
-// with their own scales and offsets.
+// with their own scales and offsets. The 5-bit types add 16 to the lanes of fifth_lo / fifth_hi
+// (their fifth bits); the 4-bit types pass no lanes.
 inline void dequantize_nibbles16(const uint8_t* p, __m512i zero, float* lo, __m512 a_lo,
-                                 __m512 c_lo, float* hi, __m512 a_hi, __m512 c_hi) {
+                                 __m512 c_lo, float* hi, __m512 a_hi, __m512 c_hi,
+                                 __mmask16 fifth_lo = 0, __mmask16 fifth_hi = 0) {
   const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  _mm512_storeu_ps(lo, dequantized16(_mm512_and_si512(v, _mm512_set1_epi32(0x0F)), zero, a_lo, c_lo));
-  _mm512_storeu_ps(hi, dequantized16(_mm512_srli_epi32(v, 4), zero, a_hi, c_hi));
+  const __m512i sixteen = _mm512_set1_epi32(16);
+  __m512i u_lo = _mm512_and_si512(v, _mm512_set1_epi32(0x0F));
+  __m512i u_hi = _mm512_srli_epi32(v, 4);
+  u_lo = _mm512_mask_or_epi32(u_lo, fifth_lo, u_lo, sixteen);
+  u_hi = _mm512_mask_or_epi32(u_hi, fifth_hi, u_hi, sixteen);
+  _mm512_storeu_ps(lo, dequantized16(u_lo, zero, a_lo, c_lo));
+  _mm512_storeu_ps(hi, dequantized16(u_hi, zero, a_hi, c_hi));
 }
 
 // The nibble types (nibble_layout) straight from the block's bytes into registers: the same
@@ -51,6 +58,24 @@ void dequantize_nibble_row(const uint8_t* b, float* dst, int64_t n) {
   }
 }
 
+// Q5_0 / Q5_1 likewise: 16 bytes of nibbles (elements 0..15 low, 16..31 high) and a 32-bit word
+// whose bit j is element j's fifth bit (unpack_5bit); Q5_0 has zero 16 and no offset, Q5_1 an F16
+// scale and offset.
+template <DType D>
+void dequantize_5bit_row(const uint8_t* b, float* dst, int64_t n) {
+  constexpr bool kOffset = D == DType::kQ5_1;
+  constexpr int kHigh = kOffset ? 4 : 2;  // where qh starts; the nibbles follow it
+  const size_t bytes = dtype_block_bytes(D);
+  const __m512i zero = _mm512_set1_epi32(unpack_zero(D));
+  for (int64_t i = 0; i < n / 32; ++i, b += bytes) {
+    const __m512 a = _mm512_set1_ps(half_at(b));
+    const __m512 c = _mm512_set1_ps(kOffset ? half_at(b + 2) : 0.0f);
+    const uint32_t qh = u32_at(b + kHigh);
+    dequantize_nibbles16(b + kHigh + 4, zero, dst + i * 32, a, c, dst + i * 32 + 16, a, c,
+                         static_cast<__mmask16>(qh), static_cast<__mmask16>(qh >> 16));
+  }
+}
+
 // Q8_0 likewise: the signed bytes themselves are u - zero (u = q ^ 0x80, zero 128); the offset c
 // is 0 and still added, as the reference does (it turns a -0 product into +0).
 void dequantize_q8_0_row(const uint8_t* b, float* dst, int64_t n) {
@@ -66,21 +91,32 @@ void dequantize_q8_0_row(const uint8_t* b, float* dst, int64_t n) {
   }
 }
 
-// Q4_K likewise: per 64 elements, 32 bytes whose low nibbles are sub-block 2j and high nibbles
-// sub-block 2j + 1, each with its own scale and offset (k4_sub_block_scale); zero 0.
-void dequantize_q4_k_row(const uint8_t* b, float* dst, int64_t n) {
-  const size_t bytes = dtype_block_bytes(DType::kQ4_K);
+// Q4_K and Q5_K likewise: per 64 elements, 32 bytes whose low nibbles are sub-block 2j and high
+// nibbles sub-block 2j + 1, each with its own scale and offset (k4_sub_block_scale); zero 0. Q5_K's
+// fifth bits: bit 2j of qh[l] for element l of sub-block 2j, bit 2j + 1 for sub-block 2j + 1.
+template <DType D>
+void dequantize_k4_k5_row(const uint8_t* b, float* dst, int64_t n) {
+  constexpr bool kFifth = D == DType::kQ5_K;
+  const size_t bytes = dtype_block_bytes(D);
   const __m512i none = _mm512_setzero_si512();
   for (int64_t i = 0; i < n / 256; ++i, b += bytes) {
-    const uint8_t* qs = b + 16;
+    const uint8_t* qh = b + 16;
+    const uint8_t* qs = b + (kFifth ? 48 : 16);
     float* out = dst + i * 256;
     for (int j = 0; j < 4; ++j) {
       const BlockScale s0 = k4_sub_block_scale(b, 2 * j), s1 = k4_sub_block_scale(b, 2 * j + 1);
       const __m512 a0 = _mm512_set1_ps(s0.a), c0 = _mm512_set1_ps(s0.c);
       const __m512 a1 = _mm512_set1_ps(s1.a), c1 = _mm512_set1_ps(s1.c);
       for (int h = 0; h < 32; h += 16) {
+        __mmask16 fifth_lo = 0, fifth_hi = 0;
+        if constexpr (kFifth) {
+          const __m512i high = _mm512_cvtepu8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(qh + h)));
+          fifth_lo = _mm512_test_epi32_mask(high, _mm512_set1_epi32(1 << (2 * j)));
+          fifth_hi = _mm512_test_epi32_mask(high, _mm512_set1_epi32(2 << (2 * j)));
+        }
         dequantize_nibbles16(qs + 32 * j + h, none, out + 64 * j + h, a0, c0, out + 64 * j + 32 + h,
-                             a1, c1);
+                             a1, c1, fifth_lo, fifth_hi);
       }
     }
   }
@@ -127,37 +163,20 @@ void dequantize_q6_k_row(const uint8_t* b, float* dst, int64_t n) {
 }  // namespace
 
 void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n) {
+  const uint8_t* b = static_cast<const uint8_t*>(src);
   with_block_dtype(dtype, [&](auto d) {
     constexpr DType D = decltype(d)::value;
     if constexpr (nibble_layout<D>().half > 0) {
-      dequantize_nibble_row<D>(static_cast<const uint8_t*>(src), dst, n);
-      return;
+      dequantize_nibble_row<D>(b, dst, n);
     } else if constexpr (D == DType::kQ8_0) {
-      dequantize_q8_0_row(static_cast<const uint8_t*>(src), dst, n);
-      return;
-    } else if constexpr (D == DType::kQ4_K) {
-      dequantize_q4_k_row(static_cast<const uint8_t*>(src), dst, n);
-      return;
-    } else if constexpr (D == DType::kQ6_K) {
-      dequantize_q6_k_row(static_cast<const uint8_t*>(src), dst, n);
-      return;
-    }
-    const int64_t block = dtype_block_elems(D);
-    const int64_t groups = block / kUnpackGroup;
-    const size_t bytes = dtype_block_bytes(D);
-    const __m512i zero = _mm512_set1_epi32(unpack_zero(D));
-    alignas(64) uint8_t u[256];
-    float a[16], c[16];
-    const uint8_t* b = static_cast<const uint8_t*>(src);
-    for (int64_t i = 0; i < n / block; ++i) {
-      unpack_block_of<D>(b + i * bytes, u, a, c);
-      float* out = dst + i * block;
-      for (int64_t g = 0; g < groups; ++g) {
-        const __m128i bytes16 = _mm_load_si128(reinterpret_cast<const __m128i*>(u + g * kUnpackGroup));
-        _mm512_storeu_ps(out + g * kUnpackGroup,
-                         dequantized16(_mm512_cvtepu8_epi32(bytes16), zero, _mm512_set1_ps(a[g]),
-                                       _mm512_set1_ps(c[g])));
-      }
+      dequantize_q8_0_row(b, dst, n);
+    } else if constexpr (D == DType::kQ5_0 || D == DType::kQ5_1) {
+      dequantize_5bit_row<D>(b, dst, n);
+    } else if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
+      dequantize_k4_k5_row<D>(b, dst, n);
+    } else {
+      static_assert(D == DType::kQ6_K, "a block type without an AVX-512 decoder");
+      dequantize_q6_k_row(b, dst, n);
     }
   });
 }

@@ -131,7 +131,7 @@ double levels_of(DType d) {
 
 // Every path dequantizes every block type to the same bits as the portable loop (the GGUF types
 // are also checked against gguf above; this covers weft's own int4 groups and the AVX-512
-// in-register decoding of the nibble types).
+// in-register decoders of every type).
 TEST(BlockQuant, DequantizeIsTheSameOnEveryPath) {
   for (DType d : kBlockDTypes) {
     const int64_t n = dtype_block_elems(d) * 5;

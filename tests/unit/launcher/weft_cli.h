@@ -44,6 +44,7 @@ inline RunResult weft(const std::string& args, const std::string& input = "") {
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   r.out = read_file(dir / "out");
   r.err = read_file(dir / "err");
+  fs::remove_all(dir);  // one per test process: left behind, they pile up in /tmp run after run
   return r;
 }
 
