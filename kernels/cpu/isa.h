@@ -32,8 +32,10 @@ struct VecOps {
   // acc[0..d) += sum_r p[r] * v[r * v_stride .. + d).
   void (*axpy_rows)(const float* p, const float* v, int64_t rows, int64_t d, int64_t v_stride,
                     float* acc);
-  // dot_rows for nq query rows against the same keys: out[h][r] as dot_rows(q[h], ..., out[h])
-  // computes it, bit for bit (the AVX-512 path loads each key once for all of them).
+  // dot_rows for nq query rows against the same keys (the AVX-512 path loads each key once for
+  // all of them): out[h][r] does not depend on nq, and for the keys in whole groups of four from
+  // the first it is dot_rows(q[h], ..., out[h])'s, bit for bit. The last keys (rows % 4) may be
+  // summed in another order (the AVX-512 path's cheaper reduction; attention does not need more).
   void (*dot_rows_multi)(const float* const* q, int nq, const float* k, int64_t rows, int64_t d,
                          int64_t k_stride, float scale, float* const* out);
   // axpy_rows for nq accumulators over the same value rows, each bit for bit as axpy_rows.
