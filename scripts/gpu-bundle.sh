@@ -30,7 +30,7 @@ while [[ "${1:-}" == --* ]]; do
 done
 OUT="${1:?usage: scripts/gpu-bundle.sh [--no-build] [--no-tar] OUT [BUILD_DIR]}"
 BUILD="${2:-build}"
-GPU_TESTS=(cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test)
+GPU_TESTS=(cuda_ops_test cuda_attention_test cuda_gemm_test cuda_gemv_quantized_test cuda_golden_test)
 # The golden models cuda_golden_test compares against (tests/gpu/cuda_golden_test.cpp).
 GOLDEN_MODELS=(llama_gqa llama3_tied mistral qwen2_bias qwen3_qknorm llama_linear_rope llama_bf16
                llama_4layers gemma2_softcap gemma3_text)

@@ -146,7 +146,7 @@ fi
 # --- The gpu tests, all at once (their CPU twins use the host's cores). ---
 export WEFT_SOURCE_DIR="${ROOT}"
 TEST_DIR="$(mktemp -d)"
-RUNS=(cuda_ops_test cuda_attention_test cuda_gemm_test cuda_golden_test)
+RUNS=(cuda_ops_test cuda_attention_test cuda_gemm_test cuda_gemv_quantized_test cuda_golden_test)
 pids=()
 for i in "${!RUNS[@]}"; do
   step "${RUNS[${i}]}" 150 bash -c 'bin/$0 --gtest_brief=1 > "$1" 2>&1' "${RUNS[${i}]}" \
