@@ -104,11 +104,11 @@ constexpr DType kBenchBlockDTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
                                        DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
                                        DType::kI4G64, DType::kI4G128, DType::kI4G128F};
 
-void BM_LinearBlock(benchmark::State& state) {
+void run_linear_block(benchmark::State& state, MatmulPrecision precision) {
   const int64_t m = state.range(0), n = state.range(1), k = state.range(2);
   const DType dt = kBenchBlockDTypes[state.range(3)];
   const int64_t copies = state.range(4);
-  set_matmul_precision(MatmulPrecision::kInt8);
+  set_matmul_precision(precision);
   Tensor x = Tensor::zeros(DType::kF32, {m, k});
   Tensor dense = Tensor::zeros(DType::kF32, {n, k});
   fill_random(x, 1);
@@ -141,7 +141,13 @@ void LinearBlockArgs(benchmark::internal::Benchmark* b) {
   }
   b->UseRealTime();
 }
+// The int8-activation kernels (MatmulPrecision::kInt8, llama.cpp's way).
+void BM_LinearBlock(benchmark::State& state) { run_linear_block(state, MatmulPrecision::kInt8); }
 BENCHMARK(BM_LinearBlock)->Apply(LinearBlockArgs);
+// The exact product, the default for block-quantized weights (each row dequantized to F32, then
+// F32 dot products): the same shapes.
+void BM_LinearBlockExact(benchmark::State& state) { run_linear_block(state, MatmulPrecision::kF32); }
+BENCHMARK(BM_LinearBlockExact)->Apply(LinearBlockArgs);
 
 // FP8 checkpoints' weights: F8B64 (e4m3 + an F32 scale per 64, linear_f8) against the same
 // weights dequantized to F32 (how FP8 checkpoints were held before) and BF16. Args: m, n, k,
