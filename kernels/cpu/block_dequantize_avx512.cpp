@@ -16,6 +16,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "cpu/avx512_reduce.h"
 #include "cpu/block_unpack.h"
 
 namespace weft::kernels::cpu {
@@ -57,158 +58,183 @@ inline __m512 looked_up(__m512i u, const Levels& l) {
   return _mm512_permutexvar_ps(u, l.first);
 }
 
-// The 16 bytes of nibbles at p, each low nibble into lo[0..16) and each high one into hi[0..16),
-// with their own levels. The 5-bit types (kFiveBits) add 16 to the lanes of fifth_lo / fifth_hi
-// (their fifth bits).
+// Codes of the nibble bytes v (int32 lanes): the low nibbles, or the high ones; the 5-bit types
+// add 16 in the lanes of `fifth` (their fifth bits).
 template <bool kFiveBits = false>
-inline void dequantize_nibbles16(const uint8_t* p, float* lo, const Levels& l_lo, float* hi,
-                                 const Levels& l_hi, __mmask16 fifth_lo = 0,
-                                 __mmask16 fifth_hi = 0) {
-  const __m512i v = bytes16(p);
-  __m512i u_lo = _mm512_and_si512(v, _mm512_set1_epi32(0x0F));
-  __m512i u_hi = _mm512_srli_epi32(v, 4);
-  if constexpr (kFiveBits) {
-    const __m512i sixteen = _mm512_set1_epi32(16);
-    u_lo = _mm512_mask_or_epi32(u_lo, fifth_lo, u_lo, sixteen);
-    u_hi = _mm512_mask_or_epi32(u_hi, fifth_hi, u_hi, sixteen);
-  }
-  _mm512_storeu_ps(lo, looked_up<kFiveBits>(u_lo, l_lo));
-  _mm512_storeu_ps(hi, looked_up<kFiveBits>(u_hi, l_hi));
+inline __m512i nibble_codes(__m512i v, bool high, __mmask16 fifth = 0) {
+  __m512i u = high ? _mm512_srli_epi32(v, 4) : _mm512_and_si512(v, _mm512_set1_epi32(0x0F));
+  if constexpr (kFiveBits) u = _mm512_mask_or_epi32(u, fifth, u, _mm512_set1_epi32(16));
+  return u;
 }
 
-// The nibble types (nibble_layout) straight from the block's bytes into registers: the same
-// values, scale and offset as unpack_block_of writes to its buffers, without the round trip.
+// StepDecoder<D>::step(row, s, sink) decodes step s of a row of D (kElems elements: a block, or
+// a part of a 256-element K-quant block) and calls sink(e, v) for its 16-element chunks in
+// element order, e the chunk's first element in the row and v its 16 values.
+template <DType D, class = void>
+struct StepDecoder;
+
+// The nibble types (nibble_layout): one block per step, its low nibbles first (elements
+// 0..half-1), then its high ones, one scale and offset for the block.
 template <DType D>
-void dequantize_nibble_row(const uint8_t* b, float* dst, int64_t n) {
-  constexpr NibbleLayout L = nibble_layout<D>();
-  constexpr int64_t block = 2 * L.half;
-  const size_t bytes = dtype_block_bytes(D);
-  const __m512i zero = _mm512_set1_epi32(unpack_zero(D));
-  for (int64_t i = 0; i < n / block; ++i, b += bytes) {
-    const BlockScale s = nibble_block_scale<D>(b);
-    const Levels l = levels<false>(zero, s.a, s.c);
-    float* out = dst + i * block;
-    for (int j = 0; j < L.half; j += 16) {
-      dequantize_nibbles16(b + L.values + j, out + j, l, out + L.half + j, l);
+struct StepDecoder<D, std::enable_if_t<(nibble_layout<D>().half > 0)>> {
+  static constexpr NibbleLayout L = nibble_layout<D>();
+  static constexpr int64_t kElems = 2 * L.half;
+  template <class Sink>
+  [[gnu::always_inline]] static inline void step(const uint8_t* row, int64_t s, Sink&& sink) {
+    const uint8_t* b = row + s * static_cast<int64_t>(dtype_block_bytes(D));
+    const BlockScale scale = nibble_block_scale<D>(b);
+    const Levels l = levels<false>(_mm512_set1_epi32(unpack_zero(D)), scale.a, scale.c);
+    __m512i v[L.half / 16];
+    for (int j = 0; j < L.half / 16; ++j) v[j] = bytes16(b + L.values + 16 * j);
+    for (int high = 0; high < 2; ++high) {
+      for (int j = 0; j < L.half / 16; ++j) {
+        sink(s * kElems + high * L.half + 16 * j, looked_up<false>(nibble_codes(v[j], high), l));
+      }
     }
   }
-}
+};
 
-// Q5_0 / Q5_1 likewise: 16 bytes of nibbles (elements 0..15 low, 16..31 high) and a 32-bit word
-// whose bit j is element j's fifth bit (unpack_5bit); Q5_0 has zero 16 and no offset, Q5_1 an F16
-// scale and offset.
+// Q5_0 / Q5_1: one block per step, 16 bytes of nibbles (elements 0..15 low, 16..31 high) and a
+// 32-bit word whose bit j is element j's fifth bit (unpack_5bit); Q5_0 has zero 16 and no
+// offset, Q5_1 an F16 scale and offset.
 template <DType D>
-void dequantize_5bit_row(const uint8_t* b, float* dst, int64_t n) {
-  constexpr bool kOffset = D == DType::kQ5_1;
-  constexpr int kHigh = kOffset ? 4 : 2;  // where qh starts; the nibbles follow it
-  const size_t bytes = dtype_block_bytes(D);
-  const __m512i zero = _mm512_set1_epi32(unpack_zero(D));
-  for (int64_t i = 0; i < n / 32; ++i, b += bytes) {
-    const Levels l = levels<true>(zero, half_at(b), kOffset ? half_at(b + 2) : 0.0f);
+struct StepDecoder<D, std::enable_if_t<D == DType::kQ5_0 || D == DType::kQ5_1>> {
+  static constexpr int64_t kElems = 32;
+  template <class Sink>
+  [[gnu::always_inline]] static inline void step(const uint8_t* row, int64_t s, Sink&& sink) {
+    constexpr bool kOffset = D == DType::kQ5_1;
+    constexpr int kHigh = kOffset ? 4 : 2;  // where qh starts; the nibbles follow it
+    const uint8_t* b = row + s * static_cast<int64_t>(dtype_block_bytes(D));
+    const Levels l = levels<true>(_mm512_set1_epi32(unpack_zero(D)), half_at(b),
+                                  kOffset ? half_at(b + 2) : 0.0f);
     const uint32_t qh = u32_at(b + kHigh);
-    dequantize_nibbles16<true>(b + kHigh + 4, dst + i * 32, l, dst + i * 32 + 16, l,
-                               static_cast<__mmask16>(qh), static_cast<__mmask16>(qh >> 16));
+    const __m512i v = bytes16(b + kHigh + 4);
+    sink(s * 32, looked_up<true>(nibble_codes<true>(v, false, static_cast<__mmask16>(qh)), l));
+    sink(s * 32 + 16, looked_up<true>(nibble_codes<true>(v, true, static_cast<__mmask16>(qh >> 16)), l));
   }
-}
+};
 
-// Q8_0 likewise: the signed bytes themselves are u - zero (u = q ^ 0x80, zero 128); the offset c
-// is 0 and still added, as the reference does (it turns a -0 product into +0).
-void dequantize_q8_0_row(const uint8_t* b, float* dst, int64_t n) {
-  const size_t bytes = dtype_block_bytes(DType::kQ8_0);
-  const __m512i none = _mm512_setzero_si512();
-  const __m512 c = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n / 32; ++i, b += bytes) {
+// Q8_0: the signed bytes themselves are u - zero (u = q ^ 0x80, zero 128); the offset c is 0 and
+// still added, as the reference does (it turns a -0 product into +0).
+template <DType D>
+struct StepDecoder<D, std::enable_if_t<D == DType::kQ8_0>> {
+  static constexpr int64_t kElems = 32;
+  template <class Sink>
+  [[gnu::always_inline]] static inline void step(const uint8_t* row, int64_t s, Sink&& sink) {
+    const uint8_t* b = row + s * static_cast<int64_t>(dtype_block_bytes(D));
     const __m512 a = _mm512_set1_ps(half_at(b));
+    const __m512i none = _mm512_setzero_si512();
     for (int j = 0; j < 32; j += 16) {
       const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 + j)));
-      _mm512_storeu_ps(dst + i * 32 + j, dequantized16(q, none, a, c));
+      sink(s * 32 + j, dequantized16(q, none, a, _mm512_setzero_ps()));
     }
   }
-}
+};
 
-// Q4_K and Q5_K likewise: per 64 elements, 32 bytes whose low nibbles are sub-block 2j and high
-// nibbles sub-block 2j + 1, each with its own scale and offset (k4_sub_block_scale); zero 0. Q5_K's
-// fifth bits: bit 2j of qh[l] for element l of sub-block 2j, bit 2j + 1 for sub-block 2j + 1.
+// Q4_K and Q5_K: 64 elements per step (step s is part s % 4 of block s / 4): 32 bytes whose low
+// nibbles are sub-block 2j and high nibbles sub-block 2j + 1 (j = s % 4), each with its own
+// scale and offset (k4_sub_block_scale); zero 0. Q5_K's fifth bits: bit 2j of qh[l] for element
+// l of sub-block 2j, bit 2j + 1 for sub-block 2j + 1.
 template <DType D>
-void dequantize_k4_k5_row(const uint8_t* b, float* dst, int64_t n) {
-  constexpr bool kFifth = D == DType::kQ5_K;
-  const size_t bytes = dtype_block_bytes(D);
-  const __m512i none = _mm512_setzero_si512();
-  for (int64_t i = 0; i < n / 256; ++i, b += bytes) {
-    const uint8_t* qh = b + 16;
-    const uint8_t* qs = b + (kFifth ? 48 : 16);
-    float* out = dst + i * 256;
-    for (int j = 0; j < 4; ++j) {
-      const BlockScale s0 = k4_sub_block_scale(b, 2 * j), s1 = k4_sub_block_scale(b, 2 * j + 1);
-      const Levels l0 = levels<kFifth>(none, s0.a, s0.c), l1 = levels<kFifth>(none, s1.a, s1.c);
-      for (int h = 0; h < 32; h += 16) {
-        __mmask16 fifth_lo = 0, fifth_hi = 0;
-        if constexpr (kFifth) {
-          const __m512i high = bytes16(qh + h);
-          fifth_lo = _mm512_test_epi32_mask(high, _mm512_set1_epi32(1 << (2 * j)));
-          fifth_hi = _mm512_test_epi32_mask(high, _mm512_set1_epi32(2 << (2 * j)));
-        }
-        dequantize_nibbles16<kFifth>(qs + 32 * j + h, out + 64 * j + h, l0, out + 64 * j + 32 + h,
-                                     l1, fifth_lo, fifth_hi);
+struct StepDecoder<D, std::enable_if_t<D == DType::kQ4_K || D == DType::kQ5_K>> {
+  static constexpr int64_t kElems = 64;
+  template <class Sink>
+  [[gnu::always_inline]] static inline void step(const uint8_t* row, int64_t s, Sink&& sink) {
+    constexpr bool kFifth = D == DType::kQ5_K;
+    const uint8_t* b = row + (s / 4) * static_cast<int64_t>(dtype_block_bytes(D));
+    const int j = static_cast<int>(s % 4);
+    const uint8_t* qs = b + (kFifth ? 48 : 16) + 32 * j;
+    const __m512i none = _mm512_setzero_si512();
+    const __m512i v[2] = {bytes16(qs), bytes16(qs + 16)};
+    __mmask16 fifth[2][2] = {};  // [sub-block][h]
+    if constexpr (kFifth) {
+      for (int h = 0; h < 2; ++h) {
+        const __m512i bits = bytes16(b + 16 + 16 * h);
+        fifth[0][h] = _mm512_test_epi32_mask(bits, _mm512_set1_epi32(1 << (2 * j)));
+        fifth[1][h] = _mm512_test_epi32_mask(bits, _mm512_set1_epi32(2 << (2 * j)));
+      }
+    }
+    for (int sub = 0; sub < 2; ++sub) {
+      const BlockScale scale = k4_sub_block_scale(b, 2 * j + sub);
+      const Levels l = levels<kFifth>(none, scale.a, scale.c);
+      for (int h = 0; h < 2; ++h) {
+        sink(s * 64 + 32 * sub + 16 * h,
+             looked_up<kFifth>(nibble_codes<kFifth>(v[h], sub == 1, fifth[sub][h]), l));
       }
     }
   }
-}
+};
 
-// Q6_K likewise (unpack_q6_k's layout): per 128 elements, 64 bytes of low nibbles and 32 of
-// 2-bit high parts; element group g (of 16) has scale d * sc[g], zero 32, offset 0.
-void dequantize_q6_k_row(const uint8_t* b, float* dst, int64_t n) {
-  const size_t bytes = dtype_block_bytes(DType::kQ6_K);
-  const __m512i zero = _mm512_set1_epi32(32);
-  const __m512i low = _mm512_set1_epi32(0x0F), two = _mm512_set1_epi32(3);
-  const __m512 c = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n / 256; ++i, b += bytes) {
+// Q6_K (unpack_q6_k's layout): 128 elements per step (step s is half n = s % 2 of block s / 2):
+// 64 ql bytes and 32 qh bytes; quarter q of the half takes the low nibbles (q < 2) or high ones
+// of ql[32 (q % 2) ..], with bits 2q, 2q + 1 of qh above them; each 16 elements with scale
+// d * sc[group], zero 32, offset 0.
+template <DType D>
+struct StepDecoder<D, std::enable_if_t<D == DType::kQ6_K>> {
+  static constexpr int64_t kElems = 128;
+  template <class Sink>
+  [[gnu::always_inline]] static inline void step(const uint8_t* row, int64_t s, Sink&& sink) {
+    const uint8_t* b = row + (s / 2) * static_cast<int64_t>(dtype_block_bytes(D));
+    const int n = static_cast<int>(s % 2);
     const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
     const float d = half_at(b + 208);
-    float* out = dst + i * 256;
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* l0 = b + 64 * half;
-      const uint8_t* h0 = b + 128 + 32 * half;
-      for (int l = 0; l < 32; l += 16) {
-        const __m512i lo = bytes16(l0 + l), hi = bytes16(l0 + 32 + l), qh = bytes16(h0 + l);
-        const __m512i u[4] = {
-            _mm512_or_si512(_mm512_and_si512(lo, low), _mm512_slli_epi32(_mm512_and_si512(qh, two), 4)),
-            _mm512_or_si512(_mm512_and_si512(hi, low),
-                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 2), two), 4)),
-            _mm512_or_si512(_mm512_srli_epi32(lo, 4),
-                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4), two), 4)),
-            _mm512_or_si512(_mm512_srli_epi32(hi, 4),
-                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 6), two), 4)),
-        };
-        for (int q = 0; q < 4; ++q) {
-          const int64_t e = 128 * half + 32 * q + l;  // the first of these 16 elements
-          const __m512 a = _mm512_set1_ps(d * static_cast<float>(sc[e / 16]));
-          _mm512_storeu_ps(out + e, dequantized16(u[q], zero, a, c));
-        }
+    const __m512i zero = _mm512_set1_epi32(32), two = _mm512_set1_epi32(3);
+    __m512i ql[2][2], qh[2];  // [q % 2][l / 16], [l / 16]
+    for (int h = 0; h < 2; ++h) {
+      ql[0][h] = bytes16(b + 64 * n + 16 * h);
+      ql[1][h] = bytes16(b + 64 * n + 32 + 16 * h);
+      qh[h] = bytes16(b + 128 + 32 * n + 16 * h);
+    }
+    for (int q = 0; q < 4; ++q) {
+      for (int h = 0; h < 2; ++h) {
+        const __m512i low = ql[q % 2][h];
+        const __m512i nibble = q < 2 ? _mm512_and_si512(low, _mm512_set1_epi32(0x0F)) : _mm512_srli_epi32(low, 4);
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi32(qh[h], 2 * q), two);
+        const int group = 8 * n + 2 * q + h;  // (128 n + 32 q + 16 h) / 16
+        const __m512 a = _mm512_set1_ps(d * static_cast<float>(sc[group]));
+        sink(s * 128 + 32 * q + 16 * h, dequantized16(_mm512_or_si512(nibble, _mm512_slli_epi32(high, 4)),
+                                                      zero, a, _mm512_setzero_ps()));
       }
     }
   }
-}
+};
 
 }  // namespace
 
 void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n) {
-  const uint8_t* b = static_cast<const uint8_t*>(src);
+  const uint8_t* row = static_cast<const uint8_t*>(src);
   with_block_dtype(dtype, [&](auto d) {
-    constexpr DType D = decltype(d)::value;
-    if constexpr (nibble_layout<D>().half > 0) {
-      dequantize_nibble_row<D>(b, dst, n);
-    } else if constexpr (D == DType::kQ8_0) {
-      dequantize_q8_0_row(b, dst, n);
-    } else if constexpr (D == DType::kQ5_0 || D == DType::kQ5_1) {
-      dequantize_5bit_row<D>(b, dst, n);
-    } else if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
-      dequantize_k4_k5_row<D>(b, dst, n);
-    } else {
-      static_assert(D == DType::kQ6_K, "a block type without an AVX-512 decoder");
-      dequantize_q6_k_row(b, dst, n);
+    using Decoder = StepDecoder<decltype(d)::value>;
+    for (int64_t s = 0; s < n / Decoder::kElems; ++s) {
+      Decoder::step(row, s, [&](int64_t e, __m512 v) __attribute__((always_inline)) {
+        _mm512_storeu_ps(dst + e, v);
+      });
     }
   });
+}
+
+void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const float* x, int64_t n,
+                             float* out) {
+  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+  with_block_dtype(dtype, [&](auto d) {
+    constexpr DType D = decltype(d)::value;
+    using Decoder = StepDecoder<D>;
+    // Each row fetches its bytes kWeightPrefetchBytes ahead as it goes, a line or two per step.
+    const int64_t kStepBytes =
+        Decoder::kElems * static_cast<int64_t>(dtype_block_bytes(D)) / dtype_block_elems(D);
+    for (int64_t s = 0; s < n / Decoder::kElems; ++s) {
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        const char* ahead = reinterpret_cast<const char*>(rows[r]) + s * kStepBytes + kWeightPrefetchBytes;
+        _mm_prefetch(ahead, _MM_HINT_T0);
+        if (kStepBytes > 64) _mm_prefetch(ahead + 64, _MM_HINT_T0);
+        Decoder::step(rows[r], s, [&](int64_t e, __m512 v) __attribute__((always_inline)) {
+          acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + e), v, acc[r]);
+        });
+      }
+    }
+  });
+  _mm_storeu_ps(out, reduce4(acc[0], acc[1], acc[2], acc[3]));
 }
 
 }  // namespace weft::kernels::cpu

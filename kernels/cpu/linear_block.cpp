@@ -45,7 +45,9 @@ namespace {
 // each vector once for several sums, and equals dot_rows on whole groups of four keys) for a
 // whole group, dot_rows for the last rows of a tile. At batch 1 that runs four independent sums
 // instead of one latency-bound chain; at batch 16 a 4 x 4 register tile needs half a load per
-// multiply-add instead of one and a quarter.
+// multiply-add instead of one and a quarter. On AVX-512 a tile of one activation row (decode)
+// skips the F32 rows: dot4_dequantized_avx512 multiplies the four weight rows as it decodes them,
+// with dot_rows' operations (storing and reloading the rows had bounded the loop).
 void linear_block_dequantized(const TensorView& x, const TensorView& w, const float* bias,
                               const TensorView& y, ThreadPool& pool) {
   constexpr int64_t kWeightRows = 4;  // dot_rows_multi's group of keys
@@ -65,6 +67,7 @@ void linear_block_dequantized(const TensorView& x, const TensorView& w, const fl
     for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(ahead + b);
     dequantize_row(w.dtype, wb + static_cast<size_t>(j) * row_bytes, out, k);
   };
+  [[maybe_unused]] const bool decode_in_registers = cpu::current_isa() == cpu::Isa::kAvx512;
   cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(row_bytes), pool,
                         [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t rows_x = i1 - i0;
@@ -78,6 +81,21 @@ void linear_block_dequantized(const TensorView& x, const TensorView& w, const fl
     }
     for (int64_t j = j0; j < j1; j += kWeightRows) {
       const int64_t count = std::min(kWeightRows, j1 - j);
+#if defined(__x86_64__)
+      if (rows_x == 1 && decode_in_registers) {
+        // The last rows of a tile repeat its last row: the sums are computed per row.
+        const uint8_t* four[kWeightRows];
+        for (int64_t c = 0; c < kWeightRows; ++c) {
+          four[c] = wb + static_cast<size_t>(j + std::min(c, count - 1)) * row_bytes;
+        }
+        float sums[kWeightRows];
+        cpu::dot4_dequantized_avx512(w.dtype, four, xs[0], k, sums);
+        for (int64_t c = 0; c < count; ++c) {
+          yf[i0 * n + j + c] = sums[c] + (bias != nullptr ? bias[j + c] : 0.0f);
+        }
+        continue;
+      }
+#endif
       for (int64_t c = 0; c < count; ++c) dequantize(j + c, rows.data() + c * k);
       if (count == kWeightRows) {
         ops.dot_rows_multi(xs.data(), static_cast<int>(rows_x), rows.data(), count, k, k, 1.0f,

@@ -35,6 +35,12 @@ struct BlockLinearProblem {
 // dequantize_row (block_quant.h) for the block-quantized dtypes on AVX-512: bit-identical to the
 // reference loop (block_dequantize_avx512.cpp).
 void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n);
+// out[c] = the dot product of x[0..n) with the four block-quantized rows rows[c] dequantized,
+// bit-identical to VecOps::dot_rows(x, those rows dequantized by dequantize_row, 4, n, n, 1.0f,
+// out) on AVX-512: the same products, summed lane by lane in element order, then reduce4. The
+// rows are decoded in registers and never stored.
+void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const float* x, int64_t n,
+                             float* out);
 
 void linear_block_q_portable(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                              int64_t j1);
