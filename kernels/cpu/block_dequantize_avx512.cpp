@@ -1,11 +1,15 @@
 // AVX-512 twin of the reference dequantization (block_dequantize.cpp), which calls it where the
 // CPU has AVX-512: the same decoder (block_unpack.h) and the same arithmetic per element,
 // a * float(u - zero) then + c, rounded twice (this file too is built with -ffp-contract=off), so
-// the rows are bit-identical, 16 at a time. The F32-activation path of linear_block_quantized()
-// dequantizes every weight row of every call through it, so every GGUF type (Q8_0, the 4- and 5-bit
-// types, Q4_K, Q5_K and Q6_K) is decoded from the block's bytes straight into registers instead of
-// through unpack_block_of's buffers (SmolLM2 Q4_1 at batch 1: about 100 -> 124 tok/s on Zen 4).
-// BlockQuant.DequantizeIsTheSameOnEveryPath checks the bits against the portable loop.
+// the rows are bit-identical. Every block type is decoded from its bytes straight into registers
+// (not through unpack_block_of's buffers), 16 values at a time and in element order, by its
+// StepDecoder<D>; BlockQuant.DequantizeIsTheSameOnEveryPath checks the bits against the portable
+// loop.
+//
+// Two consumers of those registers: dequantize_row_avx512 stores them (dequantize_row, and the
+// exact product's tiles of several activation rows), dot4_dequantized_avx512 multiplies them
+// into four dot products with one activation row without storing them (the exact product's
+// decode tiles, where storing and reloading the rows bounded the loop on Zen 4).
 #include <immintrin.h>
 
 #include "cpu/linear_block.h"
