@@ -67,11 +67,16 @@ void linear_block_dequantized(const TensorView& x, const TensorView& w, const fl
     for (size_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(ahead + b);
     dequantize_row(w.dtype, wb + static_cast<size_t>(j) * row_bytes, out, k);
   };
-  [[maybe_unused]] const bool decode_in_registers = cpu::current_isa() == cpu::Isa::kAvx512;
+#if defined(__x86_64__)
+  const bool decode_in_registers = cpu::current_isa() == cpu::Isa::kAvx512;
+#else
+  constexpr bool decode_in_registers = false;
+#endif
   cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(row_bytes), pool,
                         [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t rows_x = i1 - i0;
-    std::vector<float> rows(static_cast<size_t>(kWeightRows * k));
+    // The dequantized weight rows (not needed where a decode row takes them in registers).
+    std::vector<float> rows(rows_x == 1 && decode_in_registers ? 0 : static_cast<size_t>(kWeightRows * k));
     std::vector<float> dots(static_cast<size_t>(rows_x * kWeightRows));
     std::vector<const float*> xs(static_cast<size_t>(rows_x));
     std::vector<float*> outs(static_cast<size_t>(rows_x));
@@ -81,27 +86,23 @@ void linear_block_dequantized(const TensorView& x, const TensorView& w, const fl
     }
     for (int64_t j = j0; j < j1; j += kWeightRows) {
       const int64_t count = std::min(kWeightRows, j1 - j);
-#if defined(__x86_64__)
       if (rows_x == 1 && decode_in_registers) {
+#if defined(__x86_64__)
         // The last rows of a tile repeat its last row: the sums are computed per row.
         const uint8_t* four[kWeightRows];
         for (int64_t c = 0; c < kWeightRows; ++c) {
           four[c] = wb + static_cast<size_t>(j + std::min(c, count - 1)) * row_bytes;
         }
-        float sums[kWeightRows];
-        cpu::dot4_dequantized_avx512(w.dtype, four, xs[0], k, sums);
-        for (int64_t c = 0; c < count; ++c) {
-          yf[i0 * n + j + c] = sums[c] + (bias != nullptr ? bias[j + c] : 0.0f);
-        }
-        continue;
-      }
+        cpu::dot4_dequantized_avx512(w.dtype, four, xs[0], k, outs[0]);
 #endif
-      for (int64_t c = 0; c < count; ++c) dequantize(j + c, rows.data() + c * k);
-      if (count == kWeightRows) {
-        ops.dot_rows_multi(xs.data(), static_cast<int>(rows_x), rows.data(), count, k, k, 1.0f,
-                           outs.data());
       } else {
-        for (int64_t i = 0; i < rows_x; ++i) ops.dot_rows(xs[i], rows.data(), count, k, k, 1.0f, outs[i]);
+        for (int64_t c = 0; c < count; ++c) dequantize(j + c, rows.data() + c * k);
+        if (count == kWeightRows) {
+          ops.dot_rows_multi(xs.data(), static_cast<int>(rows_x), rows.data(), count, k, k, 1.0f,
+                             outs.data());
+        } else {
+          for (int64_t i = 0; i < rows_x; ++i) ops.dot_rows(xs[i], rows.data(), count, k, k, 1.0f, outs[i]);
+        }
       }
       for (int64_t i = 0; i < rows_x; ++i) {
         for (int64_t c = 0; c < count; ++c) {
