@@ -47,7 +47,14 @@ struct Avx2Kernel {
     __m256 acc[NR];
     for (int c = 0; c < NR; ++c) acc[c] = _mm256_setzero_ps();
     const float* xr = p.x + i * p.k;
+    // As on AVX-512: each row fetches the same block of the row NR further on.
+    const int64_t ahead = NR * (p.k / kF8Block) * kF8BlockBytes;
     for (int64_t b = 0; b < p.k / kF8Block; ++b) {
+      for (int c = 0; c < NR; ++c) {
+        const char* next = reinterpret_cast<const char*>(rows[c] + b * kF8BlockBytes) + ahead;
+        _mm_prefetch(next, _MM_HINT_T0);
+        _mm_prefetch(next + kF8BlockBytes - 1, _MM_HINT_T0);
+      }
       for (int64_t t = 0; t < kF8Block; t += 16) {
         const __m256 x0 = _mm256_loadu_ps(xr + b * kF8Block + t);
         const __m256 x1 = _mm256_loadu_ps(xr + b * kF8Block + t + 8);

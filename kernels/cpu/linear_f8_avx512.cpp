@@ -46,12 +46,17 @@ struct Avx512Kernel {
     __m512 acc[NR];
     for (int c = 0; c < NR; ++c) acc[c] = _mm512_setzero_ps();
     const float* xr = p.x + i * p.k;
+    // The rows are adjacent and read once: each fetches the same block of the row NR further on
+    // (the next tile's), both lines a 68-byte block may touch.
+    const int64_t ahead = NR * (p.k / kF8Block) * kF8BlockBytes;
     for (int64_t b = 0; b < p.k / kF8Block; ++b) {
       __m512 x[4];
       for (int q = 0; q < 4; ++q) x[q] = _mm512_loadu_ps(xr + b * kF8Block + 16 * q);
 #pragma GCC unroll 4
       for (int c = 0; c < NR; ++c) {
         const uint8_t* block = rows[c] + b * kF8BlockBytes;
+        _mm_prefetch(reinterpret_cast<const char*>(block) + ahead, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(block) + ahead + kF8BlockBytes - 1, _MM_HINT_T0);
         const __m512 scale = _mm512_set1_ps(f8_block_scale(block) * 256.0f);
         __m512 v[4];
         decode32(block + 4, v[0], v[1]);
