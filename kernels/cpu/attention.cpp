@@ -198,6 +198,30 @@ void fold_segment(float m, float l, const float* acc, float& folded_max, float& 
   for (int64_t i = 0; i < d; ++i) folded_acc[i] = folded_acc[i] * a + acc[i] * b;
 }
 
+// Asks for kv head `kv_head`'s K and V rows of keys [t0, t1) to be brought into L2. A decode
+// row's keys are scattered over the cache a block at a time (16 rows of d values, kv_stride
+// apart), which the hardware prefetchers do not follow: fetched one chunk ahead, a long context
+// is read at several times the rate (kernels_bench BM_PagedAttentionDecode, context 65536).
+void prefetch_keys(const int32_t* table, int64_t t0, int64_t t1, int64_t bs, int64_t num_kv_heads,
+                   int64_t kv_head, int64_t d, const TensorView& k_cache, const TensorView& v_cache) {
+  const size_t esize = dtype_size(k_cache.dtype);
+  const size_t row_bytes = static_cast<size_t>(d) * esize;
+  const char* kc = static_cast<const char*>(k_cache.data);
+  const char* vc = static_cast<const char*>(v_cache.data);
+  for (int64_t b = t0 / bs; b * bs < t1; ++b) {
+    const int64_t block = table[b];
+    if (block < 0) continue;
+    const int64_t first = std::max(t0, b * bs) - b * bs, last = std::min(t1, (b + 1) * bs) - b * bs;
+    for (int64_t t = first; t < last; ++t) {
+      const size_t off = static_cast<size_t>(((block * bs + t) * num_kv_heads + kv_head) * d) * esize;
+      for (size_t line = 0; line < row_bytes; line += 64) {
+        __builtin_prefetch(kc + off + line, 0, 2);
+        __builtin_prefetch(vc + off + line, 0, 2);
+      }
+    }
+  }
+}
+
 // o = acc / sum (0 for a row that saw no keys).
 void write_output(const float* acc, float sum, float* o, int64_t d) {
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
@@ -276,6 +300,11 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
     if (c > c_begin && c % kSegmentChunks == 0) close_segment(c / kSegmentChunks - 1);
     const int64_t t0 = c * chunk_keys;
     const int64_t nt = std::min(chunk_keys, n_keys - t0);
+    if (c + 1 < c_end) {
+      prefetch_keys(table, std::max(t0 + chunk_keys, first_key(it.q_begin)),
+                    std::min(n_keys, t0 + 2 * chunk_keys), bs, g.num_kv_heads, it.kv_head, d, k_cache,
+                    v_cache);
+    }
     runs.clear();
     // Blocks wholly before the item's first window are never read (their KV may be freed).
     for (int64_t b = std::max(t0, first_key(it.q_begin)) / bs; b * bs < t0 + nt; ++b) {
