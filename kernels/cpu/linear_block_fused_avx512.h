@@ -16,7 +16,6 @@
 
 #include <immintrin.h>
 
-#include <cassert>
 #include <cstring>
 
 #include "cpu/linear_block_avx512.h"
@@ -78,24 +77,8 @@ class FusedRow {
  public:
   // A step of 64 elements covers whole blocks (two of 32, one of 64), or a block covers several
   // steps (128, 256), whose per-group scales are then decoded once at the block's first step.
-  static constexpr int64_t kBlockElems =
-      (D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ6_K) ? 256
-      : (D == DType::kI4G128 || D == DType::kI4G128F)              ? 128
-      : (D == DType::kI4G64 || D == DType::kI4G64F)                ? 64
-                                                                   : 32;
-  static constexpr size_t kBlockBytes = D == DType::kQ8_0      ? 34
-                                        : D == DType::kQ4_0    ? 18
-                                        : D == DType::kQ4_1    ? 20
-                                        : D == DType::kQ5_0    ? 22
-                                        : D == DType::kQ5_1    ? 24
-                                        : D == DType::kQ4_K    ? 144
-                                        : D == DType::kQ5_K    ? 176
-                                        : D == DType::kQ6_K    ? 210
-                                        : D == DType::kI4G64   ? 36
-                                        : D == DType::kI4G128  ? 68
-                                        : D == DType::kI4G32F  ? 24
-                                        : D == DType::kI4G64F  ? 40
-                                                               : 72;  // kI4G128F
+  static constexpr int64_t kBlockElems = dtype_block_elems(D);
+  static constexpr size_t kBlockBytes = dtype_block_bytes(D);
 
   explicit FusedRow(const uint8_t* row) : row_(row) {}
 
@@ -270,7 +253,6 @@ template <class Kernel>
 void fused_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   with_block_dtype(p.w_dtype, [&](auto d) {
     constexpr DType D = decltype(d)::value;
-    assert(FusedRow<D>::kBlockBytes == dtype_block_bytes(D));
     register_rows<Kernel>(p, i0, i1, j0, j1, [&](int64_t j) {
       return FusedRow<D>(p.w + static_cast<size_t>(j) * p.w_row_bytes);
     });

@@ -8,56 +8,6 @@
 
 namespace weft {
 
-size_t dtype_block_bytes(DType dtype) {
-  switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kI8: return 1;
-    case DType::kU8: return 1;
-    case DType::kQ8_0: return 34;
-    case DType::kQ4_0: return 18;
-    case DType::kQ4_1: return 20;
-    case DType::kQ5_0: return 22;
-    case DType::kQ5_1: return 24;
-    case DType::kQ4_K: return 144;
-    case DType::kQ5_K: return 176;
-    case DType::kQ6_K: return 210;
-    case DType::kI4G64: return 36;
-    case DType::kI4G128: return 68;
-    case DType::kF8E4M3: return 1;
-    case DType::kF8B64: return 68;
-    case DType::kI4G32F: return 24;
-    case DType::kI4G64F: return 40;
-    case DType::kI4G128F: return 72;
-  }
-  return 0;
-}
-
-int64_t dtype_block_elems(DType dtype) {
-  switch (dtype) {
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kI4G32F: return 32;
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K: return 256;
-    case DType::kI4G64:
-    case DType::kI4G64F:
-    case DType::kF8B64: return 64;
-    case DType::kI4G128:
-    case DType::kI4G128F: return 128;
-    default: return 1;
-  }
-}
-
-bool is_block_quantized(DType dtype) { return dtype_block_elems(dtype) > 1; }
-
 size_t dtype_size(DType dtype) {
   if (is_block_quantized(dtype)) {
     std::fprintf(stderr, "weft: internal error: dtype_size(%s) of a block-quantized dtype\n",
