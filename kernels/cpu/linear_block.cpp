@@ -15,6 +15,12 @@
 namespace weft::kernels {
 
 void quantize_activation_groups(const float* x, int64_t k, int8_t* q, float* scale, float* sums) {
+#if defined(__x86_64__)
+  if (cpu::current_isa() == cpu::Isa::kAvx512) {
+    cpu::quantize_activation_groups_avx512(x, k, q, scale, sums);
+    return;
+  }
+#endif
   constexpr int64_t kGroup = 16;
   for (int64_t g = 0; g < k / kGroup; ++g) {
     const float* xg = x + g * kGroup;

@@ -42,6 +42,10 @@ void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n);
 void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const float* x, int64_t n,
                              float* out);
 
+// quantize_activation_groups (block_quant.h) on AVX-512, bit-identical to the portable loop
+// (quantize_activations_avx512.cpp).
+void quantize_activation_groups_avx512(const float* x, int64_t k, int8_t* q, float* scale, float* sums);
+
 void linear_block_q_portable(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                              int64_t j1);
 void linear_block_q_avx2(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,

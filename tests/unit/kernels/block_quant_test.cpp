@@ -262,6 +262,35 @@ TEST(BlockQuant, ActivationGroupsRoundToHalfAStep) {
   }
 }
 
+// Every path quantizes activations to the same bytes and scales (the int8 product's rows then
+// agree across paths up to the tile's own arithmetic): random groups, an all-zero group, groups
+// of tiny and huge magnitudes, and values that sit half a step apart.
+TEST(BlockQuant, ActivationGroupsAreTheSameOnEveryPath) {
+  const int64_t k = 16 * 40;
+  std::vector<float> x = random_floats(static_cast<size_t>(k), 29, -4.0f, 3.0f);
+  for (int t = 16; t < 32; ++t) x[t] = 0.0f;
+  for (int t = 32; t < 48; ++t) x[t] *= 1e-30f;
+  for (int t = 48; t < 64; ++t) x[t] *= 1e30f;
+  for (int t = 64; t < 80; ++t) x[t] = 0.5f * static_cast<float>(t - 72);  // amax 4: q = t * 127 / 8
+  x[100] = -1e-3f;                                                         // a lone value below the rest
+  ASSERT_TRUE(limit_cpu_features("portable").ok());
+  std::vector<int8_t> want_q(static_cast<size_t>(k));
+  std::vector<float> want_scale(k / 16), want_sums(k / 16);
+  quantize_activation_groups(x.data(), k, want_q.data(), want_scale.data(), want_sums.data());
+  for (const char* isa : {"avx2", "avx512-novnni", "native"}) {
+    ASSERT_TRUE(limit_cpu_features(isa).ok());
+    std::vector<int8_t> q(static_cast<size_t>(k));
+    std::vector<float> scale(k / 16), sums(k / 16);
+    quantize_activation_groups(x.data(), k, q.data(), scale.data(), sums.data());
+    for (int64_t t = 0; t < k; ++t) ASSERT_EQ(q[t], want_q[t]) << "element " << t << " (" << isa << ")";
+    for (int64_t g = 0; g < k / 16; ++g) {
+      ASSERT_EQ(scale[g], want_scale[g]) << "group " << g << " (" << isa << ")";
+      ASSERT_EQ(sums[g], want_sums[g]) << "group " << g << " (" << isa << ")";
+    }
+  }
+  ASSERT_TRUE(limit_cpu_features("native").ok());
+}
+
 TEST(BlockQuant, EmbeddingLookupDequantizesRows) {
   ThreadPool pool(2);
   const int64_t rows = 5, h = 256;
