@@ -113,6 +113,7 @@ constexpr size_t dtype_block_bytes(DType dtype) {
 }
 
 constexpr bool is_block_quantized(DType dtype) { return dtype_block_elems(dtype) > 1; }
+
 // Bytes of `numel` elements; for block-quantized dtypes numel must be a whole number of blocks.
 size_t dtype_nbytes(DType dtype, int64_t numel);
 
