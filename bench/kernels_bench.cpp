@@ -138,6 +138,7 @@ void LinearBlockArgs(benchmark::internal::Benchmark* b) {
   for (int64_t dt = 0; dt < static_cast<int64_t>(std::size(kBenchBlockDTypes)); ++dt) {
     for (int64_t m : {1, 16, 128}) b->Args({m, 2048, 768, dt, 1});
     b->Args({1, 2048, 2048, dt, 96});  // about 240-400 MB: streamed from memory
+    b->Args({1, 2048, 2048, dt, 1});   // the same in the last-level cache: the compute side
   }
   b->UseRealTime();
 }

@@ -172,7 +172,9 @@ int bench(EngineSession& session, const SamplingParams& sampling, const std::vec
               : sampling.logit_bias.empty() ? "top-k 50 from candidates"
                                             : "top-k 50 from full logits");
   std::printf("matmul activations: %s\n",
-              !kernels::linear_uses_bf16_activations(session.model().config.torch_dtype) ? "f32"
+              kernels::matmul_precision() == kernels::MatmulPrecision::kInt8
+                  ? "int8 per 16 elements for block-quantized and --quantize int8 weights, f32 for the others"
+              : !kernels::linear_uses_bf16_activations(session.model().config.torch_dtype) ? "f32"
               : cpu_features().amx_bf16
                   ? "bf16 (AMX tiles, AVX512-BF16 where k is not a multiple of 32; --matmul-precision f32 for F32 activations)"
                   : "bf16 (AVX512-BF16; --matmul-precision f32 for F32 activations)");

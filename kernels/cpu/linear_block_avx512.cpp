@@ -13,7 +13,7 @@ namespace weft::kernels::cpu {
 
 void linear_block_q_avx512(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                            int64_t j1) {
-  block_rows<Avx512Kernel<false>>(p, i0, i1, j0, j1);
+  block_rows<Avx512Kernel>(p, i0, i1, j0, j1);
 }
 
 }  // namespace weft::kernels::cpu

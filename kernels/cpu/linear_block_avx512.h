@@ -1,8 +1,7 @@
-// Private to kernels/cpu: the AVX-512 tile of linear_block_quantized(), 64 elements (four groups
-// of 16) per step, for the two files that compile it: linear_block_avx512.cpp (AVX-512BW:
-// vpmaddubsw on |u - 128| and x with u - 128's sign, exact as on AVX2) and
-// linear_block_avx512vnni.cpp (vpdpbusd on u and x directly). Include after the file's target
-// pragma; kVnni selects the dot product.
+// Private to kernels/cpu: the AVX-512BW tile of linear_block_quantized() for CPUs without VNNI
+// (linear_block_avx512.cpp), 64 elements (four groups of 16) per step: vpmaddubsw on |u - 128|
+// and x with u - 128's sign, exact as on AVX2. (With VNNI the tiles are
+// linear_block_panels_avx512vnni.h's.) Include after the file's target pragma.
 #pragma once
 
 #include <immintrin.h>
@@ -13,17 +12,17 @@
 namespace weft::kernels::cpu {
 namespace {
 
-template <bool kVnni>
 struct Avx512Kernel {
-  static constexpr int kOffset = kVnni ? 0 : 128;
+  static constexpr int kOffset = 128;
 
-  // The 64 weight elements at t of a row decoded beforehand (block_rows_of's scratch row).
+  // The 64 weight elements at t of a row decoded beforehand (block_rows_of's scratch row; also
+  // the VNNI tiles' rows decoded by unpack_row_of).
   struct ScratchRow {
     const uint8_t* u;
     const float* a;
     const float* c;
     [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) const {
-      w = _mm512_load_si512(u + t);
+      w = _mm512_loadu_si512(u + t);
       a4 = _mm_loadu_ps(a + t / kUnpackGroup);
       c4 = _mm_loadu_ps(c + t / kUnpackGroup);
     }
@@ -58,23 +57,14 @@ struct Avx512Kernel {
       __m512i w;
       __m128 a4, c4;
       row.load(t, w, a4, c4);
-      __m512i w_abs = w;
-      __mmask64 negative = 0;
-      if constexpr (!kVnni) {
-        const __m512i s = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
-        w_abs = _mm512_abs_epi8(s);
-        negative = _mm512_movepi8_mask(s);
-      }
+      const __m512i s = _mm512_xor_si512(w, _mm512_set1_epi8(static_cast<char>(0x80)));
+      const __m512i w_abs = _mm512_abs_epi8(s);
+      const __mmask64 negative = _mm512_movepi8_mask(s);
 #pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) {
         const __m512i x = _mm512_loadu_si512(p.xq + (i + r) * p.k_pad + t);
-        __m512i dot;
-        if constexpr (kVnni) {
-          dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, x);
-        } else {
-          const __m512i x_signed = _mm512_mask_sub_epi8(x, negative, _mm512_setzero_si512(), x);
-          dot = _mm512_madd_epi16(_mm512_maddubs_epi16(w_abs, x_signed), _mm512_set1_epi16(1));
-        }
+        const __m512i x_signed = _mm512_mask_sub_epi8(x, negative, _mm512_setzero_si512(), x);
+        const __m512i dot = _mm512_madd_epi16(_mm512_maddubs_epi16(w_abs, x_signed), _mm512_set1_epi16(1));
         const __m128 scale4 = _mm_mul_ps(a4, _mm_loadu_ps(p.xd + (i + r) * p.groups + g));
         const __m512 scale = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(scale4));
         acc[r][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r][h]);

@@ -10,21 +10,18 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "cpu/linear_block_fused_avx512.h"
+#include "cpu/linear_block_panels_avx512vnni.h"
 
 namespace weft::kernels::cpu {
 
 void linear_block_q_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                                int64_t j1) {
-  if (fused_rows_apply(p, i0, i1)) {
-    fused_rows<Avx512Kernel<true>>(p, i0, i1, j0, j1);
-  } else {
-    block_rows<Avx512Kernel<true>>(p, i0, i1, j0, j1);
-  }
+  with_block_dtype(p.w_dtype, [&](auto d) { block_panel_rows<decltype(d)::value>(p, i0, i1, j0, j1); });
 }
 
 void linear_i8_rows_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                                int64_t j1) {
-  i8_rows<Avx512Kernel<true>>(p, i0, i1, j0, j1);
+  i8_panel_rows(p, i0, i1, j0, j1);
 }
 
 }  // namespace weft::kernels::cpu

@@ -1,14 +1,12 @@
 // Private to kernels/cpu: block-quantized weight rows decoded in registers, 64 elements at a time,
-// for the AVX512-VNNI tile of linear_block_quantized() (linear_block_avx512vnni.cpp).
+// for the AVX512-VNNI tiles of linear_block_quantized() (linear_block_panels_avx512vnni.h's
+// quad_tile, which reads four rows side by side, each through one of these).
 //
-// block_rows_of (linear_block_rows.h) decodes each weight row into an L1 scratch row and then
-// multiplies it; at a few activation rows that decode pass costs as much as the products, and a
-// decode step (m = 1) pays it for every weight of the model. Here FusedRow<D>::load builds the
-// tile's operands straight from the row's blocks: the same u bytes, the same scales a and the
-// same folded offsets c (the type's zero folded in with the one rounding block_rows_of's fold
-// makes: VNNI reads u unsigned, so the fold adds -zero * a, an exact product, and a product plus
-// a sum round once either way). Avx512Kernel::tile_from runs the same operations on either
-// source, so a row's result is bit-identical whichever decoded it.
+// FusedRow<D>::load gives the tile's operands straight from the row's blocks: the same u bytes,
+// the same scales a and the same folded offsets c as a row decoded by unpack_row_of with
+// block_rows_of's fold (VNNI reads u unsigned, so the fold adds -zero * a, an exact product, and
+// a product plus a sum round once either way), so a row's result is bit-identical whichever
+// decoded it.
 //
 // Element layouts are core/dtype.h's (ggml's block formats); block_unpack.h is the reference
 // decoder these follow (its comments give the layouts). Include after the file's target pragma.
@@ -18,7 +16,8 @@
 
 #include <cstring>
 
-#include "cpu/linear_block_avx512.h"
+#include "cpu/block_unpack.h"
+#include "cpu/linear_block.h"
 
 namespace weft::kernels::cpu {
 namespace {
@@ -71,7 +70,8 @@ inline __m512i add_fifth_bits(__m512i u, const uint8_t* qh0, const uint8_t* qh1)
   return _mm512_mask_add_epi8(u, bits, u, _mm512_set1_epi8(16));
 }
 
-// The weight row of one output, read 64 elements per load() in order t = 0, 64, ...
+// The weight row of one output, read 64 elements per load() in order t = 0, 64, ... (the caller
+// fetches ahead: it reads several rows side by side).
 template <DType D>
 class FusedRow {
  public:
@@ -83,12 +83,6 @@ class FusedRow {
   explicit FusedRow(const uint8_t* row) : row_(row) {}
 
   [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) {
-    // The weights are read once, in order (rows j, j + 1, ... are adjacent): fetched ahead, a
-    // decode step streams them at about 1.4x the rate the hardware prefetchers alone reach
-    // (SmolLM2 Q8_0 / Q4_0 at batch 1, 2 threads, on a Xeon: 87 -> 122 and 102 -> 140 tok/s).
-    _mm_prefetch(reinterpret_cast<const char*>(row_) + t * static_cast<int64_t>(kBlockBytes) / kBlockElems +
-                     kWeightPrefetchBytes,
-                 _MM_HINT_T0);
     __m128 base_c;
     if constexpr (kBlockElems == 32) {
       const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes;
@@ -202,8 +196,6 @@ class I8Row {
  public:
   I8Row(const uint8_t* row, float scale) : row_(row), scale_(scale) {}
   [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) const {
-    _mm_prefetch(reinterpret_cast<const char*>(row_) + t + kWeightPrefetchBytes,
-                 _MM_HINT_T0);
     w = _mm512_xor_si512(_mm512_loadu_si512(row_ + t), _mm512_set1_epi8(static_cast<char>(0x80)));
     a4 = _mm_set1_ps(scale_);
     c4 = _mm_fmadd_ps(_mm_set1_ps(-128.0f), a4, _mm_setzero_ps());
@@ -213,59 +205,6 @@ class I8Row {
   const uint8_t* row_;
   float scale_;
 };
-
-// Whether fused_rows takes rows i0..i1: a tile or less (more rows share one scratch decode, which
-// is then cheaper than decoding in registers once per tile; measured with kernels_bench
-// BM_LinearBlock), when the row is whole steps of 64 (k_pad == k; at k = 32 * odd block_rows_of's
-// padded scratch row covers the half step).
-inline bool fused_rows_apply(const BlockLinearProblem& p, int64_t i0, int64_t i1) {
-  return i1 - i0 <= 4 && p.k_pad == p.k;
-}
-
-// One tile of MR activation rows by weight row j, from the row source make_row(j) gives.
-template <class Kernel, int MR, class MakeRow>
-[[gnu::always_inline]] inline void register_tile(const BlockLinearProblem& p, const MakeRow& make_row,
-                                                 int64_t i, int64_t j) {
-  auto row = make_row(j);
-  float sums[MR];
-  Kernel::template tile_from<MR>(p, row, i, sums);
-  store_tile_sums<MR>(p, sums, i, j);
-}
-
-// y[i0:i1, j0:j1] with every weight row read from its source once per tile of up to 4 rows.
-template <class Kernel, class MakeRow>
-void register_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1,
-                   const MakeRow& make_row) {
-  for (int64_t j = j0; j < j1; ++j) {
-    int64_t i = i0;
-    for (; i + 4 <= i1; i += 4) register_tile<Kernel, 4>(p, make_row, i, j);
-    switch (i1 - i) {
-      case 3: register_tile<Kernel, 3>(p, make_row, i, j); break;
-      case 2: register_tile<Kernel, 2>(p, make_row, i, j); break;
-      case 1: register_tile<Kernel, 1>(p, make_row, i, j); break;
-      default: break;
-    }
-  }
-}
-
-// block_rows with each weight row decoded in registers.
-template <class Kernel>
-void fused_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  with_block_dtype(p.w_dtype, [&](auto d) {
-    constexpr DType D = decltype(d)::value;
-    register_rows<Kernel>(p, i0, i1, j0, j1, [&](int64_t j) {
-      return FusedRow<D>(p.w + static_cast<size_t>(j) * p.w_row_bytes);
-    });
-  });
-}
-
-// kI8 rows (W8A8): read in registers for every tile, their decode being one xor.
-template <class Kernel>
-void i8_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  register_rows<Kernel>(p, i0, i1, j0, j1, [&](int64_t j) {
-    return I8Row(p.w + static_cast<size_t>(j) * p.w_row_bytes, p.w_row_scale[j]);
-  });
-}
 
 }  // namespace
 }  // namespace weft::kernels::cpu
