@@ -60,7 +60,7 @@ void linear_block_q_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t 
 // exist (no VNNI, k not a multiple of 64): the caller then takes W8A16.
 bool linear_i8_int8_activations(const TensorView& x, const TensorView& w, const float* w_scale,
                                 const TensorView* bias, const TensorView& y, ThreadPool& pool);
-// W8A8 on AVX512-VNNI: kI8 rows with their w_row_scale (k a multiple of 64), read in registers.
+// W8A8 on AVX512-VNNI: kI8 rows with their w_row_scale (k a multiple of 64), the VNNI block tiles.
 void linear_i8_rows_avx512vnni(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                                int64_t j1);
 

@@ -1,6 +1,7 @@
-// AVX512-VNNI path of linear_block_quantized(): vpdpbusd, 64 byte products per instruction
-// (linear_block_avx512.h); up to a tile of activation rows with the weights decoded in registers
-// (linear_block_fused_avx512.h), more rows from a decoded scratch row.
+// AVX512-VNNI path of linear_block_quantized() and of W8A8 (--quantize int8 rows): vpdpbusd on
+// u and x directly, each group's products summed as integers first
+// (linear_block_panels_avx512vnni.h: panels of 16 weight rows for more than 4 activation rows,
+// four rows decoded in registers, linear_block_fused_avx512.h, for fewer).
 #include "cpu/linear_block.h"
 
 #if defined(__x86_64__)
@@ -9,7 +10,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-#include "cpu/linear_block_fused_avx512.h"
 #include "cpu/linear_block_panels_avx512vnni.h"
 
 namespace weft::kernels::cpu {
