@@ -313,7 +313,9 @@ class BlockPanels {
                               _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(q1, s + 6), two), 4));
       }
       const __m512 a = _mm512_mul_ps(d, _mm512_cvtepi32_ps(scale));
-      const __m512 c = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(min)));
+      const __m512 min_products = _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(min));
+      const __m512 c = _mm512_castsi512_ps(  // -(dmin * min), a zero's sign included
+          _mm512_xor_si512(_mm512_castps_si512(min_products), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
       store_scales(out + 2 * sub, 2, a, c);
     }
   }
