@@ -6,7 +6,8 @@
 #   cluster/slurm/start-local-slurm.sh STATE_DIR       then: source STATE_DIR/env.sh; sinfo
 #   cluster/slurm/stop-local-slurm.sh STATE_DIR
 # Ports: WEFT_SLURM_PORT (slurmctld, default 6817) and WEFT_SLURM_PORT + 1 (slurmd).
-# Exits non-zero, with the daemons' log tails, when the node is not idle within 30 s.
+# Exits non-zero, with the daemons' log tails, when a daemon dies or the node is not idle within
+# 30 s.
 set -euo pipefail
 
 state=${1:?usage: start-local-slurm.sh STATE_DIR}
@@ -74,14 +75,28 @@ export SLURM_CONF="$state/slurm.conf"
 slurmctld -f "$SLURM_CONF"
 slurmd -f "$SLURM_CONF"
 
-for _ in $(seq 1 60); do
-  if [ "$(sinfo -h -o %T 2>/dev/null | head -1)" = idle ]; then
+# Wait on a wall-clock deadline, not a count of polls: sinfo blocks for its message timeout when
+# slurmctld is not answering, so every poll is bounded by `timeout`, and a daemon that died (a
+# port already in use is fatal to slurmctld) ends the wait at once with its log.
+fail() {
+  echo "start-local-slurm: $1" >&2
+  tail -n 20 "$state/log/slurmctld.log" "$state/log/slurmd.log" >&2 || true
+  exit 1
+}
+deadline=$((SECONDS + 30))
+while [ "$SECONDS" -lt "$deadline" ]; do
+  for daemon in slurmctld slurmd; do
+    pidfile="$state/run/$daemon.pid"
+    if [ -s "$pidfile" ] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+      fail "$daemon exited during start-up (ports $port and $((port + 1)) must be free)"
+    fi
+  done
+  node_state=$(timeout 5 sinfo -h -o %T 2>/dev/null | head -1 || true)
+  if [ "$node_state" = idle ]; then
     echo "start-local-slurm: node $host idle (SLURM_CONF=$SLURM_CONF)"
     exit 0
   fi
   sleep 0.5
 done
-echo "start-local-slurm: the node did not become idle within 30 s" >&2
 sinfo >&2 || true
-tail -n 20 "$state/log/slurmctld.log" "$state/log/slurmd.log" >&2 || true
-exit 1
+fail "the node did not become idle within 30 s"

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import json
+import random
 import socket
 import urllib.request
 
@@ -83,6 +84,45 @@ def wait_completed(env, job, timeout):
     wait_for(f"job {job} to complete", done, timeout)
 
 
+def free_port_pair():
+    """A port p with p and p + 1 free now (slurmctld and slurmd), below the kernel's ephemeral
+    range so that no other test's client socket is given one meanwhile. (The ports once came from
+    the pid, in the ephemeral range: slurmctld found its port taken, died, and the start hung.)"""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            ephemeral_low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        ephemeral_low = 32768
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    while True:
+        port = rng.randrange(10000, max(ephemeral_low - 2, 10002), 2)
+        try:
+            with socket.socket() as a, socket.socket() as b:
+                a.bind(("", port))
+                b.bind(("", port + 1))
+            return port
+        except OSError:
+            continue
+
+
+def start_local_slurm(env, state):
+    """Starts the local Slurm on free ports; a start that fails (another process can still take a
+    port between the check and the bind) is retried on new ports, twice. Skips when none starts."""
+    script = os.path.join(SLURM_DIR, "start-local-slurm.sh")
+    for attempt in range(3):
+        env["WEFT_SLURM_PORT"] = str(free_port_pair())
+        start = subprocess.run([script, state], env=env, capture_output=True, text=True,
+                               timeout=120)
+        if start.returncode == 0:
+            return
+        subprocess.run([os.path.join(SLURM_DIR, "stop-local-slurm.sh"), state],
+                       capture_output=True, timeout=60)
+        print(f"start {attempt + 1} on port {env['WEFT_SLURM_PORT']} failed: "
+              f"{start.stderr[-1500:]}")
+        shutil.rmtree(state, ignore_errors=True)
+    skip("the local Slurm did not start (three tries; see above)")
+
+
 def main():
     for tool in ("munged", "slurmctld", "slurmd", "sbatch", "scontrol"):
         if shutil.which(tool) is None:
@@ -91,13 +131,8 @@ def main():
         skip("the local Slurm runs with SlurmUser=root: run as root")
     with tempfile.TemporaryDirectory() as tmp:
         state = os.path.join(tmp, "slurm")
-        env = dict(os.environ, WEFT_BIN=WEFT,
-                   WEFT_SLURM_PORT=str(20000 + os.getpid() % 20000 // 2 * 2))
-        start = subprocess.run([os.path.join(SLURM_DIR, "start-local-slurm.sh"), state], env=env,
-                               capture_output=True, text=True, timeout=120)
-        if start.returncode != 0:
-            subprocess.run([os.path.join(SLURM_DIR, "stop-local-slurm.sh"), state], timeout=60)
-            skip(f"the local Slurm did not start: {start.stderr[-1500:]}")
+        env = dict(os.environ, WEFT_BIN=WEFT)
+        start_local_slurm(env, state)
         env["SLURM_CONF"] = os.path.join(state, "slurm.conf")
         try:
             return run_tests(env, tmp)
