@@ -28,9 +28,14 @@ inline uint16_t u16_at(const uint8_t* p) {
   return v;
 }
 
+// The F16 values at p0 and p1 as one word: p0's in bits 0-15.
+inline uint32_t halves_at(const uint8_t* p0, const uint8_t* p1) {
+  return u16_at(p0) | (uint32_t{u16_at(p1)} << 16);
+}
+
 // [f(h0), f(h0), f(h1), f(h1)] for the F16 values at p0 and p1 (exact, as half_at).
 inline __m128 halves_pair(const uint8_t* p0, const uint8_t* p1) {
-  const __m128i v = _mm_cvtsi32_si128(static_cast<int>(u16_at(p0) | (uint32_t{u16_at(p1)} << 16)));
+  const __m128i v = _mm_cvtsi32_si128(static_cast<int>(halves_at(p0, p1)));
   return _mm_cvtph_ps(_mm_unpacklo_epi16(v, v));
 }
 
@@ -51,11 +56,12 @@ inline __m512i low_nibbles(__m512i v) { return _mm512_and_si512(v, _mm512_set1_e
 // The 16 nibble bytes of two 32-element blocks as [lo(q0), hi(q0), lo(q1), hi(q1)]: elements
 // 0..15 of a block are its low nibbles, 16..31 its high ones.
 inline __m512i two_blocks_of_nibbles(const uint8_t* q0, const uint8_t* q1) {
-  const __m256i both = _mm256_set_m128i(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)),
-                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
-  const __m512i twice = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3),
-                                                 _mm512_castsi256_si512(both));
-  return low_nibbles(_mm512_mask_blend_epi64(0xCC, twice, _mm512_srli_epi16(twice, 4)));
+  // [q0, q0, q1, q1] from two broadcast loads (no lane-crossing permute), then 128-bit lanes 1
+  // and 3 (dwords 4-7 and 12-15) shifted to their high nibbles.
+  const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q0)));
+  const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q1)));
+  const __m512i twice = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  return low_nibbles(_mm512_mask_srli_epi32(twice, 0xF0F0, twice, 4));
 }
 
 // 32 nibble bytes as [lo(q) | hi(q)]: 64 elements whose first 32 are the low nibbles.
@@ -79,35 +85,60 @@ class FusedRow {
   // steps (128, 256), whose per-group scales are then decoded once at the block's first step.
   static constexpr int64_t kBlockElems = dtype_block_elems(D);
   static constexpr size_t kBlockBytes = dtype_block_bytes(D);
+  static constexpr DType kDType = D;
+
+  // The types whose 64-element step is two blocks, each with an F16 scale at byte 0 and (with
+  // kHasMinimum) an F16 minimum at byte 2: quad_tile reads these through quants() and
+  // halves(), converting four rows' scales at once, rather than through load().
+  static constexpr bool kPairedF16Blocks = kBlockElems == 32 && D != DType::kI4G32F;
+  static constexpr bool kHasMinimum = D == DType::kQ4_1 || D == DType::kQ5_1;
 
   explicit FusedRow(const uint8_t* row) : row_(row) {}
+
+  // A 32-element type's u bytes of the step at t.
+  [[gnu::always_inline]] __m512i quants(int64_t t) const {
+    static_assert(kBlockElems == 32);
+    const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes;
+    const uint8_t* b1 = b0 + kBlockBytes;
+    if constexpr (D == DType::kI4G32F) {
+      return two_blocks_of_nibbles(b0 + 8, b1 + 8);
+    } else if constexpr (D == DType::kQ8_0) {
+      const __m512i q = _mm512_inserti64x4(
+          _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1);
+      return _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
+    } else if constexpr (D == DType::kQ4_0) {
+      return two_blocks_of_nibbles(b0 + 2, b1 + 2);
+    } else if constexpr (D == DType::kQ4_1) {
+      return two_blocks_of_nibbles(b0 + 4, b1 + 4);
+    } else if constexpr (D == DType::kQ5_0) {
+      return add_fifth_bits(two_blocks_of_nibbles(b0 + 6, b1 + 6), b0 + 2, b1 + 2);
+    } else {
+      static_assert(D == DType::kQ5_1);
+      return add_fifth_bits(two_blocks_of_nibbles(b0 + 8, b1 + 8), b0 + 4, b1 + 4);
+    }
+  }
+
+  // kPairedF16Blocks: the F16 bits at byte `offset` (0: scale, 2: minimum) of the step's two
+  // blocks, the first block's in bits 0-15.
+  [[gnu::always_inline]] uint32_t halves(int64_t t, int offset) const {
+    static_assert(kPairedF16Blocks);
+    const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes + offset;
+    return halves_at(b0, b0 + kBlockBytes);
+  }
 
   [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) {
     __m128 base_c;
     if constexpr (kBlockElems == 32) {
       const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes;
       const uint8_t* b1 = b0 + kBlockBytes;
-      a4 = D == DType::kI4G32F ? floats_pair(b0, b1) : halves_pair(b0, b1);
-      base_c = _mm_setzero_ps();
+      w = quants(t);
       if constexpr (D == DType::kI4G32F) {
-        w = two_blocks_of_nibbles(b0 + 8, b1 + 8);
+        a4 = floats_pair(b0, b1);
         base_c = floats_pair(b0 + 4, b1 + 4);
-      } else if constexpr (D == DType::kQ8_0) {
-        const __m512i q = _mm512_inserti64x4(
-            _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1);
-        w = _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80)));
-      } else if constexpr (D == DType::kQ4_0) {
-        w = two_blocks_of_nibbles(b0 + 2, b1 + 2);
-      } else if constexpr (D == DType::kQ4_1) {
-        w = two_blocks_of_nibbles(b0 + 4, b1 + 4);
-        base_c = halves_pair(b0 + 2, b1 + 2);
-      } else if constexpr (D == DType::kQ5_0) {
-        w = add_fifth_bits(two_blocks_of_nibbles(b0 + 6, b1 + 6), b0 + 2, b1 + 2);
       } else {
-        static_assert(D == DType::kQ5_1);
-        w = add_fifth_bits(two_blocks_of_nibbles(b0 + 8, b1 + 8), b0 + 4, b1 + 4);
-        base_c = halves_pair(b0 + 2, b1 + 2);
+        a4 = halves_pair(b0, b1);
+        base_c = kHasMinimum ? halves_pair(b0 + 2, b1 + 2) : _mm_setzero_ps();
       }
     } else {
       const int step = static_cast<int>((t % kBlockElems) / 64);

@@ -444,6 +444,16 @@ void panel_rows(const BlockLinearProblem& p, Panels& panels, int64_t i0, int64_t
   }
 }
 
+// Whether Row is a FusedRow of two F16-scaled blocks per step (FusedRow::kPairedF16Blocks).
+template <class Row>
+constexpr bool kPairedF16Blocks = [] {
+  if constexpr (requires { Row::kPairedF16Blocks; }) {
+    return Row::kPairedF16Blocks;
+  } else {
+    return false;
+  }
+}();
+
 // MR activation rows (a decode step's few) by four weight rows read in order, each a stream as
 // the hardware prefetchers like it (a panel's 16 side by side streamed at 0.6-0.9x this rate):
 // the same sums as panel_tile, in lanes (q, l) = (group g % 4 of a 64-element step, row l). Each
@@ -459,24 +469,43 @@ template <int MR, class Row>
   __m512 acc[MR], off[MR];
   for (int r = 0; r < MR; ++r) acc[r] = off[r] = _mm512_setzero_ps();
   // The next four rows (adjacent to these), fetched in order a slice per step: four rows read
-  // side by side defeat both the hardware prefetchers and a fetch ahead of each row.
+  // side by side defeat both the hardware prefetchers and a fetch ahead of each row. The slice
+  // is rounded down (no division per step); the last step fetches what is left.
   const int64_t quad_bytes = 4 * static_cast<int64_t>(p.w_row_bytes);
+  const int64_t slice = quad_bytes * 64 / p.k_pad;
   const char* next = reinterpret_cast<const char*>(p.w) + (j + 4) * static_cast<int64_t>(p.w_row_bytes);
-  int64_t fetched = 0;
+  int64_t fetched = 0, until = 0;
   for (int64_t t = 0; t < p.k_pad; t += 64) {
-    for (const int64_t until = quad_bytes * (t + 64) / p.k_pad; fetched < until; fetched += 64) {
-      _mm_prefetch(next + fetched, _MM_HINT_T0);
-    }
+    until = t + 64 < p.k_pad ? until + slice : quad_bytes;
+    for (; fetched < until; fetched += 64) _mm_prefetch(next + fetched, _MM_HINT_T0);
     __m512i w[4];
-    __m128 a4[4], c4[4];
-    for (int l = 0; l < 4; ++l) rows[l].load(t, w[l], a4[l], c4[l]);
-    const auto by_rows = [&](const __m128* v) {
-      __m512 z = _mm512_castps128_ps512(v[0]);
-      z = _mm512_insertf32x4(z, v[1], 1);
-      z = _mm512_insertf32x4(z, v[2], 2);
-      return _mm512_permutexvar_ps(by_group, _mm512_insertf32x4(z, v[3], 3));
-    };
-    const __m512 a = by_rows(a4), c = by_rows(c4);
+    __m512 a, c;
+    if constexpr (kPairedF16Blocks<Row>) {
+      // Two blocks per row: the four rows' eight F16 scales (and minimums) converted at once,
+      // lane 2l + b for row l's block b, then spread to lanes (q, l), block q / 2.
+      const __m512i by_block = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7);
+      const auto spread_blocks = [&](int offset) {
+        const __m128i h = _mm_setr_epi32(static_cast<int>(rows[0].halves(t, offset)), static_cast<int>(rows[1].halves(t, offset)),
+                                         static_cast<int>(rows[2].halves(t, offset)), static_cast<int>(rows[3].halves(t, offset)));
+        return _mm512_permutexvar_ps(by_block, _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+      };
+      for (int l = 0; l < 4; ++l) w[l] = rows[l].quants(t);
+      a = spread_blocks(0);
+      // c = fma(-zero, a, minimum), as FusedRow::load folds it lane by lane.
+      const __m512 minimum = Row::kHasMinimum ? spread_blocks(2) : _mm512_setzero_ps();
+      c = _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(-unpack_zero(Row::kDType))), a, minimum);
+    } else {
+      __m128 a4[4], c4[4];
+      for (int l = 0; l < 4; ++l) rows[l].load(t, w[l], a4[l], c4[l]);
+      const auto by_rows = [&](const __m128* v) {
+        __m512 z = _mm512_castps128_ps512(v[0]);
+        z = _mm512_insertf32x4(z, v[1], 1);
+        z = _mm512_insertf32x4(z, v[2], 2);
+        return _mm512_permutexvar_ps(by_group, _mm512_insertf32x4(z, v[3], 3));
+      };
+      a = by_rows(a4);
+      c = by_rows(c4);
+    }
     const int64_t g = t / kUnpackGroup;
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
