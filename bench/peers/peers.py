@@ -259,6 +259,11 @@ class Runner:
         # weft_model: the HF directory (BF16), or the same GGUF file llama.cpp reads (--weights).
         self.c, self.a, self.hf, self.gguf = c, args, weft_model, gguf
         self.weft_extra = list(args.weft_arg or [])
+        # llama.cpp keeps its KV cache in F16 unless told otherwise; weft keeps a GGUF model's in
+        # F32 (the model's compute type). The same cache type on both sides, unless asked for.
+        self.kv_matched = args.weights != "bf16" and not any(x.startswith("--kv-cache-dtype") for x in self.weft_extra)
+        if self.kv_matched:
+            self.weft_extra.append("--kv-cache-dtype=float16")
         self.poll = ["--poll", str(args.llama_poll)] if args.llama_poll is not None else []
         # --llama-no-repack: llama-bench spells it "--repack 0", the common-argument tools "--no-repack".
         self.bench_repack = ["--repack", "0"] if args.llama_no_repack else []
@@ -596,7 +601,8 @@ def main():
              if r.llama_info.get("build_commit") else "")
     P(f"weft vs llama.cpp (vendored by llama-cpp-python {LLAMA_CPP_PYTHON[1]}{build}), model {a.model} "
       f"({a.weights.upper()} both sides{', one GGUF file' if a.weights != 'bf16' else ''}), {a.threads} threads"
-      + (f"; weft {' '.join(a.weft_arg)}" if a.weft_arg else ""))
+      + (f"; weft {' '.join(a.weft_arg)}" if a.weft_arg else "")
+      + ("; KV cache F16 both sides (llama.cpp's default; weft --kv-cache-dtype=float16)" if r.kv_matched else ""))
     P(f"cpu: {cpu_description()}" + (f"; weft's kernels see: {r.weft_info['cpu']}" if "cpu" in r.weft_info else ""))
     P(f"load average 1 min: {load0:.2f} before, {load1:.2f} after; weft {weft_version(a.weft)}"
       + (f"; llama.cpp --poll {a.llama_poll}" if a.llama_poll is not None else "")
