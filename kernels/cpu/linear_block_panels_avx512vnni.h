@@ -462,7 +462,7 @@ constexpr bool kPairedF16Blocks = [] {
 // (linear_block_fused_avx512.h): 64 u bytes, the four groups' scales and folded offsets.
 template <int MR, class Row>
 [[gnu::always_inline]] inline void quad_tile(const BlockLinearProblem& p, Row* rows, int64_t i, int64_t j,
-                                             int count) {
+                                             int count, int64_t j_end) {
   // (q, l) from a register of the four rows' [group 0..3] side by side, lane 4l + q.
   const __m512i by_group = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
   const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
@@ -470,8 +470,9 @@ template <int MR, class Row>
   for (int r = 0; r < MR; ++r) acc[r] = off[r] = _mm512_setzero_ps();
   // The next four rows (adjacent to these), fetched in order a slice per step: four rows read
   // side by side defeat both the hardware prefetchers and a fetch ahead of each row. The slice
-  // is rounded down (no division per step); the last step fetches what is left.
-  const int64_t quad_bytes = 4 * static_cast<int64_t>(p.w_row_bytes);
+  // is rounded down (no division per step); the last step fetches what is left. Nothing past
+  // the tile's last row (j_end): those rows are another task's, or past the matrix.
+  const int64_t quad_bytes = j + 4 < j_end ? 4 * static_cast<int64_t>(p.w_row_bytes) : 0;
   const int64_t slice = quad_bytes * 64 / p.k_pad;
   const char* next = reinterpret_cast<const char*>(p.w) + (j + 4) * static_cast<int64_t>(p.w_row_bytes);
   int64_t fetched = 0, until = 0;
@@ -542,7 +543,7 @@ void quad_rows(const BlockLinearProblem& p, int64_t i, int64_t j0, int64_t j1, c
     const int count = static_cast<int>(std::min<int64_t>(4, j1 - j));
     decltype(make_row(j)) rows[4] = {make_row(j), make_row(j + std::min(1, count - 1)),
                                      make_row(j + std::min(2, count - 1)), make_row(j + std::min(3, count - 1))};
-    quad_tile<MR>(p, rows, i, j, count);
+    quad_tile<MR>(p, rows, i, j, count, j1);
   }
 }
 
@@ -560,7 +561,7 @@ void quad_block_rows(const BlockLinearProblem& p, int64_t i, int64_t j0, int64_t
     scratch.unpack(j, count);
     UnpackedRow rows[4];
     for (int l = 0; l < 4; ++l) rows[l] = scratch.row(std::min(l, count - 1));
-    quad_tile<MR>(p, rows, i, j, count);
+    quad_tile<MR>(p, rows, i, j, count, j1);
   }
 }
 
