@@ -184,7 +184,8 @@ template <DType D>
 class BlockPanels {
  public:
   static constexpr bool kApplies = D == DType::kQ8_0 || nibble_layout<D>().half > 0 ||
-                                   D == DType::kQ4_K || D == DType::kQ6_K;
+                                   D == DType::kQ5_0 || D == DType::kQ5_1 ||
+                                   D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ6_K;
   static constexpr int64_t kBlockElems = dtype_block_elems(D);
   static constexpr int64_t kBlockBytes = static_cast<int64_t>(dtype_block_bytes(D));
   static constexpr int kGroups = static_cast<int>(kBlockElems / kUnpackGroup);
@@ -249,11 +250,35 @@ class BlockPanels {
         c = D == DType::kQ4_0 ? _mm512_setzero_ps() : low_halves(_mm512_srli_epi32(fields, 16));
       }
       store_scales(out, kGroups, a, c);
-    } else if constexpr (D == DType::kQ4_K) {
-      // 4 runs of 32 bytes: run s's low nibbles are elements 64s..64s+31, its high ones the next 32.
+    } else if constexpr (D == DType::kQ5_0 || D == DType::kQ5_1) {
+      // Q4_0 / Q4_1's nibbles (at byte 6 / 8) plus each element's fifth bit: bit j of the
+      // block's 32-bit qh (at byte 2 / 4) adds 16 to element j.
+      constexpr int kQh = D == DType::kQ5_0 ? 2 : 4;
+      split_nibbles(bytes(kQh + 4), out[0], out[1]);
+      const __m512i qh = gather(block0, kQh);  // 0 past the last row: nothing added
+      add_fifth_bits(qh, 0, out[0]);
+      add_fifth_bits(qh, 16, out[1]);
+      const __m512i fields = gather(block0, 0);  // f16 scale, then (Q5_1) f16 minimum
+      const __m512 a = low_halves(fields);
+      const __m512 c = D == DType::kQ5_0 ? _mm512_setzero_ps() : low_halves(_mm512_srli_epi32(fields, 16));
+      store_scales(out, kGroups, a, c);
+    } else if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
+      // 4 runs of 32 bytes: run s's low nibbles are elements 64s..64s+31, its high ones the next
+      // 32. Q5_K: element 64s + i (i < 32) adds 16 where bit 2s of qh byte i is set, element
+      // 64s + 32 + i where bit 2s + 1 is: qh's 32 bytes transposed as the values are.
+      constexpr int kValues = D == DType::kQ4_K ? 16 : 48;
+      PanelGroup qh[2];
+      if constexpr (D == DType::kQ5_K) {
+        transpose_group(bytes(16), qh[0]);
+        transpose_group(bytes(32), qh[1]);
+      }
       for (int piece = 0; piece < 8; ++piece) {
         const int s = piece / 2, half = piece % 2;
-        split_nibbles(bytes(16 + 16 * piece), out[4 * s + half], out[4 * s + 2 + half]);
+        split_nibbles(bytes(kValues + 16 * piece), out[4 * s + half], out[4 * s + 2 + half]);
+        if constexpr (D == DType::kQ5_K) {
+          add_sixteen_where(qh[half], static_cast<uint8_t>(1u << (2 * s)), out[4 * s + half]);
+          add_sixteen_where(qh[half], static_cast<uint8_t>(2u << (2 * s)), out[4 * s + 2 + half]);
+        }
       }
       k4_scales(block0, out);
     } else {
@@ -291,6 +316,30 @@ class BlockPanels {
       const __m512i v = _mm512_load_si512(low.u[c]);
       _mm512_store_si512(low.u[c], _mm512_and_si512(v, mask));
       _mm512_store_si512(high.u[c], _mm512_and_si512(_mm512_srli_epi16(v, 4), mask));
+    }
+  }
+
+  // Q5_0 / Q5_1: 16 added to the group's element i (u[c] byte 4l + e, i = 4c + e, row l) where
+  // bit first + i of row l's qh (lane l) is set: each lane's bits first + 4c.. spread over its
+  // four bytes, byte e tested against bit e.
+  [[gnu::always_inline]] static void add_fifth_bits(__m512i qh, int first, PanelGroup& group) {
+    const __m512i byte0 = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0x00000000);
+    const __m512i bit_e = _mm512_set1_epi32(0x08040201);
+    for (int c = 0; c < 4; ++c) {
+      const __m512i bits = _mm512_shuffle_epi8(_mm512_srli_epi32(qh, first + 4 * c), byte0);
+      const __mmask64 set = _mm512_test_epi8_mask(bits, bit_e);
+      const __m512i u = _mm512_load_si512(group.u[c]);
+      _mm512_store_si512(group.u[c], _mm512_mask_add_epi8(u, set, u, _mm512_set1_epi8(16)));
+    }
+  }
+
+  // Q5_K: 16 added to each byte of `group` whose byte in `bits` (laid out as the group's) has
+  // `bit` set.
+  [[gnu::always_inline]] static void add_sixteen_where(const PanelGroup& bits, uint8_t bit, PanelGroup& group) {
+    for (int c = 0; c < 4; ++c) {
+      const __mmask64 set = _mm512_test_epi8_mask(_mm512_load_si512(bits.u[c]), _mm512_set1_epi8(static_cast<char>(bit)));
+      const __m512i u = _mm512_load_si512(group.u[c]);
+      _mm512_store_si512(group.u[c], _mm512_mask_add_epi8(u, set, u, _mm512_set1_epi8(16)));
     }
   }
 
