@@ -17,7 +17,7 @@
 //   out as a panel, group by group: chunk c of a group (elements 4c..4c+3) of row l is dword l
 //   of one register, so vpdpbusd with an activation dword broadcast to every lane sums four
 //   products of all 16 rows at once, and four of them give each row's D_g in its own lane. The
-//   panel is built once (BlockPanels, I8Panels, or UnpackedPanels for the other types) and
+//   panel is built once (BlockPanels from the blocks of every block type, I8Panels) and
 //   multiplied with every activation row of the tile: about 2x the previous tile at 16 rows.
 // - quad_tile, for up to 4 (a decode step's few): four weight rows read in order, each decoded
 //   in registers (FusedRow), so the weights stream as the memory system likes (a panel's 16
@@ -87,38 +87,28 @@ template <class Source>
 // A row decoded by unpack_row_of into scratch (zero past k), read as FusedRow is.
 using UnpackedRow = Avx512Kernel::ScratchRow;
 
-// Builds panels of any block type: each row decoded by unpack_row_of into a scratch row, its
-// offsets folded, then the 16 rows transposed group by group.
+// Four rows of any block type decoded by unpack_row_of into scratch rows (zero past k), their
+// offsets folded: quad_tile's rows where a row is not whole 64-element steps (FusedRow's).
 template <DType D>
-class UnpackedPanels {
+class UnpackedRows {
  public:
-  explicit UnpackedPanels(const BlockLinearProblem& p)
+  static constexpr int kRows = 4;
+
+  explicit UnpackedRows(const BlockLinearProblem& p)
       : p_(p),
-        u_(static_cast<size_t>(kPanelRows * p.k_pad), 0),
-        a_(static_cast<size_t>(kPanelRows * p.groups), 0.0f),
+        u_(static_cast<size_t>(kRows * p.k_pad), 0),
+        a_(static_cast<size_t>(kRows * p.groups), 0.0f),
         c_(a_) {}
 
-  // Rows j..j + rows (rows <= 16) into panel[0..groups).
-  void build(int64_t j, int rows, PanelGroup* panel) {
-    unpack(j, rows);
-    for (int64_t g = 0; g < p_.groups; ++g) {
-      transpose_group([&](int l) { return u_.data() + l * p_.k_pad + g * kUnpackGroup; }, panel[g]);
-      for (int l = 0; l < kPanelRows; ++l) {
-        panel[g].a[l] = a_[static_cast<size_t>(l * p_.groups + g)];
-        panel[g].c[l] = c_[static_cast<size_t>(l * p_.groups + g)];
-      }
-    }
-  }
-
-  // Rows j..j + rows decoded into the scratch rows 0..rows, the others zero.
+  // Rows j..j + rows (rows <= 4) decoded into the scratch rows 0..rows, the others zero.
   void unpack(int64_t j, int rows) {
     const int64_t real_groups = p_.k / kUnpackGroup;
     const float offset = static_cast<float>(-unpack_zero(D));
-    for (int l = 0; l < kPanelRows; ++l) {
+    for (int l = 0; l < kRows; ++l) {
       uint8_t* u = u_.data() + l * p_.k_pad;
       float* a = a_.data() + l * p_.groups;
       float* c = c_.data() + l * p_.groups;
-      if (l >= rows) {  // zero from the constructor, or from a fuller panel: clear once
+      if (l >= rows) {  // zero from the constructor, or from a fuller quad: clear once
         if (l < last_rows_) {
           std::fill(u, u + p_.k_pad, 0);
           std::fill(a, a + p_.groups, 0.0f);
@@ -140,9 +130,9 @@ class UnpackedPanels {
 
  private:
   const BlockLinearProblem& p_;
-  std::vector<uint8_t> u_;  // 16 rows of k_pad (zero past k)
+  std::vector<uint8_t> u_;  // kRows rows of k_pad (zero past k)
   std::vector<float> a_, c_;
-  int last_rows_ = kPanelRows;
+  int last_rows_ = kRows;
 };
 
 // Builds panels of kI8 rows (W8A8: int8 per output channel, one F32 scale each, k a multiple of
@@ -175,17 +165,16 @@ class I8Panels {
   const BlockLinearProblem& p_;
 };
 
-// Builds panels straight from the blocks of the common types, 16 rows a block at a time: each
+// Builds panels straight from the blocks of every block type, 16 rows a block at a time: each
 // 16-byte run of packed values is transposed once (transpose_group) and split into the groups it
 // holds; the scales come from gathers, one dword per row, and are decoded in the lanes. The same
-// u, a and c as unpack_block_of and the fold in UnpackedPanels, bit for bit (the fold's product
+// u, a and c as unpack_block_of and the fold in UnpackedRows, bit for bit (the fold's product
 // with the type's zero, a power of two, is exact, so fused or not it rounds once).
 template <DType D>
 class BlockPanels {
  public:
-  static constexpr bool kApplies = D == DType::kQ8_0 || nibble_layout<D>().half > 0 ||
-                                   D == DType::kQ5_0 || D == DType::kQ5_1 ||
-                                   D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ6_K;
+  static_assert(D == DType::kQ8_0 || nibble_layout<D>().half > 0 || D == DType::kQ5_0 ||
+                D == DType::kQ5_1 || D == DType::kQ4_K || D == DType::kQ5_K || D == DType::kQ6_K);
   static constexpr int64_t kBlockElems = dtype_block_elems(D);
   static constexpr int64_t kBlockBytes = static_cast<int64_t>(dtype_block_bytes(D));
   static constexpr int kGroups = static_cast<int>(kBlockElems / kUnpackGroup);
@@ -604,7 +593,7 @@ void quad_block_rows(const BlockLinearProblem& p, int64_t i, int64_t j0, int64_t
     quad_rows<MR>(p, i, j0, j1, [&](int64_t j) { return FusedRow<D>(p.w + static_cast<size_t>(j) * p.w_row_bytes); });
     return;
   }
-  UnpackedPanels<D> scratch(p);  // its 16 scratch rows; rows 0..3 used
+  UnpackedRows<D> scratch(p);
   for (int64_t j = j0; j < j1; j += 4) {
     const int count = static_cast<int>(std::min<int64_t>(4, j1 - j));
     scratch.unpack(j, count);
@@ -615,7 +604,7 @@ void quad_block_rows(const BlockLinearProblem& p, int64_t i, int64_t j0, int64_t
 }
 
 // The tile for block type D: four weight rows at a time for up to 4 activation rows, else
-// panels (BlockPanels where it applies, else UnpackedPanels).
+// panels built from the blocks.
 template <DType D>
 void block_panel_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   switch (i1 - i0) {
@@ -625,13 +614,8 @@ void block_panel_rows(const BlockLinearProblem& p, int64_t i0, int64_t i1, int64
     case 4: return quad_block_rows<4, D>(p, i0, j0, j1);
     default: break;
   }
-  if constexpr (BlockPanels<D>::kApplies) {
-    BlockPanels<D> panels(p);
-    panel_rows(p, panels, i0, i1, j0, j1);
-  } else {
-    UnpackedPanels<D> panels(p);
-    panel_rows(p, panels, i0, i1, j0, j1);
-  }
+  BlockPanels<D> panels(p);
+  panel_rows(p, panels, i0, i1, j0, j1);
 }
 
 // W8A8 (kI8 rows with their scales): the same tiles as block_panel_rows.
