@@ -87,16 +87,64 @@ class FusedRow {
   static constexpr size_t kBlockBytes = dtype_block_bytes(D);
   static constexpr DType kDType = D;
 
-  // The types whose 64-element step is two blocks, each with an F16 scale at byte 0 and (with
-  // kHasMinimum) an F16 minimum at byte 2: quad_tile reads these through quants() and
-  // halves(), converting four rows' scales at once, rather than through load().
+  // The types whose scales quad_tile reads for four rows at once, through quants() and
+  // halves(), converting all their F16 values in one instruction, rather than through load():
+  // - kPairedF16Blocks: a 64-element step is two blocks, each with an F16 scale at byte 0 and
+  //   (kHasMinimum) an F16 minimum at byte 2;
+  // - kWholeBlockF16: a block is whole steps (I4G64, I4G128), its F16 scale and minimum at
+  //   bytes 0 and 2 for every group.
   static constexpr bool kPairedF16Blocks = kBlockElems == 32 && D != DType::kI4G32F;
+  static constexpr bool kWholeBlockF16 = D == DType::kI4G64 || D == DType::kI4G128;
   static constexpr bool kHasMinimum = D == DType::kQ4_1 || D == DType::kQ5_1;
 
   explicit FusedRow(const uint8_t* row) : row_(row) {}
 
-  // A 32-element type's u bytes of the step at t.
+  // The u bytes of the step at t (the types quad_tile reads through quants()).
   [[gnu::always_inline]] __m512i quants(int64_t t) const {
+    if constexpr (kWholeBlockF16) {
+      return block_step_bytes(row_ + static_cast<size_t>(t / kBlockElems) * kBlockBytes,
+                              static_cast<int>((t % kBlockElems) / 64));
+    } else {
+      return two_block_quants(t);
+    }
+  }
+
+  // kPairedF16Blocks: the F16 bits at byte `offset` (0: scale, 2: minimum) of the step's two
+  // blocks, the first block's in bits 0-15. kWholeBlockF16: the step's block's scale (bits
+  // 0-15) and minimum (16-31); `offset` 0.
+  [[gnu::always_inline]] uint32_t halves(int64_t t, int offset) const {
+    static_assert(kPairedF16Blocks || kWholeBlockF16);
+    const uint8_t* b0 = row_ + static_cast<size_t>(t / kBlockElems) * kBlockBytes + offset;
+    if constexpr (kWholeBlockF16) return u32_at(b0);
+    return halves_at(b0, b0 + kBlockBytes);
+  }
+
+  [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) {
+    __m128 base_c;
+    if constexpr (kBlockElems == 32) {
+      const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes;
+      const uint8_t* b1 = b0 + kBlockBytes;
+      w = two_block_quants(t);
+      if constexpr (D == DType::kI4G32F) {
+        a4 = floats_pair(b0, b1);
+        base_c = floats_pair(b0 + 4, b1 + 4);
+      } else {
+        a4 = halves_pair(b0, b1);
+        base_c = kHasMinimum ? halves_pair(b0 + 2, b1 + 2) : _mm_setzero_ps();
+      }
+    } else {
+      const int step = static_cast<int>((t % kBlockElems) / 64);
+      if (step == 0) start_block(row_ + static_cast<size_t>(t / kBlockElems) * kBlockBytes);
+      w = block_step_bytes(block_, step);
+      a4 = _mm_loadu_ps(a_ + 4 * step);
+      base_c = _mm_loadu_ps(c_ + 4 * step);
+    }
+    c4 = _mm_fmadd_ps(_mm_set1_ps(static_cast<float>(-unpack_zero(D))), a4, base_c);
+  }
+
+ private:
+  // A 32-element type's u bytes of the step at t: its two blocks'.
+  [[gnu::always_inline]] __m512i two_block_quants(int64_t t) const {
     static_assert(kBlockElems == 32);
     const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes;
     const uint8_t* b1 = b0 + kBlockBytes;
@@ -119,38 +167,6 @@ class FusedRow {
     }
   }
 
-  // kPairedF16Blocks: the F16 bits at byte `offset` (0: scale, 2: minimum) of the step's two
-  // blocks, the first block's in bits 0-15.
-  [[gnu::always_inline]] uint32_t halves(int64_t t, int offset) const {
-    static_assert(kPairedF16Blocks);
-    const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes + offset;
-    return halves_at(b0, b0 + kBlockBytes);
-  }
-
-  [[gnu::always_inline]] void load(int64_t t, __m512i& w, __m128& a4, __m128& c4) {
-    __m128 base_c;
-    if constexpr (kBlockElems == 32) {
-      const uint8_t* b0 = row_ + static_cast<size_t>(t / 32) * kBlockBytes;
-      const uint8_t* b1 = b0 + kBlockBytes;
-      w = quants(t);
-      if constexpr (D == DType::kI4G32F) {
-        a4 = floats_pair(b0, b1);
-        base_c = floats_pair(b0 + 4, b1 + 4);
-      } else {
-        a4 = halves_pair(b0, b1);
-        base_c = kHasMinimum ? halves_pair(b0 + 2, b1 + 2) : _mm_setzero_ps();
-      }
-    } else {
-      const int step = static_cast<int>((t % kBlockElems) / 64);
-      if (step == 0) start_block(row_ + static_cast<size_t>(t / kBlockElems) * kBlockBytes);
-      w = step_bytes(step);
-      a4 = _mm_loadu_ps(a_ + 4 * step);
-      base_c = _mm_loadu_ps(c_ + 4 * step);
-    }
-    c4 = _mm_fmadd_ps(_mm_set1_ps(static_cast<float>(-unpack_zero(D))), a4, base_c);
-  }
-
- private:
   // The block's scale and offset per group of 16, as unpack_block_of<D> writes them.
   void start_block(const uint8_t* b) {
     block_ = b;
@@ -180,8 +196,8 @@ class FusedRow {
     }
   }
 
-  [[gnu::always_inline]] __m512i step_bytes(int step) const {
-    const uint8_t* b = block_;
+  // The u bytes of step `step` of the block at b (a type of 64 elements or more per block).
+  [[gnu::always_inline]] static __m512i block_step_bytes(const uint8_t* b, int step) {
     if constexpr (D == DType::kQ4_K) {
       return nibbles_low_then_high(b + 16 + 32 * step);
     } else if constexpr (D == DType::kQ5_K) {

@@ -482,14 +482,16 @@ void panel_rows(const BlockLinearProblem& p, Panels& panels, int64_t i0, int64_t
   }
 }
 
-// Whether Row is a FusedRow of two F16-scaled blocks per step (FusedRow::kPairedF16Blocks).
+// How quad_tile reads Row's scales: kByLoad through load(), one row at a time, or four rows'
+// F16 values at once (FusedRow::kPairedF16Blocks, FusedRow::kWholeBlockF16).
+enum class QuadScales { kByLoad, kPairedF16Blocks, kWholeBlockF16 };
 template <class Row>
-constexpr bool kPairedF16Blocks = [] {
+constexpr QuadScales kQuadScales = [] {
   if constexpr (requires { Row::kPairedF16Blocks; }) {
-    return Row::kPairedF16Blocks;
-  } else {
-    return false;
+    if constexpr (Row::kPairedF16Blocks) return QuadScales::kPairedF16Blocks;
+    if constexpr (Row::kWholeBlockF16) return QuadScales::kWholeBlockF16;
   }
+  return QuadScales::kByLoad;
 }();
 
 // MR activation rows (a decode step's few) by four weight rows read in order, each a stream as
@@ -519,19 +521,27 @@ template <int MR, class Row>
     for (; fetched < until; fetched += 64) _mm_prefetch(next + fetched, _MM_HINT_T0);
     __m512i w[4];
     __m512 a, c;
-    if constexpr (kPairedF16Blocks<Row>) {
-      // Two blocks per row: the four rows' eight F16 scales (and minimums) converted at once,
-      // lane 2l + b for row l's block b, then spread to lanes (q, l), block q / 2.
-      const __m512i by_block = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7);
-      const auto spread_blocks = [&](int offset) {
+    if constexpr (kQuadScales<Row> != QuadScales::kByLoad) {
+      // The four rows' F16 words converted at once: lane 2l + h is half h of row l's word.
+      const auto converted = [&](int offset) {
         const __m128i h = _mm_setr_epi32(static_cast<int>(rows[0].halves(t, offset)), static_cast<int>(rows[1].halves(t, offset)),
                                          static_cast<int>(rows[2].halves(t, offset)), static_cast<int>(rows[3].halves(t, offset)));
-        return _mm512_permutexvar_ps(by_block, _mm512_castps256_ps512(_mm256_cvtph_ps(h)));
+        return _mm512_castps256_ps512(_mm256_cvtph_ps(h));
       };
       for (int l = 0; l < 4; ++l) w[l] = rows[l].quants(t);
-      a = spread_blocks(0);
+      __m512 minimum = _mm512_setzero_ps();
+      if constexpr (kQuadScales<Row> == QuadScales::kPairedF16Blocks) {
+        // Halves are the two blocks: lane (q, l) takes block q / 2.
+        const __m512i by_block = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 1, 3, 5, 7, 1, 3, 5, 7);
+        a = _mm512_permutexvar_ps(by_block, converted(0));
+        if constexpr (Row::kHasMinimum) minimum = _mm512_permutexvar_ps(by_block, converted(2));
+      } else {
+        // Halves are the block's scale and minimum, the same for every group q.
+        const __m512 both = converted(0);
+        a = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6), both);
+        minimum = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7, 1, 3, 5, 7), both);
+      }
       // c = fma(-zero, a, minimum), as FusedRow::load folds it lane by lane.
-      const __m512 minimum = Row::kHasMinimum ? spread_blocks(2) : _mm512_setzero_ps();
       c = _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(-unpack_zero(Row::kDType))), a, minimum);
     } else {
       __m128 a4[4], c4[4];
