@@ -2,7 +2,8 @@
 // for the AVX512-VNNI tiles of linear_block_quantized() (linear_block_panels_avx512vnni.h's
 // quad_tile, which reads four rows side by side, each through one of these).
 //
-// FusedRow<D>::load gives the tile's operands straight from the row's blocks: the same u bytes,
+// FusedRow<D>::load (or, for the types whose F16 scales quad_tile converts four rows at a time,
+// quants() and halves()) gives the tile's operands straight from the row's blocks: the same u bytes,
 // the same scales a and the same folded offsets c as a row decoded by unpack_row_of with
 // block_rows_of's fold (VNNI reads u unsigned, so the fold adds -zero * a, an exact product, and
 // a product plus a sum round once either way), so a row's result is bit-identical whichever
