@@ -224,32 +224,30 @@ class BlockPanels {
       }
       const __m512 a = low_halves(gather(block0, 0));
       store_scales(out, 2, a, _mm512_setzero_ps());
-    } else if constexpr (nibble_layout<D>().half > 0) {
-      constexpr NibbleLayout L = nibble_layout<D>();
+    } else if constexpr (nibble_layout<D>().half > 0 || D == DType::kQ5_0 || D == DType::kQ5_1) {
+      // Q5_0 / Q5_1 are Q4_0 / Q4_1 with a 32-bit qh between the scales and the nibbles (at
+      // byte 2 / 4): its bit j adds 16 to element j.
+      constexpr bool kFifthBits = D == DType::kQ5_0 || D == DType::kQ5_1;
+      constexpr int kQh = D == DType::kQ5_0 ? 2 : 4;
+      constexpr NibbleLayout L = kFifthBits ? NibbleLayout{kQh + 4, 16} : nibble_layout<D>();
       for (int piece = 0; piece < L.half / 16; ++piece) {
         split_nibbles(bytes(L.values + 16 * piece), out[piece], out[piece + L.half / 16]);
+      }
+      if constexpr (kFifthBits) {
+        const __m512i qh = gather(block0, kQh);  // 0 past the last row: nothing added
+        add_qh_bits(qh, 0, out[0]);
+        add_qh_bits(qh, 16, out[1]);
       }
       __m512 a, c;
       if constexpr (D == DType::kI4G32F || D == DType::kI4G64F || D == DType::kI4G128F) {
         a = _mm512_castsi512_ps(gather(block0, 0));
         c = _mm512_castsi512_ps(gather(block0, 4));
       } else {
-        const __m512i fields = gather(block0, 0);  // f16 scale, then (not Q4_0) f16 minimum
+        const __m512i fields = gather(block0, 0);  // f16 scale, then (Q4_1, Q5_1, I4G*) f16 minimum
         a = low_halves(fields);
-        c = D == DType::kQ4_0 ? _mm512_setzero_ps() : low_halves(_mm512_srli_epi32(fields, 16));
+        c = D == DType::kQ4_0 || D == DType::kQ5_0 ? _mm512_setzero_ps()
+                                                   : low_halves(_mm512_srli_epi32(fields, 16));
       }
-      store_scales(out, kGroups, a, c);
-    } else if constexpr (D == DType::kQ5_0 || D == DType::kQ5_1) {
-      // Q4_0 / Q4_1's nibbles (at byte 6 / 8) plus each element's fifth bit: bit j of the
-      // block's 32-bit qh (at byte 2 / 4) adds 16 to element j.
-      constexpr int kQh = D == DType::kQ5_0 ? 2 : 4;
-      split_nibbles(bytes(kQh + 4), out[0], out[1]);
-      const __m512i qh = gather(block0, kQh);  // 0 past the last row: nothing added
-      add_fifth_bits(qh, 0, out[0]);
-      add_fifth_bits(qh, 16, out[1]);
-      const __m512i fields = gather(block0, 0);  // f16 scale, then (Q5_1) f16 minimum
-      const __m512 a = low_halves(fields);
-      const __m512 c = D == DType::kQ5_0 ? _mm512_setzero_ps() : low_halves(_mm512_srli_epi32(fields, 16));
       store_scales(out, kGroups, a, c);
     } else if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
       // 4 runs of 32 bytes: run s's low nibbles are elements 64s..64s+31, its high ones the next
@@ -311,7 +309,7 @@ class BlockPanels {
   // Q5_0 / Q5_1: 16 added to the group's element i (u[c] byte 4l + e, i = 4c + e, row l) where
   // bit first + i of row l's qh (lane l) is set: each lane's bits first + 4c.. spread over its
   // four bytes, byte e tested against bit e.
-  [[gnu::always_inline]] static void add_fifth_bits(__m512i qh, int first, PanelGroup& group) {
+  [[gnu::always_inline]] static void add_qh_bits(__m512i qh, int first, PanelGroup& group) {
     const __m512i byte0 = _mm512_set4_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0x00000000);
     const __m512i bit_e = _mm512_set1_epi32(0x08040201);
     for (int c = 0; c < 4; ++c) {
