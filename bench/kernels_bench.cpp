@@ -205,12 +205,13 @@ void LinearFp8Args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_LinearFp8)->Apply(LinearFp8Args);
 
 // Decode step: `seqs` sequences of one query each over `context` cached tokens.
-// Args: seqs, context, dtype. Llama-100M-like heads: 12 query heads, 4 kv heads, head_dim 64.
+// Args: seqs, context, dtype (0 F32, 1 F16, 2 BF16), kv heads (three query heads each, head_dim
+// 64): 4 is Llama-100M-like (12 query heads), 3 is SmolLM2-135M (9 query heads).
 void BM_PagedAttentionDecode(benchmark::State& state) {
   const int seqs = static_cast<int>(state.range(0));
   const int context = static_cast<int>(state.range(1));
-  const DType dt = state.range(2) == 0 ? DType::kF32 : DType::kBF16;
-  const int64_t heads = 12, kv_heads = 4, d = 64, bs = 16;
+  const DType dt = state.range(2) == 0 ? DType::kF32 : state.range(2) == 1 ? DType::kF16 : DType::kBF16;
+  const int64_t kv_heads = state.range(3), heads = 3 * kv_heads, d = 64, bs = 16;
   const int blocks_per_seq = (context + bs - 1) / bs;
   const int num_blocks = seqs * blocks_per_seq;
   Tensor kc = Tensor::zeros(dt, {num_blocks, bs, kv_heads, d});
@@ -243,12 +244,14 @@ void BM_PagedAttentionDecode(benchmark::State& state) {
   state.SetLabel(std::string(dtype_name(dt)) + " " + std::string(cpu_kernel_isa()));
 }
 BENCHMARK(BM_PagedAttentionDecode)
-    ->ArgNames({"seqs", "context", "dtype"})
-    ->Args({1, 1024, 2})
-    ->Args({8, 1024, 2})
-    ->Args({8, 1024, 0})
-    ->Args({32, 512, 2})
-    ->Args({1, 65536, 2})  // one long context: its 64 MiB of K/V are past the caches
+    ->ArgNames({"seqs", "context", "dtype", "kv_heads"})
+    ->Args({1, 1024, 2, 4})
+    ->Args({8, 1024, 2, 4})
+    ->Args({8, 1024, 0, 4})
+    ->Args({32, 512, 2, 4})
+    ->Args({1, 65536, 2, 4})  // one long context: its 64 MiB of K/V are past the caches
+    ->Args({1, 160, 1, 3})    // the peer harness's decode: SmolLM2, a 128-token prompt, f16 KV
+    ->Args({16, 160, 1, 3})
     ->UseRealTime();
 
 // One parallel_for hand-off: a job of one tiny chunk per thread, back to back, as the

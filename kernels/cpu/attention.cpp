@@ -594,7 +594,9 @@ void paged_attention_impl(const TensorView& q, const TensorView& k_cache,
   const float* qp = q.as<const float>();
   float* op = out.as<float>();
   pool.parallel_for(static_cast<int64_t>(plan.items.size()), [&](int64_t begin, int64_t end) {
-    Scratch sc;
+    // Kept per thread across calls: a decode step runs attention once per layer, each call a few
+    // microseconds of work per item, which fresh buffers (eight allocations) would add to.
+    thread_local Scratch sc;
     for (int64_t i = begin; i < end; ++i) {
       const WorkItem& it = plan.items[static_cast<size_t>(i)];
       run_item(it, qp, k_cache, v_cache, scales, batch, g, scale, op,
