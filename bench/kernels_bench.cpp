@@ -252,6 +252,7 @@ BENCHMARK(BM_PagedAttentionDecode)
     ->Args({1, 65536, 2, 4})  // one long context: its 64 MiB of K/V are past the caches
     ->Args({1, 160, 1, 3})    // the peer harness's decode: SmolLM2, a 128-token prompt, f16 KV
     ->Args({16, 160, 1, 3})
+    ->Args({16, 2048, 1, 3})  // 16 x 2048: 25 MB of K/V per layer, past the caches
     ->UseRealTime();
 
 // One parallel_for hand-off: a job of one tiny chunk per thread, back to back, as the
