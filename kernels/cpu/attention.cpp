@@ -221,7 +221,7 @@ inline void fetch_into_l2(const void* p) {
 class ChunkPrefetch {
  public:
   ChunkPrefetch(const int32_t* table, int64_t bs, int64_t num_kv_heads, int64_t kv_head, int64_t d,
-                    size_t esize)
+                size_t esize)
       : table_(table), bs_(bs), num_kv_heads_(num_kv_heads), kv_head_(kv_head), d_(d), esize_(esize) {}
 
   // The keys [t0, t1) to fetch (the next chunk's); none when t1 <= t0.
