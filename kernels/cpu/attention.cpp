@@ -341,7 +341,7 @@ void run_item(const WorkItem& it, const float* q, const TensorView& k_cache,
       fetch.slice(k_cache, 0, 1);
     }
     fetch.set_keys(std::max(t0 + chunk_keys, first_key(it.q_begin)),
-                        c + 1 < c_end ? std::min(n_keys, t0 + 2 * chunk_keys) : 0);
+                   c + 1 < c_end ? std::min(n_keys, t0 + 2 * chunk_keys) : 0);
     runs.clear();
     // Blocks wholly before the item's first window are never read (their KV may be freed).
     const int64_t b_first = std::max(t0, first_key(it.q_begin)) / bs, b_end = ceil_div(t0 + nt, bs);
