@@ -25,6 +25,7 @@
 
 #include "cpu/avx512_reduce.h"
 #include "cpu/block_unpack.h"
+#include "cpu/k4_scales_avx512.h"
 
 namespace weft::kernels::cpu {
 
@@ -165,6 +166,15 @@ struct StepDecoder<D, std::enable_if_t<D == DType::kQ4_K || D == DType::kQ5_K>> 
   static constexpr int64_t kElems = 64;
   template <class Sink>
   [[gnu::always_inline]] static inline void step(const uint8_t* row, int64_t s, Sink&& sink) {
+    const uint8_t* b = row + (s / 4) * static_cast<int64_t>(dtype_block_bytes(D));
+    const int j = static_cast<int>(s % 4);
+    step_scaled(row, s, k4_sub_block_scale(b, 2 * j), k4_sub_block_scale(b, 2 * j + 1), sink);
+  }
+
+  // step() with its two sub-blocks' scales given (the decode tile decodes a block's eight at once).
+  template <class Sink>
+  [[gnu::always_inline]] static inline void step_scaled(const uint8_t* row, int64_t s, BlockScale first,
+                                                        BlockScale second, Sink&& sink) {
     constexpr bool kFifth = D == DType::kQ5_K;
     const uint8_t* b = row + (s / 4) * static_cast<int64_t>(dtype_block_bytes(D));
     const int j = static_cast<int>(s % 4);
@@ -180,7 +190,7 @@ struct StepDecoder<D, std::enable_if_t<D == DType::kQ4_K || D == DType::kQ5_K>> 
       }
     }
     for (int sub = 0; sub < 2; ++sub) {
-      const BlockScale scale = k4_sub_block_scale(b, 2 * j + sub);
+      const BlockScale scale = sub == 0 ? first : second;
       const Levels l = levels<kFifth>(none, scale.a, scale.c);
       for (int h = 0; h < 2; ++h) {
         sink(s * 64 + 32 * sub + 16 * h,
@@ -201,8 +211,11 @@ struct StepDecoder<D, std::enable_if_t<D == DType::kQ6_K>> {
   [[gnu::always_inline]] static inline void step(const uint8_t* row, int64_t s, Sink&& sink) {
     const uint8_t* b = row + (s / 2) * static_cast<int64_t>(dtype_block_bytes(D));
     const int n = static_cast<int>(s % 2);
-    const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-    const float d = half_at(b + 208);
+    // d * sc[g] for the block's 16 groups at once (the same F32 products as one at a time).
+    alignas(64) float scales[16];
+    _mm512_store_ps(scales, _mm512_mul_ps(_mm512_set1_ps(half_at(b + 208)),
+                                          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                                              _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192))))));
     const __m512i zero = _mm512_set1_epi32(32), two = _mm512_set1_epi32(3);
     __m512i ql[2][2], qh[2];  // [q % 2][l / 16], [l / 16]
     for (int h = 0; h < 2; ++h) {
@@ -216,7 +229,7 @@ struct StepDecoder<D, std::enable_if_t<D == DType::kQ6_K>> {
         const __m512i nibble = q < 2 ? _mm512_and_si512(low, _mm512_set1_epi32(0x0F)) : _mm512_srli_epi32(low, 4);
         const __m512i high = _mm512_and_si512(_mm512_srli_epi32(qh[h], 2 * q), two);
         const int group = 8 * n + 2 * q + h;  // (128 n + 32 q + 16 h) / 16
-        const __m512 a = _mm512_set1_ps(d * static_cast<float>(sc[group]));
+        const __m512 a = _mm512_set1_ps(scales[group]);
         sink(s * 128 + 32 * q + 16 * h, dequantized16(_mm512_or_si512(nibble, _mm512_slli_epi32(high, 4)),
                                                       zero, a, _mm512_setzero_ps()));
       }
@@ -274,6 +287,34 @@ template <DType D>
 constexpr bool kBlock32 = D == DType::kQ4_0 || D == DType::kQ4_1 || D == DType::kQ5_0 ||
                           D == DType::kQ5_1;
 
+// dot4_dequantized_avx512 for Q4_K / Q5_K: each block's eight sub-block scales decoded at once
+// per row (k4_group_scales), not two per step with scalar code.
+template <DType D>
+void dot4_k4(const uint8_t* const* rows, const float* x, int64_t n, __m512* out) {
+  using Decoder = StepDecoder<D>;
+  constexpr int64_t kBytes = static_cast<int64_t>(dtype_block_bytes(D));
+  __m512 acc[4] = {out[0], out[1], out[2], out[3]};
+  alignas(64) float a[4][16], c[4][16];  // per group of 16: sub-block g / 2's
+  for (int64_t block = 0; block < n / 256; ++block) {
+    for (int r = 0; r < 4; ++r) k4_group_scales(rows[r] + block * kBytes, a[r], c[r]);
+    for (int j = 0; j < 4; ++j) {
+      const int64_t s = 4 * block + j;
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        // A step is 36 or 44 bytes: a line ahead per step.
+        _mm_prefetch(reinterpret_cast<const char*>(rows[r]) + block * kBytes + j * kBytes / 4 + kWeightPrefetchBytes,
+                     _MM_HINT_T0);
+        Decoder::step_scaled(rows[r], s, BlockScale{a[r][4 * j], c[r][4 * j]},
+                             BlockScale{a[r][4 * j + 2], c[r][4 * j + 2]},
+                             [&](int64_t e, __m512 v) __attribute__((always_inline)) {
+          acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + e), v, acc[r]);
+        });
+      }
+    }
+  }
+  for (int r = 0; r < 4; ++r) out[r] = acc[r];
+}
+
 // dot4_dequantized_avx512 for the Block32 types: acc[r] += the products of row r, block by block.
 template <DType D>
 void dot4_block32(const uint8_t* const* rows, const float* x, int64_t n, __m512* out) {
@@ -324,6 +365,9 @@ void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const floa
         Decoder::kElems * static_cast<int64_t>(dtype_block_bytes(D)) / dtype_block_elems(D);
     if constexpr (kBlock32<D>) {
       dot4_block32<D>(rows, x, n, acc);
+      return;
+    } else if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
+      dot4_k4<D>(rows, x, n, acc);
       return;
     }
     for (int64_t s = 0; s < n / Decoder::kElems; ++s) {

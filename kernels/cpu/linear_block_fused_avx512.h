@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "cpu/block_unpack.h"
+#include "cpu/k4_scales_avx512.h"
 #include "cpu/linear_block.h"
 
 namespace weft::kernels::cpu {
@@ -44,12 +45,6 @@ inline __m128 halves_pair(const uint8_t* p0, const uint8_t* p1) {
 inline __m128 floats_pair(const uint8_t* p0, const uint8_t* p1) {
   const float x0 = f32_at(p0), x1 = f32_at(p1);
   return _mm_setr_ps(x0, x0, x1, x1);
-}
-
-// 8 bytes as 16 floats, each twice: a K-quant sub-block's value for its 2 groups of 16.
-inline __m512 per_group(uint64_t bytes) {
-  const __m128i v = _mm_cvtsi64_si128(static_cast<long long>(bytes));
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(v, v)));
 }
 
 inline __m512i low_nibbles(__m512i v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
@@ -172,18 +167,7 @@ class FusedRow {
   void start_block(const uint8_t* b) {
     block_ = b;
     if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
-      // k_scale_min for all 8 sub-blocks at once, 4 bytes a lane: sub-block j < 4 takes the low
-      // 6 bits of bytes j (scale) and 4 + j (min); j >= 4 the nibbles of byte 4 + j with the top
-      // 2 bits of bytes j - 4 (scale) and j (min) above them.
-      const uint32_t q0 = u32_at(b + 4), q1 = u32_at(b + 8), q2 = u32_at(b + 12);
-      const uint32_t six = 0x3F3F3F3Fu, four = 0x0F0F0F0Fu, two = 0x03030303u;
-      const uint64_t scales = (q0 & six) | uint64_t{(q2 & four) | (((q0 >> 6) & two) << 4)} << 32;
-      const uint64_t mins = (q1 & six) | uint64_t{((q2 >> 4) & four) | (((q1 >> 6) & two) << 4)} << 32;
-      // a = d * scale, c = -(dmin * min), each sub-block's over its 2 groups.
-      _mm512_storeu_ps(a_, _mm512_mul_ps(_mm512_set1_ps(half_at(b)), per_group(scales)));
-      const __m512 min_products = _mm512_mul_ps(_mm512_set1_ps(half_at(b + 2)), per_group(mins));
-      const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
-      _mm512_storeu_ps(c_, _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(min_products), sign)));
+      k4_group_scales(b, a_, c_);
     } else if constexpr (D == DType::kQ6_K) {
       const __m512 d = _mm512_set1_ps(half_at(b + 208));
       const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 192));
