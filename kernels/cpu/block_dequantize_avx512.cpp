@@ -41,6 +41,14 @@ inline __m512 dequantized16(__m512i u, __m512i zero, __m512 a, __m512 c) {
   return _mm512_add_ps(_mm512_mul_ps(a, _mm512_cvtepi32_ps(_mm512_sub_epi32(u, zero))), c);
 }
 
+// dequantized16 with the product and the sum fused into one FMA: the same bits where
+// a * float(u - zero) is exact in F32 (an F16 scale times a code of at most 8 bits fits its
+// 24-bit significand): rounding an exact product changes nothing, and a -0 product plus a +0
+// offset is +0 either way.
+inline __m512 exact_dequantized16(__m512i u, __m512i zero, __m512 a, __m512 c) {
+  return _mm512_fmadd_ps(a, _mm512_cvtepi32_ps(_mm512_sub_epi32(u, zero)), c);
+}
+
 // The values a block's codes can take: a * float(v - zero) + c for v = 0..15 (first) and, for
 // the 5-bit types, v = 16..31 (second), each computed by dequantized16 itself, so looking a code
 // up gives the bits computing it would. One table serves a whole block or sub-block: the
@@ -48,31 +56,19 @@ inline __m512 dequantized16(__m512i u, __m512i zero, __m512 a, __m512 c) {
 struct Levels {
   __m512 first, second;
 };
-template <bool kFiveBits>
+// kExactProducts: computed by exact_dequantized16 (the caller's a * float(v - zero) are exact),
+// one FMA per table. Block32's; Q4_K / Q5_K (whose a, an F16 times a 6-bit sub-scale, would also
+// qualify) measured 10% slower that way on Zen 4 and keep the product and sum.
+template <bool kFiveBits, bool kExactProducts = false>
 inline Levels levels(__m512i zero, float a, float c) {
   const __m512i codes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512 av = _mm512_set1_ps(a), cv = _mm512_set1_ps(c);
+  const auto value = [&](__m512i v) {
+    return kExactProducts ? exact_dequantized16(v, zero, av, cv) : dequantized16(v, zero, av, cv);
+  };
   Levels l;
-  l.first = dequantized16(codes, zero, av, cv);
-  l.second = kFiveBits ? dequantized16(_mm512_add_epi32(codes, _mm512_set1_epi32(16)), zero, av, cv)
-                       : l.first;  // unused
-  return l;
-}
-
-// levels() where a * float(v - zero) is exact in F32 (an F16 scale times a code of at most 5
-// bits fits its 24-bit significand): one FMA per table instead of a product and a sum, the same
-// bits (rounding an exact product changes nothing, and a -0 product plus a +0 offset is +0
-// either way). Block32's; Q4_K / Q5_K (whose a, an F16 times a 6-bit sub-scale, would also be
-// exact) measured 10% slower with it on Zen 4 and keep levels().
-template <bool kFiveBits>
-inline Levels exact_levels(__m512i zero, __m512 a, __m512 c) {
-  const __m512i codes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  Levels l;
-  l.first = _mm512_fmadd_ps(a, _mm512_cvtepi32_ps(_mm512_sub_epi32(codes, zero)), c);
-  if constexpr (kFiveBits) {
-    const __m512i high = _mm512_add_epi32(codes, _mm512_set1_epi32(16));
-    l.second = _mm512_fmadd_ps(a, _mm512_cvtepi32_ps(_mm512_sub_epi32(high, zero)), c);
-  }
+  l.first = value(codes);
+  l.second = kFiveBits ? value(_mm512_add_epi32(codes, _mm512_set1_epi32(16))) : l.first;  // unused
   return l;
 }
 
@@ -140,9 +136,9 @@ struct StepDecoder<D, std::enable_if_t<D == DType::kQ5_0 || D == DType::kQ5_1>> 
 };
 
 // Q8_0: the signed bytes themselves are u - zero (u = q ^ 0x80, zero 128); the offset c is 0 and
-// still added, as the reference does (it turns a -0 product into +0), in one FMA: the product of
-// an F16 scale and an 8-bit value is exact in F32, so the bits are the reference's product then
-// sum (2048 x 2048 at batch 1 on the 2-core EPYC: 142-145 -> 121-124 us).
+// still added, as the reference does (it turns a -0 product into +0), fused with the product
+// (exact_dequantized16: an F16 scale times an 8-bit value is exact; 2048 x 2048 at batch 1 on
+// the 2-core EPYC: 142-145 -> 121-124 us).
 template <DType D>
 struct StepDecoder<D, std::enable_if_t<D == DType::kQ8_0>> {
   static constexpr int64_t kElems = 32;
@@ -152,7 +148,7 @@ struct StepDecoder<D, std::enable_if_t<D == DType::kQ8_0>> {
     const __m512 a = _mm512_set1_ps(half_at(b));
     for (int j = 0; j < 32; j += 16) {
       const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2 + j)));
-      sink(s * 32 + j, _mm512_fmadd_ps(a, _mm512_cvtepi32_ps(q), _mm512_setzero_ps()));
+      sink(s * 32 + j, exact_dequantized16(q, _mm512_setzero_si512(), a, _mm512_setzero_ps()));
     }
   }
 };
@@ -240,7 +236,7 @@ struct StepDecoder<D, std::enable_if_t<D == DType::kQ6_K>> {
 // The 32-element nibble types with F16 fields (Q4_0, Q4_1, Q5_0, Q5_1), for the decode tile's
 // dot products: their blocks' scales (and offsets) are converted 16 blocks at a time, one gather
 // and one vcvtph2ps per row and field, not a scalar conversion and a register broadcast per
-// block; a block's levels are exact_levels'. Measured on the 2-core EPYC (kernels_bench
+// block; a block's levels are one FMA per table (levels' kExactProducts). Measured on the 2-core EPYC (kernels_bench
 // BM_LinearBlockExact, batch 1, 2048 x 2048): Q4_1 180 -> 160 us, Q5_1 212 -> 199 us, Q4_0 and
 // Q5_0 unchanged; Q8_0 (no levels: a product per element) was 15% slower this way and keeps
 // StepDecoder.
@@ -268,7 +264,7 @@ struct Block32 {
   // sink(e, v) for the block at b's two 16-element chunks (e = 0, 16), its scale a, offset c.
   template <class Sink>
   [[gnu::always_inline]] static inline void block(const uint8_t* b, float a, float c, Sink&& sink) {
-    const Levels l = exact_levels<kFive>(_mm512_set1_epi32(unpack_zero(D)), _mm512_set1_ps(a), _mm512_set1_ps(c));
+    const Levels l = levels<kFive, true>(_mm512_set1_epi32(unpack_zero(D)), a, c);
     if constexpr (kFive) {
       const int qh_at = kOffset ? 4 : 2;  // Q5_*: qh, then the nibbles
       const uint32_t qh = u32_at(b + qh_at);
