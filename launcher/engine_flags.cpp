@@ -50,6 +50,10 @@ std::vector<FlagSpec> engine_flag_specs() {
       {"quantize-lm-head", "",
        "also quantize the LM head at load, to int8 per output row (W8A16; CPU); a head tied to the "
        "embedding gets its own int8 copy. Off by default, as vLLM; llama.cpp's files quantize it"},
+      {"mmap-weights", "",
+       "compute from the weights where the checkpoint's files are mapped (4 KiB page-cache pages) "
+       "instead of copying them at load into memory on huge pages: less memory while loading, "
+       "slower decode"},
       {"matmul-precision", "auto|f32|bf16|int8",
        "bf16: BF16 weights multiply BF16-rounded activations (AVX512-BF16 or AMX); int8: quantized weights "
        "(GGUF, --quantize int4, and --quantize int8 on AVX512-VNNI) multiply int8-rounded activations (llama.cpp's way, faster); "
@@ -208,6 +212,7 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args, cons
   WEFT_RETURN_IF_ERROR(limit_cpu_features(args.get_or("cpu-isa", "native")));
   WEFT_ASSIGN_OR_RETURN(o.quantization, parse_weight_quantization(args.get_or("quantize", "none")));
   o.quantize_lm_head = args.has("quantize-lm-head");
+  o.mmap_weights = args.has("mmap-weights");
   const std::string precision = args.get_or("matmul-precision", "auto");
   if (precision != "auto" && precision != "f32" && precision != "bf16" && precision != "int8") {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -65,12 +65,15 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-bool MappedFile::release_pages(const void* data, size_t bytes) const {
+bool MappedFile::holds(const void* data, size_t bytes) const {
   const uint8_t* begin = static_cast<const uint8_t*>(data);
-  if (data_ == nullptr || begin < data_ || bytes > size_ ||
-      begin - data_ > static_cast<ptrdiff_t>(size_ - bytes)) {
-    return false;
-  }
+  return data_ != nullptr && begin >= data_ && bytes <= size_ &&
+         begin - data_ <= static_cast<ptrdiff_t>(size_ - bytes);
+}
+
+bool MappedFile::release_pages(const void* data, size_t bytes) const {
+  if (!holds(data, bytes)) return false;
+  const uint8_t* begin = static_cast<const uint8_t*>(data);
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
   const uintptr_t last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;

@@ -32,6 +32,9 @@ class MappedFile {
   // is lost. Not for ranges still read every step.
   bool release_pages(const void* data, size_t bytes) const;
 
+  // Whether [data, data + bytes) lies in the mapping.
+  bool holds(const void* data, size_t bytes) const;
+
  private:
   std::filesystem::path path_;
   const uint8_t* data_ = nullptr;

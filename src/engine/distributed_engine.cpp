@@ -29,7 +29,8 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
                                        e->config_.pp_rank(), options.layers_per_stage));
     WEFT_ASSIGN_OR_RETURN(e->model_, load_rank_model(options.engine.model_dir, *e->groups_.tp, layout,
                                                           ModelLoadOptions{options.ep, options.engine.quantization,
-                                                                           options.engine.quantize_lm_head}));
+                                                                           options.engine.quantize_lm_head,
+                                                                           options.engine.mmap_weights}));
     return absl::OkStatus();
   }();
   WEFT_RETURN_IF_ERROR(agree_on_status(world, loaded));

@@ -36,7 +36,11 @@ absl::StatusOr<std::unique_ptr<LocalEngine>> LocalEngine::create(
   std::unique_ptr<LocalEngine> e(new LocalEngine());
   e->pool_ = std::make_unique<ThreadPool>(options.num_threads, options.thread_spin);
   WEFT_ASSIGN_OR_RETURN(e->model_, load_whole_model(options.model_dir, e->tp_,
-                                                    ModelLoadOptions{1, options.quantization, options.quantize_lm_head}));
+                                                    ModelLoadOptions{1, options.quantization, options.quantize_lm_head,
+                                                                     // A device executor reads the host weights
+                                                                     // once, to upload them: no copy.
+                                                                     options.mmap_weights ||
+                                                                         options.device != EngineDevice::kCpu}));
   if (options.device == EngineDevice::kCpu) {
     WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(options.kv),
                                                     e->model_->blocks_fitting(options.kv)));

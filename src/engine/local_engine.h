@@ -35,6 +35,7 @@ struct LocalEngineOptions {
   std::optional<uint64_t> seed;
   WeightQuantization quantization = WeightQuantization::kNone;  // --quantize (CPU only)
   bool quantize_lm_head = false;  // --quantize-lm-head (CPU only; LoadContext::quantize_lm_head)
+  bool mmap_weights = false;      // --mmap-weights (LoadContext::mmap_weights)
   SpeculativeDecodingOptions speculative;  // --speculative ... (enabled on the coordinator)
   bool overlap_constraint_masks = true;     // EngineConfig::overlap_constraint_masks
   // Set (weft inspect, CPU only): this rank's forward passes record attention weights into it.

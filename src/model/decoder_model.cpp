@@ -18,7 +18,10 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::load(const ModelConf
   auto model = std::make_unique<DecoderModel>();
   model->config_ = config;
   model->layout_ = layout;
-  const LoadContext ctx{weights, model->config_, tp, expert_parallel, options.quantization, options.quantize_lm_head};
+  // The weights' copies on huge pages (held_weight); each keeps its chunk alive after the load.
+  HugePageArena arena;
+  const LoadContext ctx{weights,      model->config_,           tp, expert_parallel, options.quantization,
+                        options.quantize_lm_head, options.mmap_weights, &arena};
   if (expert_parallel > 1 && !config.moe.enabled()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--ep ", expert_parallel, ": ", config.architecture, " has no experts (expert parallelism is for mixtures of experts)"));

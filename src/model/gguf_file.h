@@ -82,6 +82,7 @@ class GgufFile {
   bool release_pages(const void* data, size_t bytes) const {
     return mapping_.release_pages(data, bytes);
   }
+  bool holds(const void* data, size_t bytes) const { return mapping_.holds(data, bytes); }
 
  private:
   GgufFile() = default;

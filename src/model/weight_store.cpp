@@ -277,14 +277,26 @@ absl::StatusOr<Tensor> WeightStore::get_slice(const std::string& name, const Sha
   return std::move(slice.tensor);
 }
 
+bool WeightStore::is_mapped(const Tensor& t) const {
+  if (!t.defined()) return false;
+  if (gguf_ && gguf_->holds(t.data(), t.nbytes())) return true;
+  for (const auto& file : files_) {
+    if (file->holds(t.data(), t.nbytes())) return true;
+  }
+  return false;
+}
+
 void WeightStore::release(const Tensor& view) const {
-  if (!view.defined()) return;
+  if (view.defined()) release(view.data(), view.nbytes());
+}
+
+void WeightStore::release(const void* data, size_t bytes) const {
   if (gguf_) {
-    gguf_->release_pages(view.data(), view.nbytes());
+    gguf_->release_pages(data, bytes);
     return;
   }
   for (const auto& file : files_) {
-    if (file->release_pages(view.data(), view.nbytes())) return;
+    if (file->release_pages(data, bytes)) return;
   }
 }
 

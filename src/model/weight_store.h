@@ -50,6 +50,11 @@ class WeightStore {
   // pages from the resident set (SafetensorsFile::release_pages). A no-op for tensors that are not
   // in the mapping (copies). Correct even if the bytes are read again, only slower.
   void release(const Tensor& view) const;
+  // The same for the bytes [data, data + bytes) of such a view.
+  void release(const void* data, size_t bytes) const;
+
+  // Whether `t`'s bytes lie in one of the mapped files (a view get() or get_slice() returned).
+  bool is_mapped(const Tensor& t) const;
 
   // The checkpoint's quantization_config (none for dense checkpoints and GGUF files). Modules it
   // stores quantized (those with a weight_scale) are presented as "<module>.weight" in weft's

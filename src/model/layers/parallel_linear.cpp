@@ -210,6 +210,7 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
                                                        ".weight': --quantize int8 of projections held apart"));
       }
     }
+    for (Tensor& w : weights) w = held_weight(ctx, std::move(w));
     layer.separate_ = std::move(weights);
     layer.separate_scales_ = std::move(scales);
     return layer;
@@ -223,6 +224,7 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
   }
   WEFT_RETURN_IF_ERROR(
       quantize_linear_weight(ctx, parts[0].name, layer.weight_, layer.weight_scale_));
+  layer.weight_ = held_weight(ctx, std::move(layer.weight_));
   return layer;
 }
 
@@ -284,6 +286,7 @@ absl::StatusOr<RowParallelLinear> RowParallelLinear::load(const LoadContext& ctx
     WEFT_ASSIGN_OR_RETURN(layer.bias_, ctx.weights.get(name + ".bias", Shape{out_features}));
   }
   WEFT_RETURN_IF_ERROR(quantize_linear_weight(ctx, name, layer.weight_, layer.weight_scale_));
+  layer.weight_ = held_weight(ctx, std::move(layer.weight_));
   return layer;
 }
 

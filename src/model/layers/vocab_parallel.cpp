@@ -25,6 +25,9 @@ absl::StatusOr<VocabParallelEmbedding> VocabParallelEmbedding::load(const LoadCo
   VocabParallelEmbedding layer;
   layer.shard_ = padded_shard(ctx.config.vocab_size, ctx.tp.rank(), ctx.tp.size());
   WEFT_ASSIGN_OR_RETURN(layer.table_, load_vocab_shard(ctx, name, layer.shard_));
+  // Read whole every step where the LM head is tied to it; otherwise looked up row by row, and
+  // left mapped: only the rows of tokens seen become resident.
+  if (ctx.config.tie_word_embeddings) layer.table_ = held_weight(ctx, std::move(layer.table_));
   return layer;
 }
 
@@ -42,6 +45,7 @@ absl::StatusOr<ParallelLmHead> ParallelLmHead::load(const LoadContext& ctx,
   head.vocab_size_ = ctx.config.vocab_size;
   WEFT_ASSIGN_OR_RETURN(head.weight_, load_vocab_shard(ctx, name, head.shard_));
   WEFT_RETURN_IF_ERROR(head.quantize(ctx));
+  head.weight_ = held_weight(ctx, std::move(head.weight_));
   return head;
 }
 
