@@ -4,7 +4,7 @@
 // elsewhere 4 KiB pages, still correct). Why: with 4 KiB pages (a mapped file's page cache, or
 // the heap) the hardware prefetchers stop at every page boundary and the TLB misses every
 // 4 KiB. On the 2-core Zen 4, SmolLM2-135M Q8_0 batch-1 decode with int8 activations went from
-// 136 to 185 tok/s (medians of 8 alternated runs) with its weights here; most of them are under
+// 139 to 178 tok/s (medians of 6 alternated runs) with its weights here; most of them are under
 // 2 MiB (0.35-1.9 MB), too small for huge pages of their own.
 // Each tensor keeps its chunk alive; a chunk is unmapped when its last tensor goes. The part of a
 // chunk no tensor reached takes no memory (a mapping's pages exist once written), and a partial

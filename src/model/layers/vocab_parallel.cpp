@@ -25,9 +25,11 @@ absl::StatusOr<VocabParallelEmbedding> VocabParallelEmbedding::load(const LoadCo
   VocabParallelEmbedding layer;
   layer.shard_ = padded_shard(ctx.config.vocab_size, ctx.tp.rank(), ctx.tp.size());
   WEFT_ASSIGN_OR_RETURN(layer.table_, load_vocab_shard(ctx, name, layer.shard_));
-  // Read whole every step where the LM head is tied to it; otherwise looked up row by row, and
-  // left mapped: only the rows of tokens seen become resident.
-  if (ctx.config.tie_word_embeddings) layer.table_ = held_weight(ctx, std::move(layer.table_));
+  // Read whole every step where the LM head is tied to it (and not given an int8 copy);
+  // otherwise looked up row by row, and left mapped: only the rows of tokens seen are resident.
+  if (ctx.config.tie_word_embeddings && !ctx.quantize_lm_head) {
+    layer.table_ = held_weight(ctx, std::move(layer.table_));
+  }
   return layer;
 }
 
