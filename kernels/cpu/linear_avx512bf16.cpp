@@ -12,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "cpu/avx512_reduce.h"
+#include "cpu/next_rows_prefetch.h"
 
 namespace weft::kernels::cpu {
 namespace {
@@ -37,13 +38,14 @@ void tile(const Bf16LinearProblem& p, int64_t i0, int64_t j0) {
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   int64_t kk = 0;
+  NextRowsPrefetch next(w + NR * k, NR * static_cast<int64_t>(sizeof(uint16_t)));
   for (; kk + kPairs <= k; kk += kPairs) {
     __m512bh xv[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) xv[i] = load_bf16(x + i * k + kk);
+    if constexpr (MR == 1) next.through(kk + kPairs);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR == 1) _mm_prefetch(reinterpret_cast<const char*>(w + (j + NR) * k + kk), _MM_HINT_T0);
       const __m512bh wv = load_bf16(w + j * k + kk);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv[i], wv);
