@@ -21,6 +21,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "cpu/avx512_reduce.h"
+#include "cpu/next_rows_prefetch.h"
 
 namespace weft::kernels::cpu {
 namespace {
@@ -64,16 +65,15 @@ void tile(const Bf16PairsLinearProblem& p, int64_t i0, int64_t j0) {
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   }
+  NextRowsPrefetch next(w + NR * k, NR * static_cast<int64_t>(sizeof(uint16_t)));
   for (int64_t kk = 0; kk < kv; kk += kChunk) {
     if constexpr (MR == 1) {
-      // GEMV: x stays in registers; each weight row is split and used at once. Rows are too
-      // short for the hardware prefetcher to ramp up, so the same span of the next tile's rows
-      // is fetched now.
+      // GEMV: x stays in registers; each weight row is split and used at once.
+      next.through(kk + kChunk);
       const __m512 xe = _mm512_loadu_ps(xp + kk);
       const __m512 xo = _mm512_loadu_ps(xp + kk + kChunk / 2);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + (j + NR) * k + kk), _MM_HINT_T0);
         const __m512i v = _mm512_loadu_si512(w + j * k + kk);
         acc[0][j] = _mm512_fmadd_ps(xe, _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), acc[0][j]);
         acc[0][j] =
