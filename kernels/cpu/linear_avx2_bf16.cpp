@@ -18,6 +18,8 @@
 #if defined(__x86_64__)
 #pragma GCC target("avx2,fma,f16c")
 
+#include "cpu/next_rows_prefetch.h"
+
 namespace weft::kernels::cpu {
 namespace {
 
@@ -44,16 +46,15 @@ void tile(const Bf16PairsLinearProblem& p, int64_t i0, int64_t j0) {
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
   }
+  NextRowsPrefetch next(w + NR * k, NR * static_cast<int64_t>(sizeof(uint16_t)));
   for (int64_t kk = 0; kk < kv; kk += kChunk) {
     if constexpr (MR == 1) {
-      // GEMV: x stays in registers; each weight row is split and used at once. Rows are too
-      // short for the hardware prefetcher to ramp up, so the same span of the next tile's rows
-      // is fetched now.
+      // GEMV: x stays in registers; each weight row is split and used at once.
+      next.through(kk + kChunk);
       const __m256 xe = _mm256_loadu_ps(xp + kk);
       const __m256 xo = _mm256_loadu_ps(xp + kk + 8);
 #pragma GCC unroll 16
       for (int j = 0; j < NR; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(w + (j + NR) * k + kk), _MM_HINT_T0);
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + j * k + kk));
         acc[0][j] = _mm256_fmadd_ps(xe, _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)), acc[0][j]);
         acc[0][j] = _mm256_fmadd_ps(xo, _mm256_castsi256_ps(_mm256_and_si256(v, odd_mask)), acc[0][j]);
