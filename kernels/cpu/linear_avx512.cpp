@@ -13,6 +13,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
 #include "cpu/avx512_reduce.h"
+#include "cpu/next_rows_prefetch.h"
 
 namespace weft::kernels::cpu {
 namespace {
@@ -71,18 +72,14 @@ void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
   }
   int64_t kk = 0;
+  NextRowsPrefetch next(static_cast<const char*>(p.w) + (w0 + NR * k) * kWBytes<W>, NR * kWBytes<W>);
   for (; kk + kW <= k; kk += kW) {
     __m512 xv[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x + i * k + kk);
+    if constexpr (MR == 1) next.through(kk + kW);  // GEMV: the weights stream once
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR == 1) {
-        // GEMV streams the weights once; rows are short (k elements), too short for the
-        // hardware prefetcher to ramp up, so fetch the same span of the next tile's rows now.
-        _mm_prefetch(static_cast<const char*>(p.w) + (w0 + (j + NR) * k + kk) * kWBytes<W>,
-                     _MM_HINT_T0);
-      }
       const __m512 wv = load_w<W>(p.w, w0 + j * k + kk);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm512_fmadd_ps(xv[i], wv, acc[i][j]);
