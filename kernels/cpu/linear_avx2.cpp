@@ -11,6 +11,8 @@
 #if defined(__x86_64__)
 #pragma GCC target("avx2,fma,f16c")
 
+#include "cpu/next_rows_prefetch.h"
+
 namespace weft::kernels::cpu {
 namespace {
 
@@ -74,18 +76,14 @@ void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm256_setzero_ps();
   }
+  NextRowsPrefetch next(static_cast<const char*>(p.w) + (w0 + NR * k) * kWBytes<W>, NR * kWBytes<W>);
   for (int64_t kk = 0; kk < kv; kk += kW) {
     __m256 xv[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) xv[i] = _mm256_loadu_ps(x + i * k + kk);
+    if constexpr (MR == 1) next.through(kk + kW);  // GEMV: the weights stream once
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
-      if constexpr (MR == 1) {
-        // GEMV: rows are too short for the hardware prefetcher to ramp up; fetch the same span
-        // of the next tile's rows now.
-        _mm_prefetch(static_cast<const char*>(p.w) + (w0 + (j + NR) * k + kk) * kWBytes<W>,
-                     _MM_HINT_T0);
-      }
       const __m256 wv = load_w<W>(p.w, w0 + j * k + kk);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) acc[i][j] = _mm256_fmadd_ps(xv[i], wv, acc[i][j]);
