@@ -25,8 +25,9 @@ inline __m512bh load_bf16(const uint16_t* p, __mmask32 m) {
 }
 
 
-// y[i0 + i, j0 + j] for i < MR, j < NR (NR is 1 or a multiple of 4).
-template <int MR, int NR>
+// y[i0 + i, j0 + j] for i < MR, j < NR (NR is 1 or a multiple of 4). kFetchNext: the weight rows
+// come from memory, so fetch the next tile's as well.
+template <int MR, int NR, bool kFetchNext>
 void tile(const Bf16LinearProblem& p, int64_t i0, int64_t j0) {
   const int64_t k = p.k;
   const uint16_t* x = p.x + i0 * k;
@@ -43,7 +44,7 @@ void tile(const Bf16LinearProblem& p, int64_t i0, int64_t j0) {
     __m512bh xv[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) xv[i] = load_bf16(x + i * k + kk);
-    if constexpr (MR == 1) next.through(kk + kPairs);
+    if constexpr (kFetchNext) next.through(kk + kPairs);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       const __m512bh wv = load_bf16(w + j * k + kk);
@@ -79,28 +80,37 @@ void tile(const Bf16LinearProblem& p, int64_t i0, int64_t j0) {
   }
 }
 
-template <int MR>
+template <int MR, bool kFetchNext>
 void row_tile(const Bf16LinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if constexpr (MR == 1) {
-    for (; j + 8 <= j1; j += 8) tile<1, 8>(p, i, j);
+    for (; j + 8 <= j1; j += 8) tile<1, 8, kFetchNext>(p, i, j);
   }
-  for (; j + 4 <= j1; j += 4) tile<MR, 4>(p, i, j);
-  for (; j < j1; ++j) tile<MR, 1>(p, i, j);
+  for (; j + 4 <= j1; j += 4) tile<MR, 4, kFetchNext>(p, i, j);
+  for (; j < j1; ++j) tile<MR, 1, kFetchNext>(p, i, j);
+}
+
+template <bool kFetchNext>
+void row_tail(const Bf16LinearProblem& p, int64_t i, int64_t rows, int64_t j0, int64_t j1) {
+  switch (rows) {
+    case 3: row_tile<3, kFetchNext>(p, i, j0, j1); break;
+    case 2: row_tile<2, kFetchNext>(p, i, j0, j1); break;
+    case 1: row_tile<1, kFetchNext>(p, i, j0, j1); break;
+    default: break;
+  }
 }
 
 }  // namespace
 
+// The first row tile reads the block's weight rows from memory and fetches ahead of itself; the
+// later ones find them in L2.
 void linear_block_avx512bf16(const Bf16LinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                              int64_t j1) {
-  int64_t i = i0;
-  for (; i + 4 <= i1; i += 4) row_tile<4>(p, i, j0, j1);
-  switch (i1 - i) {
-    case 3: row_tile<3>(p, i, j0, j1); break;
-    case 2: row_tile<2>(p, i, j0, j1); break;
-    case 1: row_tile<1>(p, i, j0, j1); break;
-    default: break;
-  }
+  if (i1 - i0 < 4) return row_tail<true>(p, i0, i1 - i0, j0, j1);
+  row_tile<4, true>(p, i0, j0, j1);
+  int64_t i = i0 + 4;
+  for (; i + 4 <= i1; i += 4) row_tile<4, false>(p, i, j0, j1);
+  row_tail<false>(p, i, i1 - i, j0, j1);
 }
 
 }  // namespace weft::kernels::cpu
