@@ -64,7 +64,8 @@ inline float reduce1(__m256 a) {
   return _mm_cvtss_f32(s);
 }
 
-template <DType W, int MR, int NR>
+// kFetchNext: the weight rows come from memory, so fetch the next tile's as well.
+template <DType W, int MR, int NR, bool kFetchNext>
 void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
   const int64_t k = p.k;
   const int64_t kv = k / kW * kW;
@@ -81,7 +82,7 @@ void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
     __m256 xv[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) xv[i] = _mm256_loadu_ps(x + i * k + kk);
-    if constexpr (MR == 1) next.through(kk + kW);  // GEMV: the weights stream once
+    if constexpr (kFetchNext) next.through(kk + kW);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       const __m256 wv = load_w<W>(p.w, w0 + j * k + kk);
@@ -110,21 +111,25 @@ void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
   }
 }
 
-template <DType W, int MR>
+template <DType W, int MR, bool kFetchNext>
 void row_tile(const LinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if constexpr (MR == 1) {
-    for (; j + 8 <= j1; j += 8) tile<W, 1, 8>(p, i, j);
+    for (; j + 8 <= j1; j += 8) tile<W, 1, 8, kFetchNext>(p, i, j);
   }
-  for (; j + 4 <= j1; j += 4) tile<W, MR, 4>(p, i, j);
-  for (; j < j1; ++j) tile<W, MR, 1>(p, i, j);
+  for (; j + 4 <= j1; j += 4) tile<W, MR, 4, kFetchNext>(p, i, j);
+  for (; j < j1; ++j) tile<W, MR, 1, kFetchNext>(p, i, j);
 }
 
+// The first row tile reads the block's weight rows from memory and fetches ahead of itself; the
+// later ones find them in L2.
 template <DType W>
 void block(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  int64_t i = i0;
-  for (; i + 2 <= i1; i += 2) row_tile<W, 2>(p, i, j0, j1);
-  if (i < i1) row_tile<W, 1>(p, i, j0, j1);
+  if (i1 - i0 == 1) return row_tile<W, 1, true>(p, i0, j0, j1);
+  row_tile<W, 2, true>(p, i0, j0, j1);
+  int64_t i = i0 + 2;
+  for (; i + 2 <= i1; i += 2) row_tile<W, 2, false>(p, i, j0, j1);
+  if (i < i1) row_tile<W, 1, false>(p, i, j0, j1);
 }
 
 }  // namespace

@@ -32,8 +32,9 @@ inline float reduce(__m256 a) {
   return _mm_cvtss_f32(s);
 }
 
-// y[i0 + i, j0 + j] for i < MR, j < NR.
-template <int MR, int NR>
+// y[i0 + i, j0 + j] for i < MR, j < NR. kFetchNext: the weight rows come from memory, so fetch
+// the next tile's as well.
+template <int MR, int NR, bool kFetchNext>
 void tile(const Bf16PairsLinearProblem& p, int64_t i0, int64_t j0) {
   const int64_t k = p.k;
   const int64_t kv = k / kChunk * kChunk;
@@ -48,9 +49,9 @@ void tile(const Bf16PairsLinearProblem& p, int64_t i0, int64_t j0) {
   }
   NextRowsPrefetch next(w + NR * k, NR * static_cast<int64_t>(sizeof(uint16_t)));
   for (int64_t kk = 0; kk < kv; kk += kChunk) {
+    if constexpr (kFetchNext) next.through(kk + kChunk);
     if constexpr (MR == 1) {
       // GEMV: x stays in registers; each weight row is split and used at once.
-      next.through(kk + kChunk);
       const __m256 xe = _mm256_loadu_ps(xp + kk);
       const __m256 xo = _mm256_loadu_ps(xp + kk + 8);
 #pragma GCC unroll 16
@@ -93,30 +94,39 @@ void tile(const Bf16PairsLinearProblem& p, int64_t i0, int64_t j0) {
   }
 }
 
-template <int MR>
+template <int MR, bool kFetchNext>
 void row_tile(const Bf16PairsLinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if constexpr (MR == 1) {
-    for (; j + 8 <= j1; j += 8) tile<1, 8>(p, i, j);
+    for (; j + 8 <= j1; j += 8) tile<1, 8, kFetchNext>(p, i, j);
   }
-  for (; j + 2 <= j1; j += 2) tile<MR, 2>(p, i, j);
-  if (j < j1) tile<MR, 1>(p, i, j);
+  for (; j + 2 <= j1; j += 2) tile<MR, 2, kFetchNext>(p, i, j);
+  if (j < j1) tile<MR, 1, kFetchNext>(p, i, j);
+}
+
+template <bool kFetchNext>
+void row_tail(const Bf16PairsLinearProblem& p, int64_t i, int64_t rows, int64_t j0, int64_t j1) {
+  switch (rows) {
+    case 5: row_tile<5, kFetchNext>(p, i, j0, j1); break;
+    case 4: row_tile<4, kFetchNext>(p, i, j0, j1); break;
+    case 3: row_tile<3, kFetchNext>(p, i, j0, j1); break;
+    case 2: row_tile<2, kFetchNext>(p, i, j0, j1); break;
+    case 1: row_tile<1, kFetchNext>(p, i, j0, j1); break;
+    default: break;
+  }
 }
 
 }  // namespace
 
+// The first row tile reads the block's weight rows from memory and fetches ahead of itself; the
+// later ones find them in L2.
 void linear_block_avx2_bf16(const Bf16PairsLinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                             int64_t j1) {
-  int64_t i = i0;
-  for (; i + 6 <= i1; i += 6) row_tile<6>(p, i, j0, j1);
-  switch (i1 - i) {
-    case 5: row_tile<5>(p, i, j0, j1); break;
-    case 4: row_tile<4>(p, i, j0, j1); break;
-    case 3: row_tile<3>(p, i, j0, j1); break;
-    case 2: row_tile<2>(p, i, j0, j1); break;
-    case 1: row_tile<1>(p, i, j0, j1); break;
-    default: break;
-  }
+  if (i1 - i0 < 6) return row_tail<true>(p, i0, i1 - i0, j0, j1);
+  row_tile<6, true>(p, i0, j0, j1);
+  int64_t i = i0 + 6;
+  for (; i + 6 <= i1; i += 6) row_tile<6, false>(p, i, j0, j1);
+  row_tail<false>(p, i, i1 - i, j0, j1);
 }
 
 }  // namespace weft::kernels::cpu

@@ -59,8 +59,9 @@ inline __m512 load_w(const void* base, int64_t idx) {
 }
 
 
-// y[i0 + i, j0 + j] for i < MR, j < NR (NR is 1 or a multiple of 4).
-template <DType W, int MR, int NR>
+// y[i0 + i, j0 + j] for i < MR, j < NR (NR is 1 or a multiple of 4). kFetchNext: the weight rows
+// come from memory, so fetch the next tile's as well.
+template <DType W, int MR, int NR, bool kFetchNext>
 void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
   const int64_t k = p.k;
   const float* x = p.x + i0 * k;
@@ -77,7 +78,7 @@ void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
     __m512 xv[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) xv[i] = _mm512_loadu_ps(x + i * k + kk);
-    if constexpr (MR == 1) next.through(kk + kW);  // GEMV: the weights stream once
+    if constexpr (kFetchNext) next.through(kk + kW);
 #pragma GCC unroll 16
     for (int j = 0; j < NR; ++j) {
       const __m512 wv = load_w<W>(p.w, w0 + j * k + kk);
@@ -116,34 +117,36 @@ void tile(const LinearProblem& p, int64_t i0, int64_t j0) {
   }
 }
 
-template <DType W, int MR>
+template <DType W, int MR, bool kFetchNext>
 void row_tile(const LinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if constexpr (MR == 1) {
     // One activation row: more weight rows in flight hide FMA latency (the GEMV case).
-    for (; j + 8 <= j1; j += 8) tile<W, 1, 8>(p, i, j);
+    for (; j + 8 <= j1; j += 8) tile<W, 1, 8, kFetchNext>(p, i, j);
   }
-  for (; j + 4 <= j1; j += 4) tile<W, MR, 4>(p, i, j);
-  for (; j < j1; ++j) tile<W, MR, 1>(p, i, j);
+  for (; j + 4 <= j1; j += 4) tile<W, MR, 4, kFetchNext>(p, i, j);
+  for (; j < j1; ++j) tile<W, MR, 1, kFetchNext>(p, i, j);
 }
 
+template <DType W, bool kFetchNext>
+void row_tail(const LinearProblem& p, int64_t i, int64_t rows, int64_t j0, int64_t j1) {
+  switch (rows) {
+    case 3: row_tile<W, 3, kFetchNext>(p, i, j0, j1); break;
+    case 2: row_tile<W, 2, kFetchNext>(p, i, j0, j1); break;
+    case 1: row_tile<W, 1, kFetchNext>(p, i, j0, j1); break;
+    default: break;
+  }
+}
+
+// The first row tile reads the block's weight rows from memory and fetches ahead of itself; the
+// later ones find them in L2.
 template <DType W>
 void block(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  int64_t i = i0;
-  for (; i + 4 <= i1; i += 4) row_tile<W, 4>(p, i, j0, j1);
-  switch (i1 - i) {
-    case 3:
-      row_tile<W, 3>(p, i, j0, j1);
-      break;
-    case 2:
-      row_tile<W, 2>(p, i, j0, j1);
-      break;
-    case 1:
-      row_tile<W, 1>(p, i, j0, j1);
-      break;
-    default:
-      break;
-  }
+  if (i1 - i0 < 4) return row_tail<W, true>(p, i0, i1 - i0, j0, j1);
+  row_tile<W, 4, true>(p, i0, j0, j1);
+  int64_t i = i0 + 4;
+  for (; i + 4 <= i1; i += 4) row_tile<W, 4, false>(p, i, j0, j1);
+  row_tail<W, false>(p, i, i1 - i, j0, j1);
 }
 
 }  // namespace
