@@ -8,7 +8,7 @@
 //
 // Two consumers of those registers: dequantize_row_avx512 stores them (dequantize_row, and the
 // exact product's tiles of several activation rows), dot4_dequantized_avx512 multiplies them
-// into four dot products with one activation row without storing them (the exact product's
+// into four dot products with each of up to four activation rows without storing them (the exact product's
 // decode tiles, where storing and reloading the rows bounded the loop on Zen 4; for the 32-element
 // nibble types through Block32, which converts their scales 16 blocks at a time).
 #include <immintrin.h>
@@ -283,13 +283,25 @@ template <DType D>
 constexpr bool kBlock32 = D == DType::kQ4_0 || D == DType::kQ4_1 || D == DType::kQ5_0 ||
                           D == DType::kQ5_1;
 
+// The accumulators of dot4_dequantized_avx512: acc[i][r] for activation row i and weight row r,
+// each summing its products lane by lane in element order.
+template <int MR>
+struct Dot4Sums {
+  __m512 acc[MR][4];
+  const float* x[MR];
+  // Adds weight row r's 16 decoded values v at elements [e, e + 16) times each activation row's.
+  [[gnu::always_inline]] void add(int r, int64_t e, __m512 v) {
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) acc[i][r] = _mm512_fmadd_ps(_mm512_loadu_ps(x[i] + e), v, acc[i][r]);
+  }
+};
+
 // dot4_dequantized_avx512 for Q4_K / Q5_K: each block's eight sub-block scales decoded at once
 // per row (k4_group_scales), not two per step with scalar code.
-template <DType D>
-void dot4_k4(const uint8_t* const* rows, const float* x, int64_t n, __m512* out) {
+template <DType D, int MR>
+void dot4_k4(const uint8_t* const* rows, int64_t n, Dot4Sums<MR>& sums) {
   using Decoder = StepDecoder<D>;
   constexpr int64_t kBytes = static_cast<int64_t>(dtype_block_bytes(D));
-  __m512 acc[4] = {out[0], out[1], out[2], out[3]};
   alignas(64) float a[4][16], c[4][16];  // per group of 16: sub-block g / 2's
   for (int64_t block = 0; block < n / 256; ++block) {
     for (int r = 0; r < 4; ++r) k4_group_scales(rows[r] + block * kBytes, a[r], c[r]);
@@ -302,38 +314,68 @@ void dot4_k4(const uint8_t* const* rows, const float* x, int64_t n, __m512* out)
                      _MM_HINT_T0);
         Decoder::step_scaled(rows[r], s, BlockScale{a[r][4 * j], c[r][4 * j]},
                              BlockScale{a[r][4 * j + 2], c[r][4 * j + 2]},
-                             [&](int64_t e, __m512 v) __attribute__((always_inline)) {
-          acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + e), v, acc[r]);
-        });
+                             [&](int64_t e, __m512 v) __attribute__((always_inline)) { sums.add(r, e, v); });
       }
     }
   }
-  for (int r = 0; r < 4; ++r) out[r] = acc[r];
 }
 
-// dot4_dequantized_avx512 for the Block32 types: acc[r] += the products of row r, block by block.
-template <DType D>
-void dot4_block32(const uint8_t* const* rows, const float* x, int64_t n, __m512* out) {
+// dot4_dequantized_avx512 for the Block32 types, block by block.
+template <DType D, int MR>
+void dot4_block32(const uint8_t* const* rows, int64_t n, Dot4Sums<MR>& sums) {
   using B = Block32<D>;
-  __m512 acc[4] = {out[0], out[1], out[2], out[3]};
   alignas(64) float a[4][B::kChunk], c[4][B::kChunk];
   const int64_t blocks = n / 32;
   for (int64_t b0 = 0; b0 < blocks; b0 += B::kChunk) {
     const int count = static_cast<int>(std::min<int64_t>(B::kChunk, blocks - b0));
     for (int r = 0; r < 4; ++r) B::scales(rows[r] + b0 * B::kBytes, count, a[r], c[r]);
     for (int b = 0; b < count; ++b) {
-      const float* xb = x + (b0 + b) * 32;
+      const int64_t e0 = (b0 + b) * 32;
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
         const uint8_t* block = rows[r] + (b0 + b) * B::kBytes;
         _mm_prefetch(reinterpret_cast<const char*>(block) + kWeightPrefetchBytes, _MM_HINT_T0);  // a block < 64 bytes
-        B::block(block, a[r][b], c[r][b], [&](int64_t e, __m512 v) __attribute__((always_inline)) {
-          acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(xb + e), v, acc[r]);
-        });
+        B::block(block, a[r][b], c[r][b],
+                 [&](int64_t e, __m512 v) __attribute__((always_inline)) { sums.add(r, e0 + e, v); });
       }
     }
   }
-  for (int r = 0; r < 4; ++r) out[r] = acc[r];
+}
+
+template <int MR>
+void dot4_rows(DType dtype, const uint8_t* const* rows, const float* const* x, int64_t n,
+               float* const* out) {
+  Dot4Sums<MR> sums;
+  for (int i = 0; i < MR; ++i) {
+    sums.x[i] = x[i];
+    for (int r = 0; r < 4; ++r) sums.acc[i][r] = _mm512_setzero_ps();
+  }
+  with_block_dtype(dtype, [&](auto d) {
+    constexpr DType D = decltype(d)::value;
+    using Decoder = StepDecoder<D>;
+    // Each row fetches its bytes kWeightPrefetchBytes ahead as it goes, a line or two per step.
+    const int64_t kStepBytes =
+        Decoder::kElems * static_cast<int64_t>(dtype_block_bytes(D)) / dtype_block_elems(D);
+    if constexpr (kBlock32<D>) {
+      dot4_block32<D>(rows, n, sums);
+      return;
+    } else if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
+      dot4_k4<D>(rows, n, sums);
+      return;
+    }
+    for (int64_t s = 0; s < n / Decoder::kElems; ++s) {
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        const char* ahead = reinterpret_cast<const char*>(rows[r]) + s * kStepBytes + kWeightPrefetchBytes;
+        _mm_prefetch(ahead, _MM_HINT_T0);
+        if (kStepBytes > 64) _mm_prefetch(ahead + 64, _MM_HINT_T0);
+        Decoder::step(rows[r], s, [&](int64_t e, __m512 v) __attribute__((always_inline)) { sums.add(r, e, v); });
+      }
+    }
+  });
+  for (int i = 0; i < MR; ++i) {
+    _mm_storeu_ps(out[i], reduce4(sums.acc[i][0], sums.acc[i][1], sums.acc[i][2], sums.acc[i][3]));
+  }
 }
 
 }  // namespace
@@ -350,35 +392,15 @@ void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n) 
   });
 }
 
-void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const float* x, int64_t n,
-                             float* out) {
-  __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-  with_block_dtype(dtype, [&](auto d) {
-    constexpr DType D = decltype(d)::value;
-    using Decoder = StepDecoder<D>;
-    // Each row fetches its bytes kWeightPrefetchBytes ahead as it goes, a line or two per step.
-    const int64_t kStepBytes =
-        Decoder::kElems * static_cast<int64_t>(dtype_block_bytes(D)) / dtype_block_elems(D);
-    if constexpr (kBlock32<D>) {
-      dot4_block32<D>(rows, x, n, acc);
-      return;
-    } else if constexpr (D == DType::kQ4_K || D == DType::kQ5_K) {
-      dot4_k4<D>(rows, x, n, acc);
-      return;
-    }
-    for (int64_t s = 0; s < n / Decoder::kElems; ++s) {
-#pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r) {
-        const char* ahead = reinterpret_cast<const char*>(rows[r]) + s * kStepBytes + kWeightPrefetchBytes;
-        _mm_prefetch(ahead, _MM_HINT_T0);
-        if (kStepBytes > 64) _mm_prefetch(ahead + 64, _MM_HINT_T0);
-        Decoder::step(rows[r], s, [&](int64_t e, __m512 v) __attribute__((always_inline)) {
-          acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(x + e), v, acc[r]);
-        });
-      }
-    }
-  });
-  _mm_storeu_ps(out, reduce4(acc[0], acc[1], acc[2], acc[3]));
+void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const float* const* x,
+                             int rows_x, int64_t n, float* const* out) {
+  switch (rows_x) {
+    case 1: return dot4_rows<1>(dtype, rows, x, n, out);
+    case 2: return dot4_rows<2>(dtype, rows, x, n, out);
+    case 3: return dot4_rows<3>(dtype, rows, x, n, out);
+    case 4: return dot4_rows<4>(dtype, rows, x, n, out);
+    default: break;
+  }
 }
 
 }  // namespace weft::kernels::cpu

@@ -51,7 +51,7 @@ namespace {
 // each vector once for several sums, and equals dot_rows on whole groups of four keys) for a
 // whole group, dot_rows for the last rows of a tile. At batch 1 that runs four independent sums
 // instead of one latency-bound chain; at batch 16 a 4 x 4 register tile needs half a load per
-// multiply-add instead of one and a quarter. On AVX-512 a tile of one activation row (decode)
+// multiply-add instead of one and a quarter. On AVX-512 a tile of up to 4 activation rows (decode)
 // skips the F32 rows: dot4_dequantized_avx512 multiplies the four weight rows as it decodes them,
 // with dot_rows' operations (storing and reloading the rows had bounded the loop).
 void linear_block_dequantized(const TensorView& x, const TensorView& w, const float* bias,
@@ -74,15 +74,16 @@ void linear_block_dequantized(const TensorView& x, const TensorView& w, const fl
     dequantize_row(w.dtype, wb + static_cast<size_t>(j) * row_bytes, out, k);
   };
 #if defined(__x86_64__)
-  const bool decode_in_registers = cpu::current_isa() == cpu::Isa::kAvx512;
+  const bool avx512 = cpu::current_isa() == cpu::Isa::kAvx512;
 #else
-  constexpr bool decode_in_registers = false;
+  constexpr bool avx512 = false;
 #endif
   cpu::run_linear_tiles(m, n, k, static_cast<int64_t>(row_bytes), pool,
                         [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t rows_x = i1 - i0;
-    // The dequantized weight rows (not needed where a decode row takes them in registers).
-    std::vector<float> rows(rows_x == 1 && decode_in_registers ? 0 : static_cast<size_t>(kWeightRows * k));
+    const bool decode_in_registers = avx512 && rows_x <= cpu::kDot4MaxRows;
+    // The dequantized weight rows (not needed where the decode tile takes them in registers).
+    std::vector<float> rows(decode_in_registers ? 0 : static_cast<size_t>(kWeightRows * k));
     std::vector<float> dots(static_cast<size_t>(rows_x * kWeightRows));
     std::vector<const float*> xs(static_cast<size_t>(rows_x));
     std::vector<float*> outs(static_cast<size_t>(rows_x));
@@ -92,14 +93,14 @@ void linear_block_dequantized(const TensorView& x, const TensorView& w, const fl
     }
     for (int64_t j = j0; j < j1; j += kWeightRows) {
       const int64_t count = std::min(kWeightRows, j1 - j);
-      if (rows_x == 1 && decode_in_registers) {
+      if (decode_in_registers) {
 #if defined(__x86_64__)
         // The last rows of a tile repeat its last row: the sums are computed per row.
         const uint8_t* four[kWeightRows];
         for (int64_t c = 0; c < kWeightRows; ++c) {
           four[c] = wb + static_cast<size_t>(j + std::min(c, count - 1)) * row_bytes;
         }
-        cpu::dot4_dequantized_avx512(w.dtype, four, xs[0], k, outs[0]);
+        cpu::dot4_dequantized_avx512(w.dtype, four, xs.data(), static_cast<int>(rows_x), k, outs.data());
 #endif
       } else {
         for (int64_t c = 0; c < count; ++c) dequantize(j + c, rows.data() + c * k);

@@ -35,12 +35,14 @@ struct BlockLinearProblem {
 // dequantize_row (block_quant.h) for the block-quantized dtypes on AVX-512: bit-identical to the
 // reference loop (block_dequantize_avx512.cpp).
 void dequantize_row_avx512(DType dtype, const void* src, float* dst, int64_t n);
-// out[c] = the dot product of x[0..n) with the four block-quantized rows rows[c] dequantized,
-// bit-identical to VecOps::dot_rows(x, those rows dequantized by dequantize_row, 4, n, n, 1.0f,
-// out) on AVX-512: the same products, summed lane by lane in element order, then reduce4. The
-// rows are decoded in registers and never stored.
-void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const float* x, int64_t n,
-                             float* out);
+// out[i][c] = the dot product of x[i][0..n) with the four block-quantized rows rows[c]
+// dequantized, for i < rows_x (1 to 4), bit-identical to VecOps::dot_rows(x[i], those rows
+// dequantized by dequantize_row, 4, n, n, 1.0f, out[i]) on AVX-512: the same products, summed lane
+// by lane in element order, then reduce4. The rows are decoded in registers once for every x row
+// and never stored.
+constexpr int kDot4MaxRows = 4;
+void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const float* const* x,
+                             int rows_x, int64_t n, float* const* out);
 
 // quantize_activation_groups (block_quant.h) on AVX-512, bit-identical to the portable loop
 // (quantize_activations_avx512.cpp).

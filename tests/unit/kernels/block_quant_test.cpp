@@ -477,7 +477,7 @@ void check_rows_equal_the_row_alone() {
       Tensor w = quantized_weights(d, n, k, wv, false, wd);
       Tensor y_all = Tensor::zeros(DType::kF32, {m, n});
       linear(make_f32(xv, {m, k}), w, nullptr, y_all, pool);
-      for (int64_t rows : {1, 2, 3, 5, 17}) {
+      for (int64_t rows : {1, 2, 3, 4, 5, 17}) {
         for (int64_t i0 = 0; i0 + rows <= m; i0 += 4) {
           std::vector<float> xs(xv.begin() + i0 * k, xv.begin() + (i0 + rows) * k);
           Tensor y = Tensor::zeros(DType::kF32, {rows, n});
