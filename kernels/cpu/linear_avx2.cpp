@@ -12,6 +12,7 @@
 #pragma GCC target("avx2,fma,f16c")
 
 #include "cpu/next_rows_prefetch.h"
+#include "cpu/row_tiles.h"
 
 namespace weft::kernels::cpu {
 namespace {
@@ -121,15 +122,11 @@ void row_tile(const LinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
   for (; j < j1; ++j) tile<W, MR, 1, kFetchNext>(p, i, j);
 }
 
-// The first row tile reads the block's weight rows from memory and fetches ahead of itself; the
-// later ones find them in L2.
 template <DType W>
 void block(const LinearProblem& p, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
-  if (i1 - i0 == 1) return row_tile<W, 1, true>(p, i0, j0, j1);
-  row_tile<W, 2, true>(p, i0, j0, j1);
-  int64_t i = i0 + 2;
-  for (; i + 2 <= i1; i += 2) row_tile<W, 2, false>(p, i, j0, j1);
-  if (i < i1) row_tile<W, 1, false>(p, i, j0, j1);
+  for_each_row_tile<2>(i0, i1, [&]<int MR, bool kFetchNext>(int64_t i) {
+    row_tile<W, MR, kFetchNext>(p, i, j0, j1);
+  });
 }
 
 }  // namespace

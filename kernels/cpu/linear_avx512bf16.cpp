@@ -13,6 +13,7 @@
 
 #include "cpu/avx512_reduce.h"
 #include "cpu/next_rows_prefetch.h"
+#include "cpu/row_tiles.h"
 
 namespace weft::kernels::cpu {
 namespace {
@@ -90,27 +91,13 @@ void row_tile(const Bf16LinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
   for (; j < j1; ++j) tile<MR, 1, kFetchNext>(p, i, j);
 }
 
-template <bool kFetchNext>
-void row_tail(const Bf16LinearProblem& p, int64_t i, int64_t rows, int64_t j0, int64_t j1) {
-  switch (rows) {
-    case 3: row_tile<3, kFetchNext>(p, i, j0, j1); break;
-    case 2: row_tile<2, kFetchNext>(p, i, j0, j1); break;
-    case 1: row_tile<1, kFetchNext>(p, i, j0, j1); break;
-    default: break;
-  }
-}
-
 }  // namespace
 
-// The first row tile reads the block's weight rows from memory and fetches ahead of itself; the
-// later ones find them in L2.
 void linear_block_avx512bf16(const Bf16LinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                              int64_t j1) {
-  if (i1 - i0 < 4) return row_tail<true>(p, i0, i1 - i0, j0, j1);
-  row_tile<4, true>(p, i0, j0, j1);
-  int64_t i = i0 + 4;
-  for (; i + 4 <= i1; i += 4) row_tile<4, false>(p, i, j0, j1);
-  row_tail<false>(p, i, i1 - i, j0, j1);
+  for_each_row_tile<4>(i0, i1, [&]<int MR, bool kFetchNext>(int64_t i) {
+    row_tile<MR, kFetchNext>(p, i, j0, j1);
+  });
 }
 
 }  // namespace weft::kernels::cpu
