@@ -7,13 +7,15 @@
 // loop.
 //
 // Two consumers of those registers: dequantize_row_avx512 stores them (dequantize_row, and the
-// exact product's tiles of several activation rows), dot4_dequantized_avx512 multiplies them
-// into four dot products with each of up to four activation rows without storing them (the exact product's
-// decode tiles, where storing and reloading the rows bounded the loop on Zen 4; for the 32-element
-// nibble types through Block32, which converts their scales 16 blocks at a time).
+// exact product's tiles of more than four activation rows), dot4_dequantized_avx512 multiplies
+// them into four dot products with each of up to four activation rows without storing them (the
+// exact product's decode tiles, where storing and reloading the rows bounded the loop on Zen 4;
+// for the 32-element nibble types through Block32, which converts their scales 16 blocks at a
+// time).
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cassert>
 
 #include "cpu/linear_block.h"
 
@@ -399,7 +401,7 @@ void dot4_dequantized_avx512(DType dtype, const uint8_t* const* rows, const floa
     case 2: return dot4_rows<2>(dtype, rows, x, n, out);
     case 3: return dot4_rows<3>(dtype, rows, x, n, out);
     case 4: return dot4_rows<4>(dtype, rows, x, n, out);
-    default: break;
+    default: assert(false && "dot4_dequantized_avx512: rows_x must be 1 to kDot4MaxRows");
   }
 }
 
