@@ -84,7 +84,8 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
   e->runner_->set_kv_store(e->kv_tiers_.store.get());
   WEFT_ASSIGN_OR_RETURN(e->pipeline_, PipelineChannel::create(e->config_));
   e->watchdog_ = world.make_watchdog();
-  e->worker_ = std::make_unique<StageWorker>(e->config_, *e->runner_, *e->groups_.tp, *e->pipeline_,
+  e->stage_runner_ = std::make_unique<HostStageRunner>(*e->runner_);
+  e->worker_ = std::make_unique<StageWorker>(e->config_, *e->stage_runner_, *e->groups_.tp, *e->pipeline_,
                                              e->watchdog_.get(), options.step_deadline);
   if (e->config_.is_coordinator()) {
     AdaptiveDeadline::Options deadline;

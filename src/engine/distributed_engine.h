@@ -71,6 +71,7 @@ class DistributedEngine {
   KvCache kv_;
   RankKvTiers kv_tiers_;
   std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<StageRunner> stage_runner_;  // runner_ as the stage worker drives it
   std::unique_ptr<PipelineChannel> pipeline_;
   std::unique_ptr<StepWatchdog> watchdog_;
   std::unique_ptr<StageWorker> worker_;

@@ -49,7 +49,7 @@ absl::StatusOr<std::vector<std::string>> all_gather_bytes(Communicator& comm, co
   return out;
 }
 
-StageWorker::StageWorker(const WorldConfig& world, ModelRunner& runner, Communicator& tp,
+StageWorker::StageWorker(const WorldConfig& world, StageRunner& runner, Communicator& tp,
                          PipelineChannel& pipeline, StepWatchdog* watchdog,
                          std::chrono::milliseconds step_deadline)
     : world_(world),
@@ -126,21 +126,20 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
   if (reports) WEFT_RETURN_IF_ERROR(combine_over_tp(report));
   // A plan of tier instructions alone (disk loads a waiting sequence needs) runs no layers.
   const bool forward = !plan.chunks.empty();
-  ForwardBatch batch;
   Tensor hidden;
   if (forward) {
-    WEFT_ASSIGN_OR_RETURN(batch, runner_.prepare(plan));
+    WEFT_RETURN_IF_ERROR(runner_.begin_step(plan));
     if (!world_.is_first_stage()) {
-      hidden = Tensor::empty(DType::kF32, Shape{batch.num_tokens, runner_.model().config().hidden_size});
+      hidden = runner_.hidden_buffer();
       WEFT_RETURN_IF_ERROR(pipeline_.recv_hidden(hidden.view()));
     }
   }
   const auto compute_start = std::chrono::steady_clock::now();
   if (forward) {
     if (world_.is_first_stage()) {
-      WEFT_ASSIGN_OR_RETURN(hidden, runner_.embed(batch));
+      WEFT_ASSIGN_OR_RETURN(hidden, runner_.embed());
     }
-    WEFT_RETURN_IF_ERROR(runner_.run_layers(batch, hidden));
+    WEFT_RETURN_IF_ERROR(runner_.run_layers(hidden));
   }
   auto add_compute_time = [&] {
     compute_seconds_ +=
@@ -161,7 +160,7 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
   } else {
     StepOutput step_output;
     if (forward) {
-      WEFT_ASSIGN_OR_RETURN(step_output, runner_.output(plan, batch, hidden));
+      WEFT_ASSIGN_OR_RETURN(step_output, runner_.output(hidden));
     }
     add_compute_time();
     if (!plan.record_attention.empty()) {

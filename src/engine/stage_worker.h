@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/model_runner.h"
+#include "engine/stage_runner.h"
 #include "parallel/communicator.h"
 #include "parallel/pipeline_channel.h"
 #include "parallel/step_watchdog.h"
@@ -30,7 +30,7 @@ absl::StatusOr<std::vector<std::string>> all_gather_bytes(Communicator& comm, co
 class StageWorker {
  public:
   // Borrows everything. `watchdog` may be null (no step deadline).
-  StageWorker(const WorldConfig& world, ModelRunner& runner, Communicator& tp,
+  StageWorker(const WorldConfig& world, StageRunner& runner, Communicator& tp,
               PipelineChannel& pipeline, StepWatchdog* watchdog,
               std::chrono::milliseconds step_deadline);
 
@@ -41,7 +41,7 @@ class StageWorker {
   // Every rank but the coordinator: receive and handle control messages until shutdown.
   absl::Status serve();
 
-  int64_t vocab_size() const { return runner_.model().config().vocab_size; }
+  int64_t vocab_size() const { return runner_.config().vocab_size; }
   // Seconds this rank spent computing steps (embedding, layers, logits), not waiting on other
   // ranks: with the job's wall time it gives the pipeline bubble.
   double compute_seconds() const { return compute_seconds_; }
@@ -57,7 +57,7 @@ class StageWorker {
   absl::Status merge_earlier_report(KvLoadReport& report);
 
   WorldConfig world_;
-  ModelRunner& runner_;
+  StageRunner& runner_;
   Communicator& tp_;
   PipelineChannel& pipeline_;
   StepWatchdog* watchdog_;
