@@ -8,7 +8,8 @@
 #   - the bundle's relocated OpenMPI runs two ranks (--tp 2, CPU) to the same tokens, with the
 #     system's OpenMPI and PMIx plugins, help files and launchers hidden (a private mount
 #     namespace; without `unshare -m` the run is made with them visible, and says so);
-#   - every gpu test binary starts and skips its cases (no GPU), exit 0;
+#   - every gpu test binary starts and skips its cases (no GPU), exit 0 (the multi-rank ones under
+#     the bundle's mpirun, two ranks);
 #   - gpu-check.sh probes, reports "no GPU" (exit 3) and writes results.json.
 #
 #   scripts/gpu-bundle-test.sh BUILD_DIR [CUDA_LIB_DIR]     (default /usr/local/cuda/lib64)
@@ -31,6 +32,9 @@ fail() { echo "gpu-bundle-test: $*" >&2; exit 1; }
 # Libraries actually loaded (LD_DEBUG reports each init), outside the bundle, glibc and CUDA.
 for exe in bin/*; do
   # (gpu_bench exits 3 here, with no GPU, after its libraries are loaded: enough for this.)
+  # The multi-rank test binaries start MPI before anything else, as a singleton that loads the
+  # system's OpenMPI and hwloc plugins: they are checked under the bundle's mpirun below.
+  [[ "${exe}" == bin/host_staged_cuda_comm_test ]] && continue
   loaded="$( (bare env LD_DEBUG=libs "${exe}" --help 2>&1 >/dev/null || true) |
             awk '/calling init:/ {print $NF}' | sort -u)"
   while read -r lib; do
@@ -80,6 +84,15 @@ if [[ -x mpi/bin/mpirun ]]; then
            --prompt "${prompt}" --max-tokens 12 --temperature 0 --tp 2 2>"${SCRATCH}/mpi.err")"
   [[ "${two}" == "${want}" ]] ||
     fail "two ranks from the bundle generated '${two}', one rank '${want}': $(cat "${SCRATCH}/mpi.err")"
+  # The multi-rank gpu tests start under the bundle's mpirun and skip (no GPU).
+  for t in bin/host_staged_cuda_comm_test; do
+    out="$("${hide[@]}" env -i PATH="${B}/mpi/bin:/usr/bin:/bin" HOME="${SCRATCH}" \
+             LD_LIBRARY_PATH="${B}/lib:${CUDA_LIB}" OPAL_PREFIX="${B}/mpi" \
+             PMIX_INSTALL_PREFIX="${B}/pmix" PMIX_MCA_pcompress_base_silence_warning=1 \
+             OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+             mpirun --oversubscribe -np 2 "${t}" --gtest_brief=1 2>&1)" || fail "${t} failed: ${out}"
+    grep -q 'SKIPPED' <<< "${out}" || fail "${t} skipped nothing without a GPU: ${out}"
+  done
 fi
 
 for t in bin/cuda_*_test; do

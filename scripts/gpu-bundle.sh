@@ -37,12 +37,15 @@ GOLDEN_MODELS=(llama_gqa llama3_tied mistral qwen2_bias qwen3_qknorm llama_linea
 
 grep -q '^WEFT_CUDA:BOOL=ON' "${BUILD}/CMakeCache.txt" 2>/dev/null ||
   { echo "gpu-bundle: ${BUILD} is not configured with WEFT_CUDA=ON (run scripts/build.sh)" >&2; exit 1; }
-(( BUILD_FIRST )) && ninja -C "${BUILD}" "${GPU_TESTS[@]}" gpu_bench weft
+# Multi-rank GPU tests (tests/mpi), run there under the bundle's mpirun.
+MPI_GPU_TESTS=(host_staged_cuda_comm_test)
+(( BUILD_FIRST )) && ninja -C "${BUILD}" "${GPU_TESTS[@]}" "${MPI_GPU_TESTS[@]}" gpu_bench weft
 
 rm -rf "${OUT}"
 mkdir -p "${OUT}/bin" "${OUT}/lib"
 binaries=("${BUILD}/launcher/weft" "${BUILD}/bench/gpu_bench")
 for t in "${GPU_TESTS[@]}"; do binaries+=("${BUILD}/tests/gpu/${t}"); done
+for t in "${MPI_GPU_TESTS[@]}"; do binaries+=("${BUILD}/tests/mpi/${t}"); done
 for b in "${binaries[@]}"; do strip --strip-unneeded -o "${OUT}/bin/$(basename "${b}")" "${b}"; done
 
 # The shared-library closure, minus what every Linux machine has (glibc, the loader) and what the

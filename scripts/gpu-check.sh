@@ -179,6 +179,9 @@ if [[ -x "${ROOT}/mpi/bin/mpirun" ]]; then
     one="$(bin/weft "${args[@]}" 2>/dev/null)"
     two="$(mpirun --oversubscribe -np 2 bin/weft "${args[@]}" --tp 2 2>/dev/null)"
     echo "1 rank: ${one@Q}"; echo "2 ranks: ${two@Q}"; [[ -n "${one}" && "${one}" == "${two}" ]]'
+  # Device tensors through host memory, both ranks on GPU 0 (parallel/host_staged_communicator.h).
+  step "host-staged communicator, 2 ranks on one GPU" 60 bash -c \
+    'mpirun --oversubscribe -np 2 bin/host_staged_cuda_comm_test --gtest_brief=1 2>&1 | tail -n 20; exit ${PIPESTATUS[0]}'
 fi
 
 # --- The default model end to end: held-out perplexity within 1% of transformers'. ---
