@@ -90,6 +90,12 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
     }
   }
   b->Args({1, 2048, 768, 1});
+  // The default model's shapes (hidden 256, MLP 768, vocabulary 4096) at 1 and 5 rows: a
+  // decode step and a speculative verification of 4 guesses, where per-call costs and short
+  // dot products weigh most.
+  for (int64_t m : {1, 5}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 256}, {256, 768}, {4096, 256}}) b->Args({m, n, k, 3});
+  }
   b->UseRealTime();
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs);
