@@ -1,13 +1,16 @@
 // One rank's share of a step's forward pass, whatever device holds its weights and its slice of
 // the KV cache. StageWorker drives every multi-rank step through this interface, so the
 // distributed path (control messages, pipeline hand-offs, reports, results) is written once for
-// all backends: HostStageRunner (stage_runner.cpp) runs ModelRunner on the CPU; a device backend
-// implements the same calls over its own weights and cache.
+// all backends: HostStageRunner (below) runs ModelRunner on the CPU; a device backend implements
+// the same calls over its own weights and cache.
+//
+// The runner holds the current step's hidden states. Between pipeline stages they travel as host
+// F32 [num_tokens, hidden_size] rows, whatever the backend computes in.
 //
 // Per plan, in this order on one thread: transfer_kv(); then, when the plan has chunks,
-// begin_step(), the hidden states from embed() (first stage) or received into hidden_buffer()
-// (later stages), run_layers() on them, and on the last stage output(). A runner works on one
-// plan at a time: begin_step() replaces the previous step.
+// begin_step(); embed() on the first stage, or the previous stage's hidden states received into
+// incoming_hidden(); run_layers(); then outgoing_hidden() for the next stage, or output() on the
+// last. A runner works on one plan at a time: begin_step() replaces the previous step.
 #pragma once
 
 #include <cstdint>
@@ -33,24 +36,25 @@ class StageRunner {
   virtual absl::Status transfer_kv(const StepPlan& plan, KvLoadReport* report) = 0;
   // Checks the plan against this rank's KV cache and prepares its forward pass.
   virtual absl::Status begin_step(const StepPlan& plan) = 0;
-  // Tokens of the current step (its hidden states' rows).
-  virtual int64_t num_tokens() const = 0;
-  // Room for the current step's hidden states as the previous stage sends them: [num_tokens,
-  // hidden_size], in the layout run_layers() takes.
-  virtual Tensor hidden_buffer() const = 0;
-  // First stage: the embedded tokens of the current step.
-  virtual absl::StatusOr<Tensor> embed() = 0;
-  // This stage's layers over `hidden`, in place.
-  virtual absl::Status run_layers(const Tensor& hidden) = 0;
+  // Later stages: host F32 [num_tokens, hidden_size] to receive the previous stage's hidden states
+  // into; run_layers() starts from them.
+  virtual absl::StatusOr<TensorView> incoming_hidden() = 0;
+  // First stage: embeds the step's tokens; run_layers() starts from them.
+  virtual absl::Status embed() = 0;
+  // This stage's layers over the hidden states.
+  virtual absl::Status run_layers() = 0;
+  // Not the last stage: the hidden states after run_layers(), host F32 [num_tokens, hidden_size],
+  // valid until the next call.
+  virtual absl::StatusOr<TensorView> outgoing_hidden() = 0;
   // Last stage: what the current plan asks for (logits, argmax tokens or candidates), complete
   // over the TP group, on the host.
-  virtual absl::StatusOr<StepOutput> output(const Tensor& hidden) = 0;
+  virtual absl::StatusOr<StepOutput> output() = 0;
   // The attention rows recorded for StepPlan::record_attention since the last call (this rank's
   // layers and heads).
   virtual std::vector<AttentionRecord> take_recorded_attention() = 0;
 };
 
-// The CPU backend: ModelRunner's pieces, with the current step's ForwardBatch kept between calls.
+// The CPU backend: ModelRunner's pieces over the current step's ForwardBatch and hidden states.
 class HostStageRunner final : public StageRunner {
  public:
   explicit HostStageRunner(ModelRunner& runner) : runner_(runner) {}  // borrowed
@@ -60,16 +64,17 @@ class HostStageRunner final : public StageRunner {
     return runner_.transfer_kv(plan, report);
   }
   absl::Status begin_step(const StepPlan& plan) override;
-  int64_t num_tokens() const override { return batch_.num_tokens; }
-  Tensor hidden_buffer() const override;
-  absl::StatusOr<Tensor> embed() override { return runner_.embed(batch_); }
-  absl::Status run_layers(const Tensor& hidden) override { return runner_.run_layers(batch_, hidden); }
-  absl::StatusOr<StepOutput> output(const Tensor& hidden) override;
+  absl::StatusOr<TensorView> incoming_hidden() override;
+  absl::Status embed() override;
+  absl::Status run_layers() override { return runner_.run_layers(batch_, hidden_); }
+  absl::StatusOr<TensorView> outgoing_hidden() override { return hidden_.view(); }
+  absl::StatusOr<StepOutput> output() override { return runner_.output(wanted_, batch_, hidden_); }
   std::vector<AttentionRecord> take_recorded_attention() override { return runner_.take_recorded_attention(); }
 
  private:
   ModelRunner& runner_;
   ForwardBatch batch_;
+  Tensor hidden_;  // F32 [num_tokens, hidden_size]
   // What output() needs of the plan (StepPlan::sample_candidates, candidate_logsumexp).
   StepPlan wanted_;
 };

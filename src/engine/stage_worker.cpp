@@ -126,20 +126,17 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
   if (reports) WEFT_RETURN_IF_ERROR(combine_over_tp(report));
   // A plan of tier instructions alone (disk loads a waiting sequence needs) runs no layers.
   const bool forward = !plan.chunks.empty();
-  Tensor hidden;
   if (forward) {
     WEFT_RETURN_IF_ERROR(runner_.begin_step(plan));
     if (!world_.is_first_stage()) {
-      hidden = runner_.hidden_buffer();
-      WEFT_RETURN_IF_ERROR(pipeline_.recv_hidden(hidden.view()));
+      WEFT_ASSIGN_OR_RETURN(TensorView incoming, runner_.incoming_hidden());
+      WEFT_RETURN_IF_ERROR(pipeline_.recv_hidden(incoming));
     }
   }
   const auto compute_start = std::chrono::steady_clock::now();
   if (forward) {
-    if (world_.is_first_stage()) {
-      WEFT_ASSIGN_OR_RETURN(hidden, runner_.embed());
-    }
-    WEFT_RETURN_IF_ERROR(runner_.run_layers(hidden));
+    if (world_.is_first_stage()) WEFT_RETURN_IF_ERROR(runner_.embed());
+    WEFT_RETURN_IF_ERROR(runner_.run_layers());
   }
   auto add_compute_time = [&] {
     compute_seconds_ +=
@@ -148,7 +145,10 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
   if (pipeline_.has_next()) {
     add_compute_time();
     WEFT_RETURN_IF_ERROR(pipeline_.send_control(control_bytes));
-    if (forward) WEFT_RETURN_IF_ERROR(pipeline_.send_hidden(hidden.view()));
+    if (forward) {
+      WEFT_ASSIGN_OR_RETURN(TensorView outgoing, runner_.outgoing_hidden());
+      WEFT_RETURN_IF_ERROR(pipeline_.send_hidden(outgoing));
+    }
     if (!plan.record_attention.empty()) {
       WEFT_ASSIGN_OR_RETURN(std::vector<AttentionRecord> attention, recorded_attention());
       WEFT_RETURN_IF_ERROR(pipeline_.send_control(serialize_attention_records(attention)));
@@ -160,7 +160,7 @@ absl::StatusOr<bool> StageWorker::handle(const std::string& control_bytes, StepO
   } else {
     StepOutput step_output;
     if (forward) {
-      WEFT_ASSIGN_OR_RETURN(step_output, runner_.output(hidden));
+      WEFT_ASSIGN_OR_RETURN(step_output, runner_.output());
     }
     add_compute_time();
     if (!plan.record_attention.empty()) {
