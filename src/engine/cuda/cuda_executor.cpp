@@ -204,7 +204,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   WEFT_RETURN_IF_ERROR(cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
   DeviceMemoryRequest request;
   request.free_bytes = static_cast<int64_t>(free_bytes);
-  request.weight_bytes = cuda_weight_bytes(config, s->dtype);
+  WEFT_ASSIGN_OR_RETURN(request.weight_bytes, cuda_weight_bytes(config, s->dtype));
   request.workspace_bytes = s->act.total_bytes + s->meta.total_bytes +
                             2 * static_cast<int64_t>(kc::CublasGemm::kDefaultWorkspaceBytes) +
                             static_cast<int64_t>(kc::CublasGemm::kBiasScratchBytes);

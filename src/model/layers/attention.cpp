@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/status_macros.h"
+#include "model/layers/layer_shards.h"
 #include "weft/kernels/attention.h"
 #include "weft/kernels/rope.h"
 
@@ -13,30 +14,12 @@ namespace weft {
 absl::StatusOr<Attention> Attention::load(const LoadContext& ctx, const std::string& prefix,
                                           int64_t window, int layer) {
   const ModelConfig& c = ctx.config;
-  const int rank = ctx.tp.rank(), size = ctx.tp.size();
-  WEFT_ASSIGN_OR_RETURN(ShardRange q_rows,
-                        head_shard(c.num_attention_heads, c.head_dim, rank, size,
-                                   "num_attention_heads"));
-  WEFT_ASSIGN_OR_RETURN(ShardRange kv_rows, kv_head_shard(c.num_key_value_heads, c.head_dim,
-                                                          rank, size));
-  const int64_t q_full = c.num_attention_heads * c.head_dim;
-  const int64_t kv_full = c.num_key_value_heads * c.head_dim;
-  std::vector<ColumnPart> parts = {{prefix + ".q_proj", q_full, q_rows},
-                                   {prefix + ".k_proj", kv_full, kv_rows},
-                                   {prefix + ".v_proj", kv_full, kv_rows}};
-  if (c.fused_qkv_proj) {
-    // One qkv_proj of [q; k; v] rows: this rank's heads of each, at their offsets in it.
-    const std::string fused = prefix + ".qkv_proj";
-    const int64_t rows = q_full + 2 * kv_full;
-    parts = {{fused, q_full, q_rows, 0, rows},
-             {fused, kv_full, kv_rows, q_full, rows},
-             {fused, kv_full, kv_rows, q_full + kv_full, rows}};
-  }
+  WEFT_ASSIGN_OR_RETURN(AttentionShards shards, attention_shards(c, prefix, ctx.tp.rank(), ctx.tp.size()));
+  const ShardRange q_rows = shards.q_rows, kv_rows = shards.kv_rows;
   Attention attn;
-  WEFT_ASSIGN_OR_RETURN(attn.qkv_,
-                        ColumnParallelLinear::load(ctx, parts, c.hidden_size, c.attention_bias));
-  WEFT_ASSIGN_OR_RETURN(attn.o_proj_, RowParallelLinear::load(ctx, prefix + ".o_proj",
-                                                              c.hidden_size, q_full, q_rows,
+  WEFT_ASSIGN_OR_RETURN(attn.qkv_, ColumnParallelLinear::load(ctx, shards.qkv, c.hidden_size, c.attention_bias));
+  WEFT_ASSIGN_OR_RETURN(attn.o_proj_, RowParallelLinear::load(ctx, shards.o_proj.name, shards.o_proj.out_features,
+                                                              shards.o_proj.full_in, shards.o_proj.shard,
                                                               c.o_proj_bias));
   if (c.qk_norm) {
     WEFT_ASSIGN_OR_RETURN(attn.q_norm_, RmsNorm::load(ctx, prefix + ".q_norm", c.head_dim));

@@ -3,27 +3,19 @@
 #include <vector>
 
 #include "core/status_macros.h"
+#include "model/layers/layer_shards.h"
 #include "weft/kernels/activation.h"
 
 namespace weft {
 
 absl::StatusOr<GatedMlp> GatedMlp::load(const LoadContext& ctx, const std::string& prefix) {
   const ModelConfig& c = ctx.config;
-  const ShardRange shard = padded_shard(c.intermediate_size, ctx.tp.rank(), ctx.tp.size());
-  const int64_t inter = c.intermediate_size;
-  std::vector<ColumnPart> parts = {{prefix + ".gate_proj", inter, shard},
-                                   {prefix + ".up_proj", inter, shard}};
-  if (c.fused_gate_up_proj) {
-    // One gate_up_proj of [gate; up] rows: this rank's slice of each half.
-    const std::string fused = prefix + ".gate_up_proj";
-    parts = {{fused, inter, shard, 0, 2 * inter}, {fused, inter, shard, inter, 2 * inter}};
-  }
+  const MlpShards shards = mlp_shards(c, prefix, ctx.tp.rank(), ctx.tp.size());
+  const ShardRange shard = shards.intermediate;
   GatedMlp mlp;
-  WEFT_ASSIGN_OR_RETURN(mlp.gate_up_,
-                        ColumnParallelLinear::load(ctx, parts, c.hidden_size, c.mlp_bias));
-  WEFT_ASSIGN_OR_RETURN(mlp.down_, RowParallelLinear::load(ctx, prefix + ".down_proj",
-                                                           c.hidden_size, c.intermediate_size,
-                                                           shard, c.mlp_bias));
+  WEFT_ASSIGN_OR_RETURN(mlp.gate_up_, ColumnParallelLinear::load(ctx, shards.gate_up, c.hidden_size, c.mlp_bias));
+  WEFT_ASSIGN_OR_RETURN(mlp.down_, RowParallelLinear::load(ctx, shards.down.name, shards.down.out_features,
+                                                           shards.down.full_in, shard, c.mlp_bias));
   mlp.local_intermediate_ = shard.count;
   mlp.activation_ = c.mlp_activation;
   return mlp;

@@ -53,31 +53,6 @@ void add_bias_rows(const TensorView& y, const TensorView& bias, ThreadPool& pool
   });
 }
 
-// Rows `part.shard` of the part (see ColumnPart) of `suffix` (".weight" [rows, in_features] or
-// ".bias" [rows]): a zero-copy view when the shard lies inside the part, else a zero-padded copy.
-absl::StatusOr<Tensor> load_part_rows(const LoadContext& ctx, const ColumnPart& part,
-                                      const std::string& suffix, int64_t in_features) {
-  const int64_t tensor_rows = part.tensor_rows > 0 ? part.tensor_rows : part.full_rows;
-  const Shape shape = in_features > 0 ? Shape{tensor_rows, in_features} : Shape{tensor_rows};
-  if (part.tensor_offset < 0 || part.tensor_offset + part.full_rows > tensor_rows) {
-    return absl::InternalError(
-        absl::StrCat("rows [", part.tensor_offset, ", ", part.tensor_offset + part.full_rows,
-                     ") of '", part.name, suffix, "' lie outside its ", tensor_rows, " rows"));
-  }
-  const int64_t available =
-      std::clamp<int64_t>(part.full_rows - part.shard.begin, 0, part.shard.count);
-  WEFT_ASSIGN_OR_RETURN(
-      Tensor rows, ctx.weights.get_slice(
-                       part.name + suffix, shape, 0,
-                       part.tensor_offset + std::min(part.shard.begin, part.full_rows), available));
-  if (available == part.shard.count) return rows;
-  Shape padded_shape = rows.shape();
-  padded_shape[0] = part.shard.count;
-  Tensor padded = Tensor::zeros(rows.dtype(), padded_shape);
-  if (rows.nbytes() > 0) std::memcpy(padded.data(), rows.data(), rows.nbytes());
-  return padded;
-}
-
 // y = x W^T (+ bias) for a weight in the checkpoint's dtype, quantized to int8, or
 // block-quantized (kernels::linear dispatches on the dtype).
 void apply(const TensorView& x, const Tensor& weight, const Tensor& scale, const TensorView* bias,
@@ -90,6 +65,29 @@ void apply(const TensorView& x, const Tensor& weight, const Tensor& scale, const
 }
 
 }  // namespace
+
+absl::StatusOr<Tensor> read_part_rows(const WeightStore& weights, const ColumnPart& part,
+                                      const std::string& suffix, int64_t in_features) {
+  const int64_t tensor_rows = part.tensor_rows > 0 ? part.tensor_rows : part.full_rows;
+  const Shape shape = in_features > 0 ? Shape{tensor_rows, in_features} : Shape{tensor_rows};
+  if (part.tensor_offset < 0 || part.tensor_offset + part.full_rows > tensor_rows) {
+    return absl::InternalError(
+        absl::StrCat("rows [", part.tensor_offset, ", ", part.tensor_offset + part.full_rows,
+                     ") of '", part.name, suffix, "' lie outside its ", tensor_rows, " rows"));
+  }
+  const int64_t available =
+      std::clamp<int64_t>(part.full_rows - part.shard.begin, 0, part.shard.count);
+  WEFT_ASSIGN_OR_RETURN(
+      Tensor rows, weights.get_slice(
+                       part.name + suffix, shape, 0,
+                       part.tensor_offset + std::min(part.shard.begin, part.full_rows), available));
+  if (available == part.shard.count) return rows;
+  Shape padded_shape = rows.shape();
+  padded_shape[0] = part.shard.count;
+  Tensor padded = Tensor::zeros(rows.dtype(), padded_shape);
+  if (rows.nbytes() > 0) std::memcpy(padded.data(), rows.data(), rows.nbytes());
+  return padded;
+}
 
 absl::Status check_checkpoint_linear(const LoadContext& ctx, const std::string& name) {
   const CheckpointQuantization& q = ctx.config.checkpoint_quantization;
@@ -171,11 +169,11 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
   std::vector<Tensor> weights, biases, scales;
   for (const ColumnPart& part : parts) {
     WEFT_RETURN_IF_ERROR(check_checkpoint_linear(ctx, part.name));
-    WEFT_ASSIGN_OR_RETURN(Tensor w, load_part_rows(ctx, part, ".weight", in_features));
+    WEFT_ASSIGN_OR_RETURN(Tensor w, read_part_rows(ctx.weights, part, ".weight", in_features));
     Tensor scale;
     if (w.dtype() == DType::kI8 && ctx.weights.is_quantized_module(part.name)) {
       // The checkpoint's int8 rows come with their F32 scales, cut like the rows.
-      WEFT_ASSIGN_OR_RETURN(scale, load_part_rows(ctx, part, ".weight_scale", 0));
+      WEFT_ASSIGN_OR_RETURN(scale, read_part_rows(ctx.weights, part, ".weight_scale", 0));
     }
     const auto f32_or_fp8 = [](DType d) { return is_float_dtype(d) || d == DType::kF8B64; };
     if (!weights.empty() && w.dtype() != weights[0].dtype() &&
@@ -190,7 +188,7 @@ absl::StatusOr<ColumnParallelLinear> ColumnParallelLinear::load(
     weights.push_back(std::move(w));
     scales.push_back(std::move(scale));
     if (has_bias) {
-      WEFT_ASSIGN_OR_RETURN(Tensor b, load_part_rows(ctx, part, ".bias", 0));
+      WEFT_ASSIGN_OR_RETURN(Tensor b, read_part_rows(ctx.weights, part, ".bias", 0));
       biases.push_back(std::move(b));
     }
   }

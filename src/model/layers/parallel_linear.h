@@ -26,6 +26,12 @@ struct ColumnPart {
   int64_t tensor_rows = 0;  // 0: full_rows (the part is the whole tensor)
 };
 
+// Rows `part.shard` of the part of `suffix` (".weight" [rows, in_features] or ".bias" /
+// ".weight_scale" [rows] with in_features 0): a zero-copy view of the mapped checkpoint when the
+// shard lies inside the part, else a copy with the rows past the part zero-filled.
+absl::StatusOr<Tensor> read_part_rows(const WeightStore& weights, const ColumnPart& part,
+                                      const std::string& suffix, int64_t in_features);
+
 // y = x @ W^T (+ b) where W holds this rank's output rows. Several parts are fused into one
 // weight (q/k/v; gate/up) so one matrix product serves them. Parts of different dtypes (a GGUF
 // file of llama.cpp's mixed types, e.g. Q4_K_M's q/k in Q5_0 and v in Q8_0) stay apart, one
