@@ -12,7 +12,9 @@ namespace weft {
 std::vector<FlagSpec> engine_flag_specs() {
   return {
       {"model", "DIR", "Hugging Face model directory (default: $WEFT_DEFAULT_MODEL or configs/default-model)"},
-      {"device", "cpu|cuda", "where the model runs (default cpu; cuda: one GPU, BF16/F16)"},
+      {"device", "cpu|cuda", "where the model runs (default cpu; cuda: BF16/F16 on one GPU per rank)"},
+      {"cuda-device", "N",
+       "with --device cuda, the GPU this rank uses (default: its local rank on the host, modulo the GPUs it sees)"},
       {"threads", "N",
        "kernel threads (default: the CPUs this process may use, shared among the ranks OpenMPI "
        "started on this host without binding them)"},
@@ -157,6 +159,11 @@ absl::StatusOr<LocalEngineOptions> engine_options_from(const CliArgs& args, cons
     return absl::InvalidArgumentError(
         absl::StrCat("--device: expected cpu or cuda, got '", device, "'"));
   }
+  WEFT_ASSIGN_OR_RETURN(int64_t cuda_device, args.get_int("cuda-device", -1));
+  if (args.has("cuda-device") && (cuda_device < 0 || o.device != EngineDevice::kCuda)) {
+    return absl::InvalidArgumentError("--cuda-device N: N must be at least 0, and goes with --device cuda");
+  }
+  o.cuda_device = static_cast<int>(cuda_device);
   WEFT_ASSIGN_OR_RETURN(int64_t threads, args.get_int("threads", 0));
   o.num_threads = static_cast<int>(threads);
   WEFT_ASSIGN_OR_RETURN(int64_t spin_us,

@@ -50,11 +50,6 @@ absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArg
       return absl::FailedPreconditionError(
           "--device cuda: no CUDA GPU is visible to this process; use --device cpu");
     }
-    if (distributed) {
-      return absl::UnimplementedError(
-          "--device cuda: tensor / pipeline parallel runs (--tp, --pp, mpirun, srun) are not yet "
-          "supported on GPUs; run one process with --tp 1 --pp 1");
-    }
   }
 #ifdef WEFT_HAVE_MPI
   if (distributed) {
@@ -72,6 +67,9 @@ absl::StatusOr<std::unique_ptr<EngineSession>> EngineSession::start(const CliArg
     s->distributed_.step_deadline_floor = std::chrono::seconds(floor_s);
     WEFT_ASSIGN_OR_RETURN(int64_t micro_batches, args.get_int("pipeline-micro-batches", 0));
     s->distributed_.micro_batches = static_cast<int>(micro_batches);
+#if WEFT_HAVE_CUDA
+    s->distributed_.device_stage = make_cuda_stage_runner;
+#endif
     WEFT_ASSIGN_OR_RETURN(s->world_, MpiWorld::init(nullptr, nullptr));
     if (s->world_->size() != tp * pp) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -170,8 +170,8 @@ for i in "${!RUNS[@]}"; do
   fi
 done
 
-# --- The bundle's MPI runtime: two ranks (tensor parallel, on the CPU: the CUDA executor is
-# single-rank so far) generate what one rank does. ---
+# --- The bundle's MPI runtime: two ranks (tensor parallel) generate what one rank does, on the
+# CPU and on the GPU. ---
 if [[ -x "${ROOT}/mpi/bin/mpirun" ]]; then
   step "mpirun -np 2 --tp 2 (CPU)" 60 bash -c '
     args=(generate --model configs/default-model --prompt "The capital of France is"
@@ -179,6 +179,18 @@ if [[ -x "${ROOT}/mpi/bin/mpirun" ]]; then
     one="$(bin/weft "${args[@]}" 2>/dev/null)"
     two="$(mpirun --oversubscribe -np 2 bin/weft "${args[@]}" --tp 2 2>/dev/null)"
     echo "1 rank: ${one@Q}"; echo "2 ranks: ${two@Q}"; [[ -n "${one}" && "${one}" == "${two}" ]]'
+  # The multi-rank CUDA path, both ranks on GPU 0 (TP sums over host memory): the same greedy
+  # text as one GPU.
+  step "--device cuda --tp 2 / --pp 2, 2 ranks on one GPU" 120 bash -c '
+    args=(generate --model configs/default-model --prompt "The capital of France is"
+          --max-tokens 12 --temperature 0 --device cuda)
+    log="$(mktemp)"
+    one="$(bin/weft "${args[@]}" 2>>"${log}")"
+    tp="$(mpirun --oversubscribe -np 2 bin/weft "${args[@]}" --tp 2 2>>"${log}")"
+    pp="$(mpirun --oversubscribe -np 2 bin/weft "${args[@]}" --pp 2 2>>"${log}")"
+    echo "1 GPU: ${one@Q}"; echo "tp 2: ${tp@Q}"; echo "pp 2: ${pp@Q}"
+    grep -v "^weft: device memory plan\|^  " "${log}" | tail -n 20
+    [[ -n "${one}" && "${one}" == "${tp}" && "${one}" == "${pp}" ]]'
   # Device tensors through host memory, both ranks on GPU 0 (parallel/host_staged_communicator.h).
   step "host-staged communicator, 2 ranks on one GPU" 60 bash -c \
     'mpirun --oversubscribe -np 2 bin/host_staged_cuda_comm_test --gtest_brief=1 2>&1 | tail -n 20; exit ${PIPESTATUS[0]}'

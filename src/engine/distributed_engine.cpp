@@ -20,28 +20,65 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
     WEFT_ASSIGN_OR_RETURN(e->rank_hosts_, describe_rank_hosts(e->config_, hosts));
   }
   e->pool_ = std::make_unique<ThreadPool>(options.engine.num_threads, options.engine.thread_spin);
+  const bool on_device = options.engine.device != EngineDevice::kCpu;
+  // What the device path does not do, refused on every rank alike before anything is loaded.
+  if (on_device) {
+    if (!options.device_stage) return absl::FailedPreconditionError("--device cuda: this engine has no CUDA runner");
+    if (options.engine.quantization != WeightQuantization::kNone || options.engine.quantize_lm_head) {
+      return absl::UnimplementedError("--quantize / --quantize-lm-head: quantized weights run on the CPU only for now; use --device cpu");
+    }
+    if (options.engine.kv_tiers.enabled()) {
+      return absl::UnimplementedError(
+          "--kv-offload-bytes / --kv-disk-cache: the KV tiers work with the CPU pool only for now; use --device cpu");
+    }
+    if (options.engine.attention_probe) {
+      return absl::UnimplementedError(
+          "--attention-layers: attention weights are recorded by the CPU kernels only for now; use --device cpu");
+    }
+  }
 
   // Every rank loads its part; a failure anywhere stops every rank with the same message.
+  StageLayout layout;
   absl::Status loaded = [&]() -> absl::Status {
     WEFT_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(options.engine.model_dir));
-    WEFT_ASSIGN_OR_RETURN(StageLayout layout,
-                          stage_layout(static_cast<int>(config.num_hidden_layers), options.pp,
-                                       e->config_.pp_rank(), options.layers_per_stage));
+    WEFT_ASSIGN_OR_RETURN(layout, stage_layout(static_cast<int>(config.num_hidden_layers), options.pp,
+                                               e->config_.pp_rank(), options.layers_per_stage));
+    // A device runner reads the host weights once, to upload them: no copy.
     WEFT_ASSIGN_OR_RETURN(e->model_, load_rank_model(options.engine.model_dir, *e->groups_.tp, layout,
                                                           ModelLoadOptions{options.ep, options.engine.quantization,
                                                                            options.engine.quantize_lm_head,
-                                                                           options.engine.mmap_weights}));
+                                                                           options.engine.mmap_weights || on_device}));
     return absl::OkStatus();
   }();
   WEFT_RETURN_IF_ERROR(agree_on_status(world, loaded));
 
   const KvCacheOptions& kv = options.engine.kv;
-  WEFT_ASSIGN_OR_RETURN(int64_t blocks, agree_on_minimum(e->model_->blocks_fitting(kv)));
-  absl::Status allocated = [&]() -> absl::Status {
-    WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(kv), blocks));
-    return absl::OkStatus();
-  }();
-  WEFT_RETURN_IF_ERROR(agree_on_status(world, allocated));
+  int64_t blocks = 0;
+  if (on_device) {
+    // Each rank its runner on its GPU; then the TP groups connect, and the job schedules the
+    // blocks the smallest device pool holds.
+    DeviceStageRunner device;
+    absl::Status made = [&]() -> absl::Status {
+      WEFT_ASSIGN_OR_RETURN(device, options.device_stage(*e->model_, options.engine, layout, *e->groups_.tp));
+      return absl::OkStatus();
+    }();
+    WEFT_RETURN_IF_ERROR(agree_on_status(world, made));
+    std::cerr << "weft: rank " << e->config_.rank << ": " << device.description << "\n";
+    e->stage_runner_ = std::move(device.runner);
+    WEFT_RETURN_IF_ERROR(agree_on_status(world, e->stage_runner_->join_tp_group()));
+    WEFT_ASSIGN_OR_RETURN(blocks, agree_on_minimum(device.num_kv_blocks));
+    if (e->config_.is_coordinator()) {
+      std::cerr << "weft: note: multi-rank --device cuda is new and has not yet been checked on a GPU machine; "
+                   "compare its output with --device cpu\n";
+    }
+  } else {
+    WEFT_ASSIGN_OR_RETURN(blocks, agree_on_minimum(e->model_->blocks_fitting(kv)));
+    absl::Status allocated = [&]() -> absl::Status {
+      WEFT_ASSIGN_OR_RETURN(e->kv_, KvCache::allocate(e->model_->kv_shape(kv), blocks));
+      return absl::OkStatus();
+    }();
+    WEFT_RETURN_IF_ERROR(agree_on_status(world, allocated));
+  }
 
   // KV tiers: every rank its own slice (its layers, its KV heads) of the host tier and of the disk
   // tier (its own directory and lock under --kv-disk-cache, kv_tier_setup.h); the job uses the
@@ -79,12 +116,14 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
       int64_t agreement_blocks,
       agree_on_minimum(e->kv_tiers_.store ? std::max<int64_t>(1, e->kv_tiers_.store->blocks_fitting(agreement_bytes))
                                           : 0));
-  e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, *e->groups_.tp, *e->pool_);
-  e->runner_->set_attention_probe(options.engine.attention_probe.get());
-  e->runner_->set_kv_store(e->kv_tiers_.store.get());
+  if (!on_device) {
+    e->runner_ = std::make_unique<ModelRunner>(*e->model_->model, e->kv_, *e->groups_.tp, *e->pool_);
+    e->runner_->set_attention_probe(options.engine.attention_probe.get());
+    e->runner_->set_kv_store(e->kv_tiers_.store.get());
+    e->stage_runner_ = std::make_unique<HostStageRunner>(*e->runner_);
+  }
   WEFT_ASSIGN_OR_RETURN(e->pipeline_, PipelineChannel::create(e->config_));
   e->watchdog_ = world.make_watchdog();
-  e->stage_runner_ = std::make_unique<HostStageRunner>(*e->runner_);
   e->worker_ = std::make_unique<StageWorker>(e->config_, *e->stage_runner_, *e->groups_.tp, *e->pipeline_,
                                              e->watchdog_.get(), options.step_deadline);
   if (e->config_.is_coordinator()) {

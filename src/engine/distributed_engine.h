@@ -15,6 +15,7 @@
 #include "engine/engine.h"
 #include "engine/local_engine.h"
 #include "engine/rank_model.h"
+#include "engine/stage_runner.h"
 #include "engine/stage_worker.h"
 #include "parallel/mpi_world.h"
 #include "parallel/pipeline_channel.h"
@@ -33,6 +34,9 @@ struct DistributedOptions {
   std::chrono::milliseconds step_deadline{std::chrono::minutes(5)};
   std::chrono::milliseconds step_deadline_floor{std::chrono::seconds(10)};
   int micro_batches = 0;  // plans in flight through the pipeline; 0: pp (1 disables pipelining)
+  // engine.device kCuda: builds each rank's runner on its GPU (the launcher passes the CUDA one;
+  // empty: --device cuda is refused).
+  DeviceStageRunnerFactory device_stage;
 };
 
 class DistributedEngine {
@@ -71,7 +75,8 @@ class DistributedEngine {
   KvCache kv_;
   RankKvTiers kv_tiers_;
   std::unique_ptr<ModelRunner> runner_;
-  std::unique_ptr<StageRunner> stage_runner_;  // runner_ as the stage worker drives it
+  // What the stage worker drives: runner_ (CPU), or a device backend's runner (runner_ then null).
+  std::unique_ptr<StageRunner> stage_runner_;
   std::unique_ptr<PipelineChannel> pipeline_;
   std::unique_ptr<StepWatchdog> watchdog_;
   std::unique_ptr<StageWorker> worker_;

@@ -25,6 +25,9 @@ enum class EngineDevice { kCpu, kCuda };
 struct LocalEngineOptions {
   std::filesystem::path model_dir;
   EngineDevice device = EngineDevice::kCpu;
+  // --cuda-device: which GPU this rank uses; -1: its local rank on the host (OpenMPI / Slurm /
+  // MPICH), modulo the GPUs it sees (0 for a single process).
+  int cuda_device = -1;
   int num_threads = 0;  // 0: default_thread_count() (the CPUs this rank may use)
   // How long idle kernel threads spin for the next job before sleeping (ThreadPool).
   std::chrono::microseconds thread_spin = ThreadPool::kDefaultSpin;

@@ -14,15 +14,22 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
+#include "engine/local_engine.h"
 #include "engine/model_runner.h"
+#include "engine/rank_model.h"
 #include "engine/step_executor.h"
 #include "engine/step_plan.h"
 #include "kv/kv_load_report.h"
 #include "model/model_config.h"
+#include "model/stage_layout.h"
+#include "parallel/communicator.h"
 
 namespace weft {
 
@@ -31,6 +38,9 @@ class StageRunner {
   virtual ~StageRunner() = default;
 
   virtual const ModelConfig& config() const = 0;
+  // Collective over the rank's TP group, once every rank has made its runner (a device backend
+  // connects the group's transport here). The CPU runner needs nothing.
+  virtual absl::Status join_tp_group() { return absl::OkStatus(); }
   // The plan's KV tier instructions on this rank's slice; `report` (optional) receives this
   // rank's outcome of its disk instructions (kv/kv_load_report.h).
   virtual absl::Status transfer_kv(const StepPlan& plan, KvLoadReport* report) = 0;
@@ -53,6 +63,19 @@ class StageRunner {
   // layers and heads).
   virtual std::vector<AttentionRecord> take_recorded_attention() = 0;
 };
+
+// A device backend's runner for one rank of a multi-rank job, with the KV blocks its device pool
+// holds and a line saying where it runs (printed at start).
+struct DeviceStageRunner {
+  std::unique_ptr<StageRunner> runner;
+  int64_t num_kv_blocks = 0;
+  std::string description;
+};
+// Builds it from the rank's loaded model (config and weight store), the engine options, its
+// pipeline stage and its TP group's host communicator (borrowed for the runner's life). Not
+// collective: join_tp_group() is. The launcher passes src/engine/cuda's (make_cuda_stage_runner).
+using DeviceStageRunnerFactory = std::function<absl::StatusOr<DeviceStageRunner>(
+    const RankModel& model, const LocalEngineOptions& options, const StageLayout& layout, Communicator& tp)>;
 
 // The CPU backend: ModelRunner's pieces over the current step's ForwardBatch and hidden states.
 class HostStageRunner final : public StageRunner {

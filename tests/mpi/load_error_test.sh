@@ -74,4 +74,13 @@ check ep_tp 2 "divide --tp 2" -- "${gen[@]}" --model "$moe" --tp 2 --ep 4
 check ep_dense 2 "has no experts" -- "${gen[@]}" --model "$model" --tp 2 --ep 2
 check missing_expert 2 "model.layers.1.mlp.experts.4.up_proj.weight" -- "${gen[@]}" --model "$dir/missing_expert" --tp 2 --ep 2
 
+# --device cuda over several ranks is not refused for being distributed: on a machine without a
+# GPU every rank says so (or that this weft has no CUDA), as one process does.
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  single=$("$weft" "${gen[@]}" --model "$model" --device cuda 2>&1)
+  if grep -qF "built without CUDA" <<<"$single"; then no_gpu="built without CUDA"; else no_gpu="no CUDA GPU is visible"; fi
+  check cuda_tp2_pp1 2 "$no_gpu" -- "${gen[@]}" --model "$model" --device cuda --tp 2
+  check cuda_tp1_pp2 2 "$no_gpu" -- "${gen[@]}" --model "$model" --device cuda --pp 2
+fi
+
 [[ $failures -eq 0 ]] && echo PASS || { echo "$failures case(s) failed"; exit 1; }

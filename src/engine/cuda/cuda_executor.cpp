@@ -62,7 +62,8 @@ absl::StatusOr<cudaGraphExec_t> CudaExecutor::State::capture_graph(const StepSha
   cudaGraph_t graph = nullptr;
   WEFT_RETURN_IF_ERROR(
       cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "graph capture begin"));
-  absl::Status captured = enqueue_layers(shape);
+  absl::Status captured = enqueue_embedding(shape);
+  if (captured.ok()) captured = enqueue_layers(shape);
   if (captured.ok()) captured = enqueue_head(shape, 0, rows, /*greedy=*/true);
   // End the capture whatever happened, so the stream is usable again, and clear the error the
   // failed capture left (it is not sticky) so the eager run that follows starts clean.
@@ -96,6 +97,15 @@ CudaExecutor::~CudaExecutor() = default;
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
     const ModelConfig& config, const WeightStore& weights, const CudaExecutorOptions& options) {
+  WEFT_ASSIGN_OR_RETURN(std::unique_ptr<State> s, create_cuda_state(config, weights, options, CudaRankShare{}));
+  return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(s)));
+}
+
+absl::StatusOr<std::unique_ptr<CudaExecutor::State>> create_cuda_state(const ModelConfig& config,
+                                                                       const WeightStore& weights,
+                                                                       const CudaExecutorOptions& options,
+                                                                       const CudaRankShare& share) {
+  using State = CudaExecutor::State;
   // What the CUDA path does not implement yet is refused by name rather than computed wrong:
   // Phi3's fused checkpoint tensors, partial rotary, mixtures of experts, longrope, and (below)
   // sliding windows.
@@ -150,7 +160,16 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   auto s = std::make_unique<State>();
   s->config = config;
   s->options = options;
+  s->share = share;
   s->dtype = cuda_compute_dtype(config.torch_dtype);
+  // The rank's heads, KV heads and intermediate columns, as its weights are cut.
+  WEFT_ASSIGN_OR_RETURN(const CudaWeightLayout weight_layout, cuda_weight_layout(config, s->dtype, share));
+  WEFT_ASSIGN_OR_RETURN(const AttentionShards attention, attention_shards(config, "", share.tp_rank, share.tp_size));
+  s->local_heads = static_cast<int>(attention.q_rows.count / config.head_dim);
+  s->local_kv_heads = static_cast<int>(attention.kv_rows.count / config.head_dim);
+  s->local_intermediate = mlp_shards(config, "", share.tp_rank, share.tp_size).intermediate.count;
+  const int64_t local_layers =
+      (share.end_layer < 0 ? config.num_hidden_layers : share.end_layer) - share.first_layer;
   if (options.kv_dtype && *options.kv_dtype != s->dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--kv-cache-dtype: the CUDA executor keeps the KV cache in the compute dtype ",
@@ -187,15 +206,14 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   shape.max_seqs = s->max_seqs;
   shape.max_logit_rows = s->max_logit_rows;
   shape.hidden = config.hidden_size;
-  shape.num_heads = config.num_attention_heads;
-  shape.num_kv_heads = config.num_key_value_heads;
+  shape.num_heads = s->local_heads;
+  shape.num_kv_heads = s->local_kv_heads;
   shape.head_dim = config.head_dim;
-  shape.intermediate = config.intermediate_size;
-  shape.vocab = config.vocab_size;
+  shape.intermediate = s->local_intermediate;
+  shape.vocab = weight_layout.vocab_rows;
   shape.act_bytes = static_cast<int64_t>(dtype_size(s->dtype));
   shape.decode_attention_bytes = static_cast<int64_t>(kc::paged_attention_decode_workspace_bytes(
-      s->max_seqs, static_cast<int>(config.num_attention_heads), static_cast<int>(config.head_dim),
-      max_context));
+      s->max_seqs, s->local_heads, static_cast<int>(config.head_dim), max_context));
   s->decode_workspace_bytes = shape.decode_attention_bytes;
   WEFT_ASSIGN_OR_RETURN(s->act, plan_activation_layout(shape));
   s->meta = plan_metadata(s->max_tokens, s->max_seqs, s->table_stride);
@@ -204,13 +222,12 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   WEFT_RETURN_IF_ERROR(cuda_check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo"));
   DeviceMemoryRequest request;
   request.free_bytes = static_cast<int64_t>(free_bytes);
-  WEFT_ASSIGN_OR_RETURN(request.weight_bytes, cuda_weight_bytes(config, s->dtype));
+  request.weight_bytes = weight_layout.total_bytes;
   request.workspace_bytes = s->act.total_bytes + s->meta.total_bytes +
                             2 * static_cast<int64_t>(kc::CublasGemm::kDefaultWorkspaceBytes) +
                             static_cast<int64_t>(kc::CublasGemm::kBiasScratchBytes);
   request.reserve_bytes = kReserveBytes;
-  request.kv_bytes_per_block = 2 * config.num_hidden_layers * options.block_size *
-                               config.num_key_value_heads * config.head_dim *
+  request.kv_bytes_per_block = 2 * local_layers * options.block_size * s->local_kv_heads * config.head_dim *
                                static_cast<int64_t>(dtype_size(s->dtype));
   request.kv_memory_fraction = options.kv_memory_fraction;
   request.kv_memory_bytes = options.kv_memory_bytes;
@@ -220,11 +237,11 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   if (options.print_plan) std::cerr << "weft: " << s->plan.describe();
   s->num_blocks = s->plan.kv_blocks;
 
-  WEFT_ASSIGN_OR_RETURN(s->weights, upload_cuda_weights(config, weights, s->dtype, s->stream));
+  WEFT_ASSIGN_OR_RETURN(s->weights, upload_cuda_weights(config, weights, s->dtype, s->stream, share));
   WEFT_ASSIGN_OR_RETURN(s->workspace, kc::DeviceBuffer::allocate(s->act.total_bytes));
   WEFT_ASSIGN_OR_RETURN(s->metadata, kc::DeviceBuffer::allocate(s->meta.total_bytes));
-  s->kv_layer_bytes = s->num_blocks * options.block_size * config.num_key_value_heads *
-                      config.head_dim * static_cast<int64_t>(dtype_size(s->dtype));
+  s->kv_layer_bytes = s->num_blocks * options.block_size * s->local_kv_heads * config.head_dim *
+                      static_cast<int64_t>(dtype_size(s->dtype));
   WEFT_ASSIGN_OR_RETURN(s->kv_pool, kc::DeviceBuffer::allocate(s->plan.kv_bytes));
   WEFT_RETURN_IF_ERROR(cuda_check(cudaHostAlloc(&s->host_metadata, s->meta.total_bytes,
                                                 cudaHostAllocDefault),
@@ -250,30 +267,29 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   WEFT_ASSIGN_OR_RETURN(s->inv_freq, kc::DeviceBuffer::allocate(inv_freq.size() * sizeof(float)));
   WEFT_RETURN_IF_ERROR(s->inv_freq.copy_from_host(inv_freq.data(), inv_freq.size() * sizeof(float),
                                                   s->stream));
-  return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(s)));
+  return s;
 }
 
-absl::Status CudaExecutor::submit(const StepPlan& plan) {
-  State& s = *s_;
+absl::StatusOr<StagedStep> CudaExecutor::State::stage_metadata(const StepPlan& plan, bool allow_graph) {
   const int n = static_cast<int>(plan.chunks.size());
   if (!plan.record_attention.empty()) {
     return absl::UnimplementedError(
         "CUDA executor: recording attention weights (weft_debug) is not implemented on the GPU; use --device cpu");
   }
-  if (plan.num_tokens() > s.max_tokens) {
+  if (plan.num_tokens() > max_tokens) {
     return absl::InvalidArgumentError(absl::StrCat("CUDA executor: step of ", plan.num_tokens(),
                                                    " tokens exceeds --max-num-batched-tokens ",
-                                                   s.max_tokens));
+                                                   max_tokens));
   }
-  if (n > s.max_seqs) {
+  if (n > max_seqs) {
     return absl::InvalidArgumentError(absl::StrCat("CUDA executor: step of ", n,
-                                                   " sequences exceeds --max-num-seqs ", s.max_seqs));
+                                                   " sequences exceeds --max-num-seqs ", max_seqs));
   }
-  WEFT_ASSIGN_OR_RETURN(ForwardBatch fb, build_forward_batch(plan, s.options.block_size, s.num_blocks));
-  if (fb.max_blocks_per_seq > s.table_stride) {
+  WEFT_ASSIGN_OR_RETURN(ForwardBatch fb, build_forward_batch(plan, options.block_size, num_blocks));
+  if (fb.max_blocks_per_seq > table_stride) {
     return absl::InvalidArgumentError(absl::StrCat(
         "CUDA executor: a block table of ", fb.max_blocks_per_seq, " blocks exceeds ",
-        s.table_stride, " (--max-model-len / --block-size)"));
+        table_stride, " (--max-model-len / --block-size)"));
   }
   StepShape shape;
   shape.num_tokens = fb.num_tokens;
@@ -287,7 +303,7 @@ absl::Status CudaExecutor::submit(const StepPlan& plan) {
   bool identity = shape.decode && logit_rows == n;
   for (int64_t r = 0; identity && r < logit_rows; ++r) identity = fb.logit_rows[r] == r;
   shape.identity_rows = identity;
-  const bool use_graph = s.options.cuda_graphs && identity && n <= kLargestGraphBatch;
+  const bool use_graph = allow_graph && options.cuda_graphs && identity && n <= kLargestGraphBatch;
 
   // Graph steps run a padded batch with the decode kernel sized for a power-of-two context bucket
   // (in partitions), so one graph serves every context up to it.
@@ -297,7 +313,7 @@ absl::Status CudaExecutor::submit(const StepPlan& plan) {
     rows = batch_bucket(n);
     int context = kc::kDecodePartitionSize;
     while (context < shape.max_context_len) context *= 2;
-    context = std::min(context, s.table_stride * s.options.block_size);
+    context = std::min(context, table_stride * options.block_size);
     key = {rows, context};
     shape.num_tokens = rows;
     shape.num_seqs = rows;
@@ -306,14 +322,14 @@ absl::Status CudaExecutor::submit(const StepPlan& plan) {
   }
 
   // Pack the metadata (padded rows: token 0 at position 0 writing no KV, context 1, block 0).
-  char* host = static_cast<char*>(s.host_metadata);
-  auto* query_start = reinterpret_cast<int32_t*>(host + s.meta.query_start);
-  auto* context_len = reinterpret_cast<int32_t*>(host + s.meta.context_len);
-  auto* rows_out = reinterpret_cast<int32_t*>(host + s.meta.logit_rows);
-  auto* token_ids = reinterpret_cast<int32_t*>(host + s.meta.token_ids);
-  auto* positions = reinterpret_cast<int32_t*>(host + s.meta.positions);
-  auto* slots = reinterpret_cast<int64_t*>(host + s.meta.slots);
-  auto* tables = reinterpret_cast<int32_t*>(host + s.meta.block_tables);
+  char* host = static_cast<char*>(host_metadata);
+  auto* query_start = reinterpret_cast<int32_t*>(host + meta.query_start);
+  auto* context_len = reinterpret_cast<int32_t*>(host + meta.context_len);
+  auto* rows_out = reinterpret_cast<int32_t*>(host + meta.logit_rows);
+  auto* token_ids = reinterpret_cast<int32_t*>(host + meta.token_ids);
+  auto* positions = reinterpret_cast<int32_t*>(host + meta.positions);
+  auto* slots = reinterpret_cast<int64_t*>(host + meta.slots);
+  auto* tables = reinterpret_cast<int32_t*>(host + meta.block_tables);
   const int64_t t = shape.num_tokens;
   std::memcpy(token_ids, fb.token_ids.data(), fb.num_tokens * sizeof(int32_t));
   std::memcpy(positions, fb.positions.data(), fb.num_tokens * sizeof(int32_t));
@@ -327,18 +343,36 @@ absl::Status CudaExecutor::submit(const StepPlan& plan) {
     query_start[i] = i <= n ? fb.query_start[i] : fb.query_start[n] + (i - n);
   }
   for (int i = 0; i < shape.num_seqs; ++i) context_len[i] = i < n ? fb.context_len[i] : 1;
-  std::memset(tables, 0, static_cast<size_t>(shape.num_seqs) * s.table_stride * sizeof(int32_t));
+  std::memset(tables, 0, static_cast<size_t>(shape.num_seqs) * table_stride * sizeof(int32_t));
   for (int i = 0; i < n; ++i) {
-    std::memcpy(tables + static_cast<int64_t>(i) * s.table_stride,
+    std::memcpy(tables + static_cast<int64_t>(i) * table_stride,
                 fb.block_tables.data() + static_cast<int64_t>(i) * fb.max_blocks_per_seq,
                 fb.max_blocks_per_seq * sizeof(int32_t));
   }
   for (int64_t r = 0; r < logit_rows; ++r) rows_out[r] = fb.logit_rows[r];
-  const int64_t copy_bytes = s.meta.block_tables +
-                             static_cast<int64_t>(shape.num_seqs) * s.table_stride * 4;
-  WEFT_RETURN_IF_ERROR(cuda_check(cudaMemcpyAsync(s.metadata.data(), s.host_metadata, copy_bytes,
-                                                  cudaMemcpyHostToDevice, s.stream),
+  const int64_t copy_bytes = meta.block_tables +
+                             static_cast<int64_t>(shape.num_seqs) * table_stride * 4;
+  WEFT_RETURN_IF_ERROR(cuda_check(cudaMemcpyAsync(metadata.data(), host_metadata, copy_bytes,
+                                                  cudaMemcpyHostToDevice, stream),
                                   "step metadata (cudaMemcpyAsync)"));
+
+  StagedStep staged;
+  staged.shape = shape;
+  staged.logit_rows = logit_rows;
+  staged.use_graph = use_graph;
+  staged.graph_key = key;
+  staged.head_rows = rows;
+  return staged;
+}
+
+absl::Status CudaExecutor::submit(const StepPlan& plan) {
+  State& s = *s_;
+  WEFT_ASSIGN_OR_RETURN(const StagedStep staged, s.stage_metadata(plan, /*allow_graph=*/true));
+  const StepShape& shape = staged.shape;
+  const int64_t logit_rows = staged.logit_rows;
+  const bool use_graph = staged.use_graph;
+  const std::pair<int, int> key = staged.graph_key;
+  const int rows = staged.head_rows;
 
   // Argmax tokens; any other plan gets full logits, which the contract allows.
   const bool greedy = plan.sample_candidates == 1 && !plan.candidate_logsumexp;
@@ -393,6 +427,7 @@ absl::Status CudaExecutor::submit(const StepPlan& plan) {
     // cuBLASLt algorithm choice (host work) is done before the capture.
     if (use_graph) s.seen[key] = true;
     ++s.stats.eager_steps;
+    WEFT_RETURN_IF_ERROR(s.enqueue_embedding(shape));
     WEFT_RETURN_IF_ERROR(s.enqueue_layers(shape));
     for (int64_t begin = 0; begin < logit_rows; begin += s.max_logit_rows) {
       const int64_t count = std::min(s.max_logit_rows, logit_rows - begin);

@@ -13,6 +13,7 @@
 
 #include "engine/cuda/cuda_executor.h"
 #include "engine/cuda/cuda_weights.h"
+#include "parallel/communicator.h"
 #include "weft/kernels/cuda/device_buffer.h"
 #include "weft/kernels/cuda/gemm.h"
 #include "weft/kernels/cuda/sampling.h"
@@ -43,11 +44,29 @@ struct StepShape {
   bool identity_rows = false;  // logit row r is token row r (decode steps)
 };
 
+// A plan's metadata as staged on the device (CudaExecutor::State::stage_metadata).
+struct StagedStep {
+  StepShape shape;          // as run: a graph step is padded to its batch and context buckets
+  int64_t logit_rows = 0;   // the plan's logits rows
+  bool use_graph = false;
+  std::pair<int, int> graph_key{0, 0};  // (batch bucket, context bucket)
+  int head_rows = 0;        // rows a graph step's head computes (its batch bucket)
+};
+
 struct CudaExecutor::State {
   ~State();
 
   ModelConfig config;
   CudaExecutorOptions options;
+  // This rank's part of the model (the default: all of it) and its tensor-parallel group over
+  // device tensors (null when the group is this rank alone). The activation sizes below are the
+  // rank's: its heads, KV heads and intermediate columns (model/layers/layer_shards.h), its
+  // vocabulary shard and its stage's layers.
+  CudaRankShare share;
+  Communicator* tp = nullptr;
+  int local_heads = 0;
+  int local_kv_heads = 0;
+  int64_t local_intermediate = 0;
   DType dtype = DType::kBF16;
   cudaStream_t stream = nullptr;
   cublasHandle_t cublas = nullptr;  // the F32-output LM head GEMM
@@ -88,16 +107,32 @@ struct CudaExecutor::State {
   void* k_cache(int layer) const { return kv_pool.as<char>() + 2 * layer * kv_layer_bytes; }
   void* v_cache(int layer) const { return kv_pool.as<char>() + (2 * layer + 1) * kv_layer_bytes; }
 
-  // Enqueues embedding and every layer over the step's tokens; the final residual stream is left
-  // in the `residual` buffer. (cuda_forward.cpp)
+  // Enqueues the embedding of the step's tokens into `residual`: each rank its vocabulary
+  // shard's rows, summed over the TP group. (cuda_forward.cpp)
+  absl::Status enqueue_embedding(const StepShape& shape);
+  // Enqueues this rank's layers over `residual` (each row-parallel product summed over the TP
+  // group); the stage's output residual stream is left in `residual`. (cuda_forward.cpp)
   absl::Status enqueue_layers(const StepShape& shape);
   // Enqueues final norm + LM head for logit rows [row_begin, row_begin + rows) of the step (the
   // rows named by the metadata's logit_rows, or token rows directly when identity_rows), leaving
-  // F32 logits [rows, vocab] in `logits` and, when `greedy`, the argmax ids in `tokens_out`.
+  // F32 logits [rows, vocab_rows] of this rank's vocabulary shard in `logits` and, when `greedy`
+  // (a whole vocabulary: tp 1), the argmax ids in `tokens_out`.
   absl::Status enqueue_head(const StepShape& shape, int64_t row_begin, int64_t rows, bool greedy);
-  // Captures enqueue_layers + a greedy enqueue_head of `rows` rows into an instantiated graph.
+  // Checks `plan` against the capacities (tokens, sequences, block tables), packs its metadata
+  // into the pinned block and queues the copy to the device. With `allow_graph`, a decode step
+  // that a CUDA graph serves is padded to its buckets. (cuda_executor.cpp)
+  absl::StatusOr<StagedStep> stage_metadata(const StepPlan& plan, bool allow_graph);
+  // Captures the embedding, the layers and a greedy enqueue_head of `rows` rows into an instantiated graph.
   // On failure nothing is left behind (no graph, no pending CUDA error). (cuda_executor.cpp)
   absl::StatusOr<cudaGraphExec_t> capture_graph(const StepShape& shape, int64_t rows);
 };
+
+// Checks that the CUDA path implements `config` (refusals name what it lacks), plans the rank's
+// device memory, uploads its share of the weights and allocates its KV pool and workspace on
+// options.device. The TP communicator is the caller's to set. (cuda_executor.cpp)
+absl::StatusOr<std::unique_ptr<CudaExecutor::State>> create_cuda_state(const ModelConfig& config,
+                                                                       const WeightStore& weights,
+                                                                       const CudaExecutorOptions& options,
+                                                                       const CudaRankShare& share);
 
 }  // namespace weft

@@ -1,5 +1,8 @@
-// The forward pass of CudaExecutor: the same sequence of operations as DecoderModel on the CPU
-// (src/model/decoder_model.cpp), with activations in the compute dtype and F32 inside each kernel.
+// The forward pass of CudaExecutor and CudaStageRunner: the same sequence of operations as
+// DecoderModel on the CPU (src/model/decoder_model.cpp), with activations in the compute dtype and
+// F32 inside each kernel. Under tensor parallelism each rank computes its heads and intermediate
+// columns, and the embedding and the row-parallel products (o_proj, down_proj) are summed over
+// the group in the compute dtype (the CPU sums F32).
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -15,15 +18,35 @@ namespace weft {
 
 namespace kc = kernels::cuda;
 
+namespace {
+
+// Sums `t` rows of `h` activations over the TP group, in place (stream-ordered or waited for, as
+// the communicator does). A no-op without a group.
+absl::Status sum_over_tp(Communicator* tp, void* rows, int64_t t, int64_t h, DType dtype) {
+  if (tp == nullptr || tp->size() == 1) return absl::OkStatus();
+  return tp->all_reduce_sum(TensorView{rows, dtype, Shape{t, h}, Device::kCuda});
+}
+
+}  // namespace
+
+absl::Status CudaExecutor::State::enqueue_embedding(const StepShape& sh) {
+  const int64_t t = sh.num_tokens, h = config.hidden_size;
+  WEFT_RETURN_IF_ERROR(kc::embedding_gather(weights.embedding, dtype, weights.vocab_rows, h,
+                                            md<int32_t>(meta.token_ids), t, weights.vocab_begin, ws(act.residual),
+                                            dtype, stream));
+  return sum_over_tp(tp, ws(act.residual), t, h, dtype);
+}
+
 absl::Status CudaExecutor::State::enqueue_layers(const StepShape& sh) {
   const ModelConfig& c = config;
   const int64_t t = sh.num_tokens;
   const int64_t h = c.hidden_size, d = c.head_dim;
-  const int heads = static_cast<int>(c.num_attention_heads);
-  const int kv_heads = static_cast<int>(c.num_key_value_heads);
+  // This rank's heads, KV heads and intermediate columns.
+  const int heads = local_heads;
+  const int kv_heads = local_kv_heads;
   const int64_t q_width = heads * d, kv_width = kv_heads * d;
   const int64_t qkv_width = q_width + 2 * kv_width;
-  const int64_t inter = c.intermediate_size;
+  const int64_t inter = local_intermediate;
   const size_t es = dtype_size(dtype);
   const float eps = static_cast<float>(c.rms_norm_eps);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -37,9 +60,6 @@ absl::Status CudaExecutor::State::enqueue_layers(const StepShape& sh) {
   char* gate_up = ws(act.gate_up);
   char* mlp_act = ws(act.mlp_act);
 
-  WEFT_RETURN_IF_ERROR(kc::embedding_gather(weights.embedding, dtype, c.vocab_size, h,
-                                            md<int32_t>(meta.token_ids), t, 0, residual, dtype,
-                                            stream));
   kc::CudaAttentionBatch batch;
   batch.num_seqs = sh.num_seqs;
   batch.query_start = md<int32_t>(meta.query_start);
@@ -112,12 +132,14 @@ absl::Status CudaExecutor::State::enqueue_layers(const StepShape& sh) {
                                           : kc::PrefillAttentionKernel::kSimt));
     }
     WEFT_RETURN_IF_ERROR(gemm->linear(attn_out, w.o_proj, w.o_bias, delta, t, h, q_width, dtype));
+    WEFT_RETURN_IF_ERROR(sum_over_tp(tp, delta, t, h, dtype));
     WEFT_RETURN_IF_ERROR(kc::add_rms_norm(residual, delta, w.post_norm, normed, t, h, eps, dtype,
                                           dtype, stream));
     WEFT_RETURN_IF_ERROR(gemm->linear(normed, w.gate_up, w.gate_up_bias, gate_up, t, 2 * inter, h,
                                       dtype));
     WEFT_RETURN_IF_ERROR(kc::silu_and_mul(gate_up, mlp_act, t, inter, dtype, stream));
     WEFT_RETURN_IF_ERROR(gemm->linear(mlp_act, w.down, w.down_bias, delta, t, h, inter, dtype));
+    WEFT_RETURN_IF_ERROR(sum_over_tp(tp, delta, t, h, dtype));
   }
   if (!weights.layers.empty()) {
     WEFT_RETURN_IF_ERROR(kc::add_inplace(residual, delta, t * h, dtype, stream));
@@ -127,7 +149,7 @@ absl::Status CudaExecutor::State::enqueue_layers(const StepShape& sh) {
 
 absl::Status CudaExecutor::State::enqueue_head(const StepShape& sh, int64_t row_begin, int64_t rows,
                                                bool greedy) {
-  const int64_t h = config.hidden_size, vocab = config.vocab_size;
+  const int64_t h = config.hidden_size, vocab = weights.vocab_rows;  // this rank's vocabulary shard
   const size_t es = dtype_size(dtype);
   const float eps = static_cast<float>(config.rms_norm_eps);
   char* selected = ws(act.selected);
