@@ -146,7 +146,7 @@ const RankModel& EngineSession::model() const {
 
 int64_t EngineSession::num_kv_blocks() const {
 #ifdef WEFT_HAVE_MPI
-  if (distributed_engine_) return distributed_engine_->kv_cache().num_blocks();
+  if (distributed_engine_) return distributed_engine_->num_kv_blocks();
 #endif
   return local_->num_kv_blocks();
 }

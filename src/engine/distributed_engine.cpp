@@ -80,6 +80,8 @@ absl::StatusOr<std::unique_ptr<DistributedEngine>> DistributedEngine::create(
     WEFT_RETURN_IF_ERROR(agree_on_status(world, allocated));
   }
 
+  e->num_kv_blocks_ = blocks;
+
   // KV tiers: every rank its own slice (its layers, its KV heads) of the host tier and of the disk
   // tier (its own directory and lock under --kv-disk-cache, kv_tier_setup.h); the job uses the
   // smallest host capacity. A rank that cannot open its disk tier leaves the whole job without

@@ -52,7 +52,9 @@ class DistributedEngine {
   Engine& engine() { return *engine_; }
   StepExecutor& executor() { return *executor_; }
   const RankModel& model() const { return *model_; }
-  const KvCache& kv_cache() const { return kv_; }
+  const KvCache& kv_cache() const { return kv_; }  // the host cache (empty on a device)
+  // KV blocks every rank holds (the job's agreed minimum), on the host or the device.
+  int64_t num_kv_blocks() const { return num_kv_blocks_; }
   // This rank's disk KV tier (null without one), e.g. for its miss counts.
   const KvDiskTier* kv_disk() const { return kv_tiers_.disk.get(); }
   const WorldConfig& world_config() const { return config_; }
@@ -73,6 +75,7 @@ class DistributedEngine {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<RankModel> model_;
   KvCache kv_;
+  int64_t num_kv_blocks_ = 0;
   RankKvTiers kv_tiers_;
   std::unique_ptr<ModelRunner> runner_;
   // What the stage worker drives: runner_ (CPU), or a device backend's runner (runner_ then null).
