@@ -524,7 +524,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::step() {
     if (step.decode_only) {
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       if (catching_up) {
-        policy_->record_catch_up(step.num_decoding, step.k, seconds);
+        policy_->record_catch_up(step.num_decoding, step.k, seconds, step.caught_up_tokens);
       } else {
         // A step where no sequence got guesses was a plain step: timed as one.
         policy_->record_time(step.num_decoding, step.proposals.empty() ? 0 : step.k, seconds);

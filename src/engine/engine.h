@@ -346,6 +346,7 @@ class Engine {
     int k = 0;
     int num_decoding = 0;      // chunks that decode (one known token each)
     bool decode_only = false;  // no prefill in the plan: the policy may learn from its time
+    int64_t caught_up_tokens = 0;  // what a model proposer ran to catch up before guessing
   };
   // Asks the proposer for guesses after the plan's decoding sequences and appends them.
   absl::Status add_proposals(InFlight& step);

@@ -80,6 +80,7 @@ absl::Status Engine::add_proposals(InFlight& step) {
   }
   if (requests.empty()) return absl::OkStatus();
   WEFT_ASSIGN_OR_RETURN(std::vector<Proposal> proposals, proposer_->propose(requests));
+  step.caught_up_tokens = proposer_->caught_up_tokens();
   if (proposals.size() != requests.size()) {
     return absl::InternalError(absl::StrCat("proposer ", std::string(proposer_->name()), " returned ", proposals.size(),
                                             " proposals for ", requests.size(), " sequences"));

@@ -155,6 +155,8 @@ absl::StatusOr<std::vector<Proposal>> DraftModelProposer::propose(std::span<cons
 
   // Catch up on the tokens the draft has not computed, in passes under the token budget; the
   // pass that reaches a request's last token yields its first guess.
+  caught_up_tokens_ = 0;
+  for (const Active& a : active) caught_up_tokens_ += a.known - a.computed;
   for (;;) {
     StepPlan plan;
     std::vector<size_t> finishing;

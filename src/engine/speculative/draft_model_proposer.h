@@ -50,6 +50,7 @@ class DraftModelProposer : public Proposer {
   absl::StatusOr<std::vector<Proposal>> propose(std::span<const ProposalRequest> requests) override;
   void forget(int64_t seq_id) override;
   bool runs_a_model() const override { return true; }
+  int64_t caught_up_tokens() const override { return caught_up_tokens_; }
 
   const RankModel& model() const { return *model_; }
   const BlockManager& blocks() const { return *blocks_; }
@@ -78,6 +79,7 @@ class DraftModelProposer : public Proposer {
   std::map<int64_t, DraftSequence> sequences_;
   int64_t next_step_id_ = 0;
   int64_t num_passes_ = 0;
+  int64_t caught_up_tokens_ = 0;
 };
 
 }  // namespace weft

@@ -52,6 +52,9 @@ class Proposer {
   virtual void forget(int64_t seq_id) {}
   // Whether proposing costs a model run (the engine then weighs that cost against the gain).
   virtual bool runs_a_model() const = 0;
+  // A model proposer: the tokens its last propose() ran to catch up (those of the requests it had
+  // not computed yet: prompts, the target's accepted tokens, every token of the steps it sat out).
+  virtual int64_t caught_up_tokens() const { return 0; }
 };
 
 }  // namespace weft

@@ -69,12 +69,7 @@ double SpeculationPolicy::arm_rate(const Bucket& b, size_t arm) const {
 int SpeculationPolicy::choose(int batch) {
   if (!adaptive_ || max_tokens_ == 0) return max_tokens_;
   const int k = choose_arm(batch);
-  if (k == 0) {
-    ++idle_steps_;
-  } else {
-    catch_up_gap_ = idle_steps_;
-    idle_steps_ = 0;
-  }
+  idle_steps_ = k == 0 ? idle_steps_ + 1 : 0;
   return k;
 }
 
@@ -177,14 +172,16 @@ double SpeculationPolicy::charge(Bucket& b, int k, double seconds) {
   return loss;
 }
 
-void SpeculationPolicy::record_catch_up(int batch, int k, double seconds) {
-  if (!adaptive_ || batch <= 0 || seconds <= 0.0 || arm_index(k) == kNone) return;
+void SpeculationPolicy::record_catch_up(int batch, int k, double seconds, int64_t tokens) {
+  const size_t index = arm_index(k);
+  if (!adaptive_ || batch <= 0 || seconds <= 0.0 || index == kNone) return;
   Bucket& b = bucket(batch);
-  // Learnt from explorations only (the warm-up's catch-up also runs the prompts), once the arm's
-  // own step time is known (record_time).
-  if (charge(b, k, seconds) >= 0.0) {
+  charge(b, k, seconds);
+  // Learnt once the arm's own step time is known (record_time).
+  if (tokens >= kMinCatchUpTokens) {
     b.catch_up_seconds = seconds;
-    b.catch_up_tokens = catch_up_gap_ * batch;
+    b.catch_up_arm = index;
+    b.catch_up_tokens = tokens;
   }
 }
 
@@ -212,9 +209,8 @@ void SpeculationPolicy::record_time(int batch, int k, double seconds) {
     time_other(b, index, seconds);
   }
   const Arm& arm = b.arms[index];
-  if (b.catch_up_seconds > 0.0 && b.exploring == index) {
-    catch_up_per_token_ = std::max(0.0, b.catch_up_seconds - arm.seconds) /
-                          static_cast<double>(std::max<int64_t>(1, b.catch_up_tokens));
+  if (b.catch_up_seconds > 0.0 && b.catch_up_arm == index) {
+    catch_up_per_token_ = std::max(0.0, b.catch_up_seconds - arm.seconds) / static_cast<double>(b.catch_up_tokens);
     b.catch_up_seconds = 0.0;
   }
   const size_t before = b.current;

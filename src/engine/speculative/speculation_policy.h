@@ -53,9 +53,10 @@
 // the tokens of every step it sat out go through the draft at once. The engine reports that step
 // with record_catch_up: its time is not what the arm costs, but it is what the exploration cost.
 // The cost grows with the steps since the last speculation, so backing off does not make it
-// cheaper per step; the policy predicts it from the last exploration's catch-up (seconds per
-// sequence-step covered) and the budget above keeps it small (with a draft nearly as costly as
-// the target, explorations from k = 0 all but stop).
+// cheaper per step; the policy predicts it from the last catch-up, the warm-up's included
+// (seconds per token the proposer ran beyond its arm's step), and the budget above keeps it small
+// from the first exploration on (with a draft nearly as costly as the target, explorations from
+// k = 0 all but stop).
 //
 // With adaptive off, every step speculates K (benchmarks, tests).
 #pragma once
@@ -79,6 +80,10 @@ class SpeculationPolicy {
   static constexpr double kTimeDecay = 0.8;
   static constexpr double kAcceptanceDecay = 0.98;
   static constexpr double kOutlierClip = 1.5;
+  // A catch-up of fewer tokens teaches nothing: a step's noise (tens of microseconds) over a few
+  // tokens swamps their cost (batch 1's warm-up runs a prompt of a few tokens), and priced that
+  // way an exploration from k = 0 would never fit the budget again.
+  static constexpr int64_t kMinCatchUpTokens = 64;
 
   SpeculationPolicy(int max_tokens, bool adaptive);
 
@@ -89,8 +94,13 @@ class SpeculationPolicy {
   // sequence got guesses is a plain step: the engine reports it with k = 0.
   void record_time(int batch, int k, double seconds);
   // A decode-only step that used `k` while a model proposer caught up on the steps it sat out
-  // (k was 0): charged to the exploration under way, not to the arm.
-  void record_catch_up(int batch, int k, double seconds);
+  // (k was 0), running `tokens` tokens to do so: charged to the exploration under way, not to
+  // the arm. Its time beyond the arm's (timed by the next step of `k`) per token is what the
+  // next exploration from k = 0 is predicted to cost per token it catches up: learnt from the
+  // warm-up's catch-up too (which also runs the prompts, hence counting tokens, not steps), so
+  // that the first exploration is within the budget as well; from catch-ups of at least
+  // kMinCatchUpTokens tokens.
+  void record_catch_up(int batch, int k, double seconds, int64_t tokens);
   // A step that chose k > 0 (with guesses or not): of `decoding` decoding sequences, `proposed`
   // got guesses; `accepted`
   // guesses were accepted in all, and `rejected` of those sequences had one rejected (a
@@ -134,8 +144,9 @@ class SpeculationPolicy {
     int explore_steps = 0;
     double decode_seconds = 0.0;   // all decode-only steps' time
     double explore_loss = 0.0;     // explorations' time beyond the current arm's for their tokens
-    // The catch-up step of the exploration under way, and the sequence-steps it covered.
+    // The last catch-up step not yet learnt from (0: none), its arm and the tokens it ran.
     double catch_up_seconds = 0.0;
+    size_t catch_up_arm = kNone;
     int64_t catch_up_tokens = 0;
   };
   static int bucket_of(int batch);
@@ -161,10 +172,9 @@ class SpeculationPolicy {
   bool adaptive_;
   std::vector<int> arms_;
   std::map<int, Bucket> buckets_;
-  // Steps in a row that chose k = 0 (any bucket), and that count before the last step that
-  // speculated: what a model proposer's catch-up covers.
-  int64_t idle_steps_ = 0, catch_up_gap_ = 0;
-  // The last exploration's catch-up cost beyond its arm's step, per sequence-step it covered.
+  // Steps in a row that chose k = 0 (any bucket): a model proposer's next catch-up covers them.
+  int64_t idle_steps_ = 0;
+  // The last catch-up's cost beyond its arm's step, per token it ran.
   double catch_up_per_token_ = 0.0;
   // Decayed sums over speculating steps, and of those steps, and of those where some sequence
   // got guesses.

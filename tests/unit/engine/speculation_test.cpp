@@ -147,7 +147,7 @@ TEST(SpeculationPolicyTest, ExplorationsOutlastAnUntimedCatchUpAndNoticeAChange)
       // Catching up (a cheap draft: 1% of a plain step per step it sat out): the acceptance is
       // measured, the time goes to the exploration's cost.
       simulate(policy, 16, k, 0.8, -1.0, rng);
-      policy.record_catch_up(16, k, seconds + 0.0001 * since_speculating);
+      policy.record_catch_up(16, k, seconds + 0.0001 * since_speculating, 16 * (since_speculating + 1));
     } else {
       simulate(policy, 16, k, 0.8, seconds, rng);
     }
@@ -175,7 +175,7 @@ TEST(SpeculationPolicyTest, CatchUpsCostAtMostTheExplorationBudget) {
     if (k > 0 && last_k == 0) {
       const double catch_up = seconds + 0.3 * plain * since_speculating;
       simulate(policy, 16, k, 0.5, -1.0, rng);
-      policy.record_catch_up(16, k, catch_up);
+      policy.record_catch_up(16, k, catch_up, 16 * (since_speculating + 1));
       total += catch_up;
     } else {
       simulate(policy, 16, k, 0.5, seconds, rng);
@@ -187,6 +187,46 @@ TEST(SpeculationPolicyTest, CatchUpsCostAtMostTheExplorationBudget) {
   EXPECT_EQ(policy.current(16), 0);
   // Warm-up (a few steps) plus explorations within the budget.
   EXPECT_LE(total, (1.0 + SpeculationPolicy::kExploreBudget) * plain * steps + 10 * plain);
+}
+
+// A short run at batch 64 where a draft's guesses do not pay (the default pair at large batch):
+// the warm-up's catch-up, which also runs the prompts, teaches what catching up costs per token,
+// so even the first exploration from k = 0 waits for the budget, and the run after the warm-up
+// stays within it of plain decoding. (Learning from explorations only, the first one came
+// unpriced after kExploreEvery steps: a 20-step catch-up plus its steps cost about 6% of a
+// 128-step run.)
+TEST(SpeculationPolicyTest, TheWarmUpPricesTheFirstCatchUp) {
+  SpeculationPolicy policy(4, true);
+  std::mt19937 rng(23);
+  const double plain = 0.0035, per_token = 6e-6;
+  const int batch = 64, prompt = 10;
+  double after_warmup = 0.0;
+  int last_k = 0, since_speculating = 0, plain_steps_after = 0;
+  bool warm = false;
+  for (int step = 0; step < 130; ++step) {  // one round of speculative_bench
+    const int k = policy.choose(batch);
+    const double seconds = plain * (1.0 + 1.1 * k);
+    double took = seconds;
+    if (k > 0 && last_k == 0) {
+      // The draft runs every token it has not seen: the prompts the first time, then the steps
+      // it sat out.
+      const int64_t tokens = batch * (since_speculating + 1 + (step < 10 ? prompt : 0));
+      took = seconds + per_token * static_cast<double>(tokens);
+      simulate(policy, batch, k, 0.5, -1.0, rng);
+      policy.record_catch_up(batch, k, took, tokens);
+    } else {
+      simulate(policy, batch, k, 0.5, seconds, rng);
+    }
+    if (warm) {
+      after_warmup += took;
+      ++plain_steps_after;
+    }
+    warm = warm || step >= 2 * SpeculationPolicy::kWarmupSamples + 1;
+    since_speculating = k > 0 ? 0 : since_speculating + 1;
+    last_k = k;
+  }
+  EXPECT_EQ(policy.current(batch), 0);
+  EXPECT_LE(after_warmup, (1.0 + SpeculationPolicy::kExploreBudget) * plain * plain_steps_after);
 }
 
 // A bucket met later starts at the nearest bucket's arm. At k = 0 it waits for the first
