@@ -38,7 +38,8 @@ absl::StatusOr<int> choose_cuda_device(int requested, int device_count) {
     }
     return requested;
   }
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID"}) {
+  // As cluster/bind-gpu.sh reads it (which leaves each rank one visible GPU: index 0 here).
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "LOCAL_RANK"}) {
     if (const char* value = std::getenv(name); value != nullptr && *value != '\0') {
       return std::atoi(value) % device_count;
     }

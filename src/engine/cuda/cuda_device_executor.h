@@ -11,7 +11,7 @@ namespace weft {
 
 // The GPU a rank uses: `requested` (--cuda-device) when >= 0, else the rank's local rank on its
 // host from the launcher's environment (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID,
-// MPI_LOCALRANKID; 0 when none is set) modulo `device_count`. InvalidArgument when `requested`
+// MPI_LOCALRANKID, LOCAL_RANK; 0 when none is set) modulo `device_count`. InvalidArgument when `requested`
 // is not below device_count; FailedPrecondition when no GPU is visible.
 absl::StatusOr<int> choose_cuda_device(int requested, int device_count);
 
