@@ -168,8 +168,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutor::State>> create_cuda_state(const Mod
   s->local_heads = static_cast<int>(attention.q_rows.count / config.head_dim);
   s->local_kv_heads = static_cast<int>(attention.kv_rows.count / config.head_dim);
   s->local_intermediate = mlp_shards(config, "", share.tp_rank, share.tp_size).intermediate.count;
-  const int64_t local_layers =
-      (share.end_layer < 0 ? config.num_hidden_layers : share.end_layer) - share.first_layer;
+  const int64_t local_layers = weight_layout.end_layer - weight_layout.first_layer;
   if (options.kv_dtype && *options.kv_dtype != s->dtype) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--kv-cache-dtype: the CUDA executor keeps the KV cache in the compute dtype ",
@@ -237,7 +236,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutor::State>> create_cuda_state(const Mod
   if (options.print_plan) std::cerr << "weft: " << s->plan.describe();
   s->num_blocks = s->plan.kv_blocks;
 
-  WEFT_ASSIGN_OR_RETURN(s->weights, upload_cuda_weights(config, weights, s->dtype, s->stream, share));
+  WEFT_ASSIGN_OR_RETURN(s->weights, upload_cuda_weights(weight_layout, weights, s->stream));
   WEFT_ASSIGN_OR_RETURN(s->workspace, kc::DeviceBuffer::allocate(s->act.total_bytes));
   WEFT_ASSIGN_OR_RETURN(s->metadata, kc::DeviceBuffer::allocate(s->meta.total_bytes));
   s->kv_layer_bytes = s->num_blocks * options.block_size * s->local_kv_heads * config.head_dim *

@@ -72,6 +72,10 @@ absl::StatusOr<CudaWeightLayout> cuda_weight_layout(const ModelConfig& c, DType 
   const int rank = share.tp_rank, size = share.tp_size;
   const int64_t h = c.hidden_size, d = c.head_dim;
   CudaWeightLayout out;
+  out.dtype = dtype;
+  out.first_layer = share.first_layer;
+  out.end_layer = end_layer;
+  out.last_stage = share.last_stage;
   const ShardRange vocab = padded_shard(c.vocab_size, rank, size);
   out.vocab_begin = vocab.begin;
   out.vocab_rows = vocab.count;

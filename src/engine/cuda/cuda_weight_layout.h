@@ -54,6 +54,10 @@ struct CudaWeightEntry {
 };
 
 struct CudaWeightLayout {
+  DType dtype = DType::kBF16;            // every entry's
+  int first_layer = 0;                   // the share's layers [first_layer, end_layer)
+  int end_layer = 0;
+  bool last_stage = true;                // holds the final norm and the LM head
   std::vector<CudaWeightEntry> entries;  // in upload order
   int64_t total_bytes = 0;
   int64_t vocab_begin = 0;  // the embedding's / head's vocabulary rows [vocab_begin, + vocab_rows)

@@ -11,21 +11,15 @@ DType cuda_compute_dtype(DType checkpoint_dtype) {
   return checkpoint_dtype == DType::kF16 ? DType::kF16 : DType::kBF16;
 }
 
-absl::StatusOr<int64_t> cuda_weight_bytes(const ModelConfig& config, DType dtype, const CudaRankShare& share) {
-  WEFT_ASSIGN_OR_RETURN(CudaWeightLayout layout, cuda_weight_layout(config, dtype, share));
-  return layout.total_bytes;
-}
-
-absl::StatusOr<CudaModelWeights> upload_cuda_weights(const ModelConfig& config, const WeightStore& weights,
-                                                     DType dtype, cudaStream_t stream, const CudaRankShare& share) {
-  WEFT_ASSIGN_OR_RETURN(CudaWeightLayout layout, cuda_weight_layout(config, dtype, share));
+absl::StatusOr<CudaModelWeights> upload_cuda_weights(const CudaWeightLayout& layout, const WeightStore& weights,
+                                                     cudaStream_t stream) {
+  const DType dtype = layout.dtype;
   CudaModelWeights w;
   w.dtype = dtype;
-  w.first_layer = share.first_layer;
+  w.first_layer = layout.first_layer;
   w.vocab_begin = layout.vocab_begin;
   w.vocab_rows = layout.vocab_rows;
-  const int end_layer = share.end_layer < 0 ? static_cast<int>(config.num_hidden_layers) : share.end_layer;
-  w.layers.assign(static_cast<size_t>(end_layer - share.first_layer), CudaLayerWeights{});
+  w.layers.assign(static_cast<size_t>(layout.end_layer - layout.first_layer), CudaLayerWeights{});
   WEFT_ASSIGN_OR_RETURN(w.storage, DeviceBuffer::allocate(static_cast<size_t>(layout.total_bytes)));
   char* base = w.storage.as<char>();
   std::vector<uint16_t> packed;
@@ -37,7 +31,7 @@ absl::StatusOr<CudaModelWeights> upload_cuda_weights(const ModelConfig& config, 
     // The packing buffer is reused for the next entry: wait.
     WEFT_RETURN_IF_ERROR(cuda_check(cudaStreamSynchronize(stream), "upload weights (sync)"));
     const void* at = base + e.offset;
-    CudaLayerWeights* l = e.layer >= 0 ? &w.layers[static_cast<size_t>(e.layer - share.first_layer)] : nullptr;
+    CudaLayerWeights* l = e.layer >= 0 ? &w.layers[static_cast<size_t>(e.layer - layout.first_layer)] : nullptr;
     switch (e.slot) {
       case CudaWeightSlot::kEmbedding: w.embedding = at; break;
       case CudaWeightSlot::kFinalNorm: w.final_norm = at; break;
@@ -56,7 +50,7 @@ absl::StatusOr<CudaModelWeights> upload_cuda_weights(const ModelConfig& config, 
       case CudaWeightSlot::kDownBias: l->down_bias = at; break;
     }
   }
-  if (layout.tied_head && share.last_stage) w.lm_head = w.embedding;
+  if (layout.tied_head && layout.last_stage) w.lm_head = w.embedding;
   return w;
 }
 

@@ -47,15 +47,11 @@ struct CudaModelWeights {
 // The compute dtype for a checkpoint dtype: F16 stays F16, everything else BF16.
 DType cuda_compute_dtype(DType checkpoint_dtype);
 
-// Bytes upload_cuda_weights() allocates for `share` (for the memory plan, before allocating).
-absl::StatusOr<int64_t> cuda_weight_bytes(const ModelConfig& config, DType dtype, const CudaRankShare& share = {});
-
-// Reads every tensor of the share from `weights` (shapes checked against config.json, errors
-// naming the tensor as WeightStore does), packs it in `dtype` on the host (pack_cuda_weight),
-// and copies it to the current device on `stream` (synchronously: the packing buffer is reused).
-// ResourceExhausted when the allocation fails.
-absl::StatusOr<CudaModelWeights> upload_cuda_weights(const ModelConfig& config, const WeightStore& weights,
-                                                     DType dtype, cudaStream_t stream,
-                                                     const CudaRankShare& share = {});
+// Reads every tensor of `layout` from `weights` (shapes checked against config.json, errors
+// naming the tensor as WeightStore does), packs it in the layout's dtype on the host
+// (pack_cuda_weight), and copies it to the current device on `stream` (synchronously: the packing
+// buffer is reused). ResourceExhausted when the allocation fails.
+absl::StatusOr<CudaModelWeights> upload_cuda_weights(const CudaWeightLayout& layout, const WeightStore& weights,
+                                                     cudaStream_t stream);
 
 }  // namespace weft
