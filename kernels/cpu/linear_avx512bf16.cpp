@@ -95,7 +95,13 @@ void row_tile(const Bf16LinearProblem& p, int64_t i, int64_t j0, int64_t j1) {
 
 void linear_block_avx512bf16(const Bf16LinearProblem& p, int64_t i0, int64_t i1, int64_t j0,
                              int64_t j1) {
-  for_each_row_tile<4>(i0, i1, [&]<int MR, bool kFetchNext>(int64_t i) {
+  // Tiles of up to 6 rows (24 accumulators, 6 activation registers, one weight register: 31
+  // of the 32 zmm registers). A speculative verification of 4 or 5 guesses (5 or 6 rows) then
+  // reads each weight tile once, where 4-row tiles ran a 4-row and a 1-2-row pass over it:
+  // measured on a Zen 4 EPYC, 0.85x the time at 5 rows and 0.78-0.88x at 6 on the default
+  // model's shapes, 0.96x at 128 rows. Each output's summation order is the same in every tile
+  // height, so results do not depend on the batch.
+  for_each_row_tile<6>(i0, i1, [&]<int MR, bool kFetchNext>(int64_t i) {
     row_tile<MR, kFetchNext>(p, i, j0, j1);
   });
 }
