@@ -90,10 +90,10 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
     }
   }
   b->Args({1, 2048, 768, 1});
-  // The default model's shapes (hidden 256, MLP 768, vocabulary 4096) at 1 and 5 rows: a
-  // decode step and a speculative verification of 4 guesses, where per-call costs and short
+  // The default model's shapes (hidden 256, MLP 768, vocabulary 4096) at 1, 4, 5 and 6 rows: a
+  // decode step and speculative verifications of 3 to 5 guesses, where per-call costs and short
   // dot products weigh most.
-  for (int64_t m : {1, 5}) {
+  for (int64_t m : {1, 4, 5, 6}) {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 256}, {256, 768}, {4096, 256}}) b->Args({m, n, k, 3});
   }
   b->UseRealTime();
@@ -278,8 +278,9 @@ void BM_ParallelForHandoff(benchmark::State& state) {
 }
 BENCHMARK(BM_ParallelForHandoff)->ArgName("spin_us")->Arg(0)->Arg(200)->UseRealTime();
 
-// Args: rows, vocab. Temperature 0.8 and nothing else: the dense path (every token weighed, the
-// draw scans the row) that a chat client's default sampling takes.
+// Args: rows, vocab, top_p in percent. Temperature 0.8; top_p 100 is the dense path (every token
+// weighed, the draw scans the row) that a chat client's default sampling takes, below 100 the
+// nucleus cut (the default model at 4096 tokens, as speculative_bench samples).
 void BM_SampleRows(benchmark::State& state) {
   const int64_t rows = state.range(0), vocab = state.range(1);
   Tensor logits = Tensor::empty(DType::kF32, Shape{rows, vocab});
@@ -288,6 +289,7 @@ void BM_SampleRows(benchmark::State& state) {
   for (int64_t i = 0; i < logits.numel(); ++i) logits.data_as<float>()[i] = dist(rng);
   SamplingParams params;
   params.temperature = 0.8f;
+  params.top_p = static_cast<float>(state.range(2)) / 100.0f;
   std::vector<std::vector<int32_t>> outputs(static_cast<size_t>(rows));
   std::vector<SequenceSamplingState> states(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) {
@@ -303,7 +305,13 @@ void BM_SampleRows(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * rows);
 }
-BENCHMARK(BM_SampleRows)->ArgNames({"rows", "vocab"})->Args({64, 49152})->Args({1, 151936})->UseRealTime();
+BENCHMARK(BM_SampleRows)
+    ->ArgNames({"rows", "vocab", "top_p"})
+    ->Args({64, 49152, 100})
+    ->Args({1, 151936, 100})
+    ->Args({1, 4096, 95})
+    ->Args({1, 151936, 95})
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace weft::kernels
