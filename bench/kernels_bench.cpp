@@ -96,6 +96,10 @@ void LinearArgs(benchmark::internal::Benchmark* b) {
   for (int64_t m : {1, 4, 5, 6}) {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{768, 256}, {256, 768}, {4096, 256}}) b->Args({m, n, k, 3});
   }
+  // The default draft's (hidden 128, MLP 384): one token, where the per-call costs are most of it.
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{256, 128}, {128, 128}, {768, 128}, {128, 384}, {4096, 128}}) {
+    b->Args({1, n, k, 3});
+  }
   b->UseRealTime();
 }
 BENCHMARK(BM_Linear)->Apply(LinearArgs);
