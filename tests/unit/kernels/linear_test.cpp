@@ -116,7 +116,7 @@ TEST_P(LinearTest, Bf16ActivationsMatchTheRoundedReference) {
   uint32_t seed = 500;
   int checked = 0;
   for (int64_t k : {1, 31, 32, 33, 64, 130, 768}) {
-    for (int64_t m : {1, 2, 3, 4, 5, 17, 40, 70}) {
+    for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 17, 40, 70}) {
       for (int64_t n : {1, 5, 8, 13, 48, 100}) {
         std::vector<float> xv = random_floats(static_cast<size_t>(m * k), seed);
         std::vector<float> wv = random_floats(static_cast<size_t>(n * k), seed + 1);
@@ -447,7 +447,8 @@ TEST_P(LinearTest, Bf16ActivationRowsEqualTheRowAlone) {
       Tensor y = Tensor::zeros(DType::kF32, {m, n});
       linear(x, w, nullptr, y, pool);
       for (int64_t i = 0; i < m; i += 3) {
-        for (int64_t rows : {1, 2, 17, 33}) {
+        // 5 and 6 rows: a speculative verification of 4-5 guesses, one row tile each.
+        for (int64_t rows : {1, 2, 5, 6, 17, 33}) {
           if (i + rows > m) continue;
           std::vector<float> part(xv.begin() + i * k, xv.begin() + (i + rows) * k);
           Tensor xi = make_f32(part, {rows, k});
